@@ -1,0 +1,50 @@
+package host
+
+import (
+	"context"
+
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// Transport is how the Loop reaches workers. Implementations (the NATS one
+// lives in package fabric) must not block the loop: Publish and Cancel queue
+// the send and report a failure later as an Event, and every completion
+// arrives on Events, never as a call into a Runtime.
+type Transport interface {
+	// Publish sends one attempt of a claimed operation. A send that fails
+	// after Publish returned comes back as EventPublishFailed.
+	Publish(ctx context.Context, inv protocol.Invoke) error
+	// Cancel asks whichever worker holds the call to stop.
+	Cancel(ctx context.Context, c protocol.Cancel) error
+	// Events delivers verified worker frames and send failures. The channel
+	// is closed when the transport is closed.
+	Events() <-chan Event
+}
+
+// EventKind tells what an Event carries.
+type EventKind int
+
+// Event kinds.
+const (
+	// EventMessage carries an authenticated worker frame: a result, a
+	// chunk or a cancel disposition.
+	EventMessage EventKind = iota + 1
+	// EventPublishFailed reports that an invocation never reached the
+	// stream; the loop may publish it again (the message id makes that
+	// safe).
+	EventPublishFailed
+)
+
+// Event is one input from the transport to the loop.
+type Event struct {
+	Kind EventKind
+	// Message is set for EventMessage; it has passed the transport's
+	// authentication, so only its fields remain to be checked against
+	// the operation it names.
+	Message protocol.WorkerMessage
+	// Worker identifies the sender, for status and metrics.
+	Worker string
+	// Invoke and Err are set for EventPublishFailed.
+	Invoke protocol.Invoke
+	Err    error
+}
