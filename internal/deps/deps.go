@@ -1,5 +1,7 @@
 //go:build tools
 
+// Package deps pins the project's chosen dependencies in go.mod before
+// every package that uses them exists.
 package deps
 
 import (
@@ -13,4 +15,3 @@ import (
 	_ "github.com/santhosh-tekuri/jsonschema/v6"
 	_ "go.uber.org/goleak"
 )
-

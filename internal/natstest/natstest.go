@@ -48,7 +48,9 @@ func StartWith(t testing.TB, opts *server.Options) *Server {
 	t.Helper()
 	s := &Server{t: t, opts: opts}
 	s.Server = run(t, opts)
-	t.Cleanup(s.Shutdown)
+	// A closure, so the server running at the end (after any Restart) is
+	// the one shut down.
+	t.Cleanup(func() { s.Shutdown() })
 	return s
 }
 

@@ -1,0 +1,115 @@
+package idempotency
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Journal is the replay-safe record of operations keyed by idempotency key.
+// Every method is safe for concurrent use by many goroutines and processes:
+// each write is a compare-and-set on the record's revision, so of two
+// writers racing on one key exactly one wins and the other learns it.
+type Journal interface {
+	// Begin asks to run the operation named by key. The outcome says what
+	// the caller may do: run it (Fresh, TakenOver), wait for the live
+	// owner (RunningElsewhere) or replay the stored result (Done). lease
+	// is how long the caller may hold the operation without renewing.
+	Begin(ctx context.Context, key, owner string, lease time.Duration) (Claim, error)
+	// Renew extends a held lease by the claim's lease duration from now
+	// and returns the claim to use next. ErrLeaseLost means the caller no
+	// longer owns the operation and must stop producing effects.
+	Renew(ctx context.Context, c Claim) (Claim, error)
+	// Finish stores the terminal result of a held claim; later Begins see
+	// Done and replay it. ErrLeaseLost means another owner took over and
+	// this result was not stored.
+	Finish(ctx context.Context, c Claim, r Result) error
+	// Release gives a held lease back without a result, so the next Begin
+	// is Fresh rather than TakenOver: the operation did not start its
+	// effect, or stopped it cleanly, and may simply run again.
+	Release(ctx context.Context, c Claim) error
+	// Get returns the current record of key, or ErrNotFound.
+	Get(ctx context.Context, key string) (Record, error)
+}
+
+// Outcome is what Begin found.
+type Outcome uint8
+
+// Begin outcomes. Fresh and TakenOver hold the lease; the others do not.
+const (
+	// Fresh: no live record existed (never begun, or released); the caller
+	// holds the lease and runs the operation.
+	Fresh Outcome = iota + 1
+	// RunningElsewhere: another claim holds an unexpired lease; the caller
+	// must not run the operation and should wait or hand the work back.
+	RunningElsewhere
+	// Done: a terminal result is stored in Claim.Record.Result; the caller
+	// replays it instead of running the operation.
+	Done
+	// TakenOver: the previous owner's lease expired without a result; the
+	// caller now holds the lease. Whether the earlier attempt produced its
+	// effect is unknown, so an idempotent operation may run again and a
+	// non-idempotent one should finish as indeterminate.
+	TakenOver
+)
+
+// String returns the outcome's lower-case name.
+func (o Outcome) String() string {
+	switch o {
+	case Fresh:
+		return "fresh"
+	case RunningElsewhere:
+		return "running_elsewhere"
+	case Done:
+		return "done"
+	case TakenOver:
+		return "taken_over"
+	default:
+		return fmt.Sprintf("outcome(%d)", uint8(o))
+	}
+}
+
+// Claim is the answer of Begin and Renew. It carries the record as the
+// caller last saw it, including the revision that later writes compare
+// against; pass the latest claim to Renew, Finish or Release.
+type Claim struct {
+	Outcome Outcome
+	// Owner is who asked; Record.Owner is who holds the lease.
+	Owner string
+	// Lease is the duration requested at Begin; Renew extends by it.
+	Lease time.Duration
+	// Record is the stored record after Begin or Renew.
+	Record Record
+}
+
+// Held reports whether the claim holds the lease, that is whether the
+// caller may run the operation and must end it with Finish or Release.
+func (c Claim) Held() bool { return c.Outcome == Fresh || c.Outcome == TakenOver }
+
+// Revision is the record revision the claim's next write compares against.
+func (c Claim) Revision() uint64 { return c.Record.Revision }
+
+func validateBegin(key, owner string, lease time.Duration) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
+	case owner == "":
+		return fmt.Errorf("%w: %q", ErrInvalidOwner, owner)
+	case lease <= 0:
+		return fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	}
+	return nil
+}
+
+func validateHeld(c Claim) error {
+	if !c.Held() {
+		return fmt.Errorf("%w: outcome %s", ErrNotHeld, c.Outcome)
+	}
+	if c.Record.Key == "" {
+		return fmt.Errorf("%w: %q", ErrInvalidKey, c.Record.Key)
+	}
+	if c.Lease <= 0 {
+		return fmt.Errorf("%w: %v", ErrInvalidLease, c.Lease)
+	}
+	return nil
+}
