@@ -43,10 +43,10 @@ func JSONPayload(raw json.RawMessage) WorkerPayload {
 // StreamLimits are the four bounds of a tool's stream policy, as a worker
 // needs to know them.
 type StreamLimits struct {
-	MaxChunks           int `json:"max_chunks"`
-	MaxChunkBytes       int `json:"max_chunk_bytes"`
-	MaxSourceBytes      int `json:"max_source_bytes"`
-	MaxReleasedBytes    int `json:"max_released_bytes"`
+	MaxChunks        int `json:"max_chunks"`
+	MaxChunkBytes    int `json:"max_chunk_bytes"`
+	MaxSourceBytes   int `json:"max_source_bytes"`
+	MaxReleasedBytes int `json:"max_released_bytes"`
 }
 
 // Invoke asks a worker to run one attempt of an operation.
@@ -139,4 +139,31 @@ type WorkerMessage struct {
 	CancelDisp *CancelReply               `json:"cancel_disposition,omitempty"`
 	Reconcile  *OperationReconcileRequest `json:"reconcile_operation,omitempty"`
 	Reconciled *OperationReconcileResult  `json:"reconciled_operation,omitempty"`
+}
+
+// InvokeMessage wraps v as a KindInvoke message.
+func InvokeMessage(v Invoke) WorkerMessage { return WorkerMessage{Kind: KindInvoke, Invoke: &v} }
+
+// CancelMessage wraps v as a KindCancel message.
+func CancelMessage(v Cancel) WorkerMessage { return WorkerMessage{Kind: KindCancel, Cancel: &v} }
+
+// ChunkMessage wraps v as a KindChunk message.
+func ChunkMessage(v Chunk) WorkerMessage { return WorkerMessage{Kind: KindChunk, Chunk: &v} }
+
+// ResultMessage wraps v as a KindResult message.
+func ResultMessage(v Result) WorkerMessage { return WorkerMessage{Kind: KindResult, Result: &v} }
+
+// CancelReplyMessage wraps v as a KindCancelDisposition message.
+func CancelReplyMessage(v CancelReply) WorkerMessage {
+	return WorkerMessage{Kind: KindCancelDisposition, CancelDisp: &v}
+}
+
+// ReconcileMessage wraps v as a KindReconcileOperation message.
+func ReconcileMessage(v OperationReconcileRequest) WorkerMessage {
+	return WorkerMessage{Kind: KindReconcileOperation, Reconcile: &v}
+}
+
+// ReconciledMessage wraps v as a KindReconciledOperation message.
+func ReconciledMessage(v OperationReconcileResult) WorkerMessage {
+	return WorkerMessage{Kind: KindReconciledOperation, Reconciled: &v}
 }
