@@ -1,0 +1,107 @@
+package metrics
+
+// Label values. Every label the package exports takes its value from one of
+// these closed sets; anything else is recorded as Other so that a caller's
+// typo or an attacker-chosen string cannot grow a series set without bound.
+const (
+	// Other replaces any label value outside the documented set.
+	Other = "other"
+)
+
+// Terminal outcomes of an operation as the host sees it
+// (splash_operations_finished_total, splash_operation_duration_seconds).
+const (
+	OutcomeSucceeded     = "succeeded"
+	OutcomeFailed        = "failed"
+	OutcomeTimedOut      = "timed_out"
+	OutcomeCancelled     = "cancelled"
+	OutcomeIndeterminate = "indeterminate"
+)
+
+// Outcomes of one handler run on a worker (splash_worker_invocations_total,
+// splash_worker_handler_duration_seconds). They follow the result statuses a
+// worker can publish.
+const (
+	HandlerSucceeded        = "succeeded"
+	HandlerFailed           = "failed"
+	HandlerRetryTransient   = "retry_transient"
+	HandlerRetryRateLimited = "retry_rate_limited"
+	HandlerCancelled        = "cancelled"
+	HandlerIndeterminate    = "indeterminate"
+)
+
+// Retry classes (splash_retries_total).
+const (
+	RetryTransient   = "transient"
+	RetryRateLimited = "rate_limited"
+)
+
+// Worker answers to a cancellation request (splash_cancellations_total).
+const (
+	DispositionAcknowledged = "acknowledged"
+	DispositionTooLate      = "too_late"
+	DispositionUnsupported  = "unsupported"
+)
+
+// Authentication failure reasons (splash_auth_failures_total,
+// splash_worker_auth_failures_total). The frame reasons mirror the checks a
+// receiver makes on a sealed frame; the token reasons belong to the HTTP API.
+const (
+	AuthBadTag       = "bad_tag"
+	AuthWrongRole    = "wrong_role"
+	AuthWrongSession = "wrong_session"
+	AuthSequence     = "sequence"
+	AuthWrongSubject = "wrong_subject"
+	AuthMissingToken = "missing_token"
+	AuthWrongToken   = "wrong_token"
+)
+
+// Reasons an authenticated or unauthenticated frame is refused for reasons
+// other than its credentials (splash_frames_rejected_total).
+const (
+	RejectMalformed        = "malformed"
+	RejectTooLarge         = "too_large"
+	RejectInvalidMessage   = "invalid_message"
+	RejectUnknownOperation = "unknown_operation"
+	RejectWrongAttempt     = "wrong_attempt"
+	RejectContradictory    = "contradictory"
+	RejectLate             = "late"
+)
+
+// Terminal session states (splash_sessions_total).
+const (
+	SessionCompleted = "completed"
+	SessionFailed    = "failed"
+	SessionCancelled = "cancelled"
+	SessionTimedOut  = "timed_out"
+)
+
+// Stream chunk sources (splash_stream_chunks_total,
+// splash_stream_bytes_total): what a worker sent, what the redactor released
+// to the script, and what the stream policy refused.
+const (
+	StreamSource   = "source"
+	StreamRedacted = "redacted"
+	StreamDenied   = "denied"
+)
+
+var (
+	outcomes      = []string{OutcomeSucceeded, OutcomeFailed, OutcomeTimedOut, OutcomeCancelled, OutcomeIndeterminate}
+	handlerResult = []string{HandlerSucceeded, HandlerFailed, HandlerRetryTransient, HandlerRetryRateLimited, HandlerCancelled, HandlerIndeterminate}
+	retryClasses  = []string{RetryTransient, RetryRateLimited}
+	dispositions  = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
+	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMissingToken, AuthWrongToken}
+	rejectReasons = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
+	sessionStates = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
+	streamSources = []string{StreamSource, StreamRedacted, StreamDenied}
+)
+
+// oneOf returns v when it is in set and Other otherwise.
+func oneOf(v string, set []string) string {
+	for _, s := range set {
+		if v == s {
+			return v
+		}
+	}
+	return Other
+}

@@ -1,0 +1,131 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Worker is the collector set of a worker process: handler runs, dedupe
+// and redelivery counts, and the tools it is currently serving. All methods
+// are safe for concurrent use; every method of a nil *Worker does nothing.
+type Worker struct {
+	set
+	tools *toolGuard
+
+	inFlight, serving      *prometheus.GaugeVec
+	up                     prometheus.Gauge
+	dedupeHits, redelivers *prometheus.CounterVec
+	invocations            *prometheus.CounterVec
+	handlerDuration        *prometheus.HistogramVec
+	authFailures           *prometheus.CounterVec
+}
+
+// NewWorker builds the worker collector set and registers it with reg (nil
+// registers nothing). Pass WithTools with the tools the process serves to
+// bound the tool label to exactly those.
+func NewWorker(reg prometheus.Registerer, opts ...Option) *Worker {
+	o := buildOptions(opts)
+	b := builder{constLabels: o.constLabels}
+	w := &Worker{
+		inFlight: b.gauge("splash_worker_in_flight",
+			"Invocations this worker is processing right now, by tool.", "tool"),
+		serving: b.gauge("splash_worker_serving",
+			"1 while this worker pulls work for the tool, 0 while it drains or has stopped.", "tool"),
+		up: prometheus.NewGauge(prometheus.GaugeOpts{Name: "splash_worker_up",
+			Help: "1 while this worker accepts new work, 0 while it drains.", ConstLabels: o.constLabels}),
+		dedupeHits: b.counter("splash_worker_dedupe_hits_total",
+			"Invocations answered from the idempotency journal instead of running the handler.", "tool"),
+		redelivers: b.counter("splash_worker_redeliveries_total",
+			"Invocation messages the stream delivered more than once.", "tool"),
+		invocations: b.counter("splash_worker_invocations_total",
+			"Handler runs that ended, by tool and outcome.", "tool", "outcome"),
+		handlerDuration: b.histogram("splash_worker_handler_duration_seconds",
+			"Time one handler run took, by tool and outcome.", durationBuckets, "tool", "outcome"),
+		authFailures: b.counter("splash_worker_auth_failures_total",
+			"Invocation or cancel frames this worker refused for failed authentication, by reason.", "reason"),
+	}
+	w.set = set{w.inFlight, w.serving, w.up, w.dedupeHits, w.redelivers, w.invocations, w.handlerDuration, w.authFailures}
+	w.tools = newToolGuard(o, w.initTool)
+	initAll(w.authFailures, authReasons)
+	return register(reg, w)
+}
+
+func (w *Worker) initTool(tool string) {
+	w.inFlight.WithLabelValues(tool)
+	w.dedupeHits.WithLabelValues(tool)
+	w.redelivers.WithLabelValues(tool)
+	initAll(w.invocations, handlerResult, tool)
+}
+
+// SetUp reports whether the worker accepts new work.
+func (w *Worker) SetUp(up bool) {
+	if w == nil {
+		return
+	}
+	w.up.Set(boolGauge(up))
+}
+
+// Serving reports whether the worker pulls work for tool. Alerts join this
+// with the host's pending gauge to find tools that have queued work and no
+// worker.
+func (w *Worker) Serving(tool string, serving bool) {
+	if w == nil {
+		return
+	}
+	w.serving.WithLabelValues(w.tools.value(tool)).Set(boolGauge(serving))
+}
+
+// HandlerStarted counts a handler run as in flight.
+func (w *Worker) HandlerStarted(tool string) {
+	if w == nil {
+		return
+	}
+	w.inFlight.WithLabelValues(w.tools.value(tool)).Inc()
+}
+
+// HandlerDone ends a run begun with HandlerStarted: it leaves the in-flight
+// gauge and is counted with its outcome (one of the Handler constants) and
+// duration d.
+func (w *Worker) HandlerDone(tool, outcome string, d time.Duration) {
+	if w == nil {
+		return
+	}
+	t := w.tools.value(tool)
+	o := oneOf(outcome, handlerResult)
+	w.inFlight.WithLabelValues(t).Dec()
+	w.invocations.WithLabelValues(t, o).Inc()
+	w.handlerDuration.WithLabelValues(t, o).Observe(seconds(d))
+}
+
+// DedupeHit counts an invocation answered from the journal.
+func (w *Worker) DedupeHit(tool string) {
+	if w == nil {
+		return
+	}
+	w.dedupeHits.WithLabelValues(w.tools.value(tool)).Inc()
+}
+
+// Redelivered counts an invocation message delivered more than once.
+func (w *Worker) Redelivered(tool string) {
+	if w == nil {
+		return
+	}
+	w.redelivers.WithLabelValues(w.tools.value(tool)).Inc()
+}
+
+// AuthFailure counts a frame refused for failed authentication; reason is
+// one of the Auth constants.
+func (w *Worker) AuthFailure(reason string) {
+	if w == nil {
+		return
+	}
+	w.authFailures.WithLabelValues(oneOf(reason, authReasons)).Inc()
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
