@@ -1,17 +1,21 @@
-// Command splash runs Splash Fabric: the host, the worker pool and the
-// embedded NATS node, in one process (dev) or apart.
 package main
 
 import (
-	"fmt"
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "dev" {
-		fmt.Println("dev mode arrives with the fabric")
-		return
-	}
-	fmt.Fprintln(os.Stderr, "usage: splash dev")
-	os.Exit(2)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default behaviour so a second
+		// one kills a process whose shutdown hangs.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], &app{stdout: os.Stdout, stderr: os.Stderr, lookupEnv: os.LookupEnv})
+	stop()
+	os.Exit(code)
 }

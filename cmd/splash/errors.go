@@ -1,0 +1,26 @@
+package main
+
+import "errors"
+
+// Errors a command returns; run maps them to exit statuses, so a script that
+// calls splash can tell a mistake in its own invocation (2) from a failure
+// of the work it asked for (1).
+var (
+	// errUsage marks a mistake in the command line or environment: an
+	// unknown command or flag, a malformed value, a missing argument. It
+	// exits 2 and prints the command's usage.
+	errUsage = errors.New("usage")
+
+	// errNotYetAvailable is returned by commands whose flags are in place
+	// but whose body is not written yet.
+	errNotYetAvailable = errors.New("not yet available")
+
+	// errKeyFile marks a key file that cannot be read or holds no valid key.
+	errKeyFile = errors.New("key file")
+
+	// errNats marks a NATS node that failed to start or stopped by itself.
+	errNats = errors.New("nats node")
+
+	// errUnhealthy marks a health endpoint that did not answer 2xx.
+	errUnhealthy = errors.New("unhealthy")
+)

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestFlagPrecedence(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		wantURL   string
+		wantTools []string
+		wantConc  int
+		wantArgs  []string
+	}{
+		{name: "defaults", wantURL: defaultNatsURL, wantConc: 4},
+		{name: "env beats default",
+			env:     map[string]string{envNatsURL: "nats://env:4222", envTools: "echo, upper", "SPLASH_WORKER_CONCURRENCY": "9"},
+			wantURL: "nats://env:4222", wantTools: []string{"echo", "upper"}, wantConc: 9},
+		{name: "flag beats env",
+			args:    []string{"--nats-url", "nats://flag:4222", "--tools=sleep", "-concurrency", "2"},
+			env:     map[string]string{envNatsURL: "nats://env:4222", envTools: "echo,upper", "SPLASH_WORKER_CONCURRENCY": "9"},
+			wantURL: "nats://flag:4222", wantTools: []string{"sleep"}, wantConc: 2},
+		{name: "flag and env mixed",
+			args:    []string{"--tools", "sleep"},
+			env:     map[string]string{envNatsURL: "nats://env:4222"},
+			wantURL: "nats://env:4222", wantTools: []string{"sleep"}, wantConc: 4},
+		{name: "empty env is unset",
+			env:     map[string]string{envNatsURL: ""},
+			wantURL: defaultNatsURL, wantConc: 4},
+		{name: "flags after positional arguments",
+			args:    []string{"a", "--tools", "echo", "b"},
+			wantURL: defaultNatsURL, wantTools: []string{"echo"}, wantConc: 4, wantArgs: []string{"a", "b"}},
+		{name: "double dash ends flags",
+			args:    []string{"--", "--tools", "echo"},
+			wantURL: defaultNatsURL, wantConc: 4, wantArgs: []string{"--tools", "echo"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c workerConfig
+			fs := newFlagSet("worker")
+			c.flags(fs)
+			args, err := fs.parse(tt.args, mapEnv(tt.env))
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			if c.nats.url != tt.wantURL || !slices.Equal(c.tools, tt.wantTools) || c.concurrency != tt.wantConc {
+				t.Errorf("got url %q tools %q concurrency %d, want %q %q %d",
+					c.nats.url, c.tools, c.concurrency, tt.wantURL, tt.wantTools, tt.wantConc)
+			}
+			if !slices.Equal(args, tt.wantArgs) {
+				t.Errorf("positional %q, want %q", args, tt.wantArgs)
+			}
+		})
+	}
+}
+
+func TestFlagParseErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr error
+	}{
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: errUsage},
+		{name: "malformed flag value", args: []string{"--concurrency", "many"}, wantErr: errUsage},
+		{name: "malformed env value", env: map[string]string{"SPLASH_WORKER_CONCURRENCY": "many"}, wantErr: errUsage},
+		{name: "help", args: []string{"--help"}, wantErr: flag.ErrHelp},
+		{name: "short help", args: []string{"-h"}, wantErr: flag.ErrHelp},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c workerConfig
+			fs := newFlagSet("worker")
+			c.flags(fs)
+			if _, err := fs.parse(tt.args, mapEnv(tt.env)); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// A malformed secret in the environment must not end up in the error, which
+// is printed.
+func TestFlagEnvErrorHidesValue(t *testing.T) {
+	var c workerConfig
+	fs := newFlagSet("worker")
+	c.flags(fs)
+	_, err := fs.parse(nil, mapEnv(map[string]string{"SPLASH_WORKER_CONCURRENCY": "s3cr3t"}))
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("err %v: want an error that does not echo the value", err)
+	}
+}
+
+func TestEveryFlagHasEnv(t *testing.T) {
+	seen := map[string]string{} // env → command.flag, to catch one variable with two meanings
+	for _, c := range commands() {
+		fs := c.newFlagSet(c.new(), new(logFlags))
+		fs.fs.VisitAll(func(fl *flag.Flag) {
+			env := fs.env[fl.Name]
+			if env == "" {
+				t.Errorf("%s --%s has no environment variable", c.name, fl.Name)
+				return
+			}
+			if other, ok := seen[env]; ok && !sharedEnv[env] {
+				t.Errorf("%s used by %s and %s.%s", env, other, c.name, fl.Name)
+			}
+			seen[env] = c.name + "." + fl.Name
+		})
+	}
+}
+
+// sharedEnv lists the variables that several commands read on purpose,
+// because they mean the same thing everywhere.
+var sharedEnv = map[string]bool{
+	envNatsURL: true, envNatsUser: true, envNatsPassword: true, envKeyFile: true,
+	envAPIToken: true, envAPIAddr: true, envAPIURL: true, envMetricsAddr: true,
+	envLogFormat: true, envLogLevel: true,
+}
+
+func mapEnv(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
+)
+
+// invoke runs a command in-process with env as its whole environment and
+// returns its exit status and output.
+func invoke(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	a := &app{stdout: &out, stderr: &errOut, lookupEnv: func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}}
+	code = run(context.Background(), args, a)
+	return code, out.String(), errOut.String()
+}
+
+// The binary is built once per test run, for the tests that run it as an
+// operator would; TestMain removes it.
+var (
+	binaryOnce sync.Once
+	binaryDir  string
+	binaryPath string
+	binaryErr  error
+)
+
+func splashBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the splash binary")
+	}
+	binaryOnce.Do(func() {
+		if binaryDir, binaryErr = os.MkdirTemp("", "splash-test-"); binaryErr != nil {
+			return
+		}
+		binaryPath = filepath.Join(binaryDir, "splash")
+		out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
+		if err != nil {
+			binaryErr = errors.New(string(out))
+		}
+	})
+	if binaryErr != nil {
+		t.Fatalf("go build: %v", binaryErr)
+	}
+	return binaryPath
+}
+
+func removeBinary() {
+	if binaryDir != "" {
+		os.RemoveAll(binaryDir)
+	}
+}
+
+// syncBuffer collects a subprocess's stderr while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// proc is a splash subprocess logging JSON to stderr.
+type proc struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{} // closed once Wait returned; err is then set
+	err    error
+}
+
+// startSplash runs the binary with args and an environment free of SPLASH_
+// variables, so the machine running the tests cannot change what they see.
+// The process is killed when the test ends if it still runs.
+func startSplash(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{stderr: new(syncBuffer), done: make(chan struct{})}
+	p.cmd = exec.Command(splashBinary(t), args...)
+	p.cmd.Stderr = p.stderr
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SPLASH_") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start splash: %v", err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("splash %s stderr:\n%s", strings.Join(args, " "), p.stderr.String())
+		}
+	})
+	return p
+}
+
+// waitRecord waits for a JSON log record with the given message and returns
+// its attributes.
+func (p *proc) waitRecord(t *testing.T, msg string) map[string]any {
+	t.Helper()
+	var rec map[string]any
+	testwait.Until(t, 0, "log record "+msg, func() bool {
+		// Look at done before the log: once Wait has returned, stderr
+		// is complete, so a record missing then will never come.
+		exited := false
+		select {
+		case <-p.done:
+			exited = true
+		default:
+		}
+		sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+		for sc.Scan() {
+			var r map[string]any
+			if json.Unmarshal(sc.Bytes(), &r) == nil && r["msg"] == msg {
+				rec = r
+				return true
+			}
+		}
+		if exited {
+			t.Fatalf("splash exited (%v) without logging %q", p.err, msg)
+		}
+		return false
+	})
+	return rec
+}
+
+// stop sends SIGTERM and returns the exit error, nil for a clean exit.
+func (p *proc) stop(t *testing.T) error {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(testwait.DefaultTimeout):
+		t.Fatalf("splash did not exit after SIGTERM")
+		return nil
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+func TestLoadKey(t *testing.T) {
+	var raw [protocol.AuthTagBytes]byte
+	for i := range raw {
+		raw[i] = byte(i)
+	}
+	want := protocol.SessionKeyFromArray(raw)
+	hexKey := "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name    string
+		path    string
+		wantErr []error
+	}{
+		{name: "hex with newline", path: write("hex", hexKey+"\n")},
+		{name: "base64", path: write("b64", base64.StdEncoding.EncodeToString(raw[:]))},
+		{name: "no path", path: "", wantErr: []error{errKeyFile}},
+		{name: "missing file", path: filepath.Join(dir, "absent"), wantErr: []error{errKeyFile, os.ErrNotExist}},
+		{name: "short key", path: write("short", hexKey[:62]), wantErr: []error{errKeyFile, protocol.ErrInvalidKey}},
+		{name: "empty file", path: write("empty", ""), wantErr: []error{errKeyFile, protocol.ErrInvalidKey}},
+		{name: "too large", path: write("large", strings.Repeat("a", maxKeyFileBytes+1)), wantErr: []error{errKeyFile}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := loadKey(tt.path)
+			for _, w := range tt.wantErr {
+				if !errors.Is(err, w) {
+					t.Errorf("err %v, want %v", err, w)
+				}
+			}
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("loadKey: %v", err)
+				}
+				if !got.Equal(want) {
+					t.Errorf("key differs from the file's")
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), hexKey[:16]) {
+				t.Errorf("error echoes key material: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package demotools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/splashfabric/splashfabric/workeragent"
+)
+
+// limitedSink refuses chunks past max the way workeragent.ChunkWriter does,
+// and remembers what it accepted.
+type limitedSink struct {
+	max  int
+	sent []string
+	err  error // returned instead of accepting, when set
+}
+
+func (s *limitedSink) Write(text string) error {
+	switch {
+	case s.err != nil:
+		return s.err
+	case len(s.sent) >= s.max:
+		return fmt.Errorf("%w: chunk %d", workeragent.ErrStreamLimitExceeded, len(s.sent)+1)
+	}
+	s.sent = append(s.sent, text)
+	return nil
+}
+
+func TestStreamChunks(t *testing.T) {
+	tests := []struct {
+		name     string
+		n, limit int
+		wantSent []string
+	}{
+		{"one", 1, 32, []string{"chunk 1/1 token=internal-token"}},
+		{"three", 3, 32, []string{"chunk 1/3", "chunk 2/3 token=internal-token", "chunk 3/3"}},
+		{"four", 4, 32, []string{"chunk 1/4", "chunk 2/4 token=internal-token", "chunk 3/4", "chunk 4/4"}},
+		{"stops at limit", 5, 2, []string{"chunk 1/5", "chunk 2/5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &limitedSink{max: tt.limit}
+			got, err := streamChunks(t.Context(), s, tt.n)
+			if err != nil {
+				t.Fatalf("streamChunks: %v", err)
+			}
+			if got != len(tt.wantSent) || !slices.Equal(s.sent, tt.wantSent) {
+				t.Fatalf("sent %d %q, want %q", got, s.sent, tt.wantSent)
+			}
+		})
+	}
+}
+
+func TestStreamChunksStops(t *testing.T) {
+	publish := errors.New("publish failed")
+	tests := []struct {
+		name    string
+		sink    *limitedSink
+		cancel  bool
+		wantErr error
+		perm    bool
+	}{
+		{"publish error retries", &limitedSink{max: 9, err: publish}, false, publish, false},
+		{"not allowed is permanent", &limitedSink{max: 9, err: workeragent.ErrStreamNotAllowed}, false, workeragent.ErrStreamNotAllowed, true},
+		{"cancelled context", &limitedSink{max: 9}, true, workeragent.ErrDraining, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(t.Context())
+			defer cancel(nil)
+			if tt.cancel {
+				cancel(workeragent.ErrDraining)
+			}
+			_, err := streamChunks(ctx, tt.sink, 3)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("error %v, want %v", err, tt.wantErr)
+			}
+			var perm *workeragent.PermanentError
+			if errors.As(err, &perm) != tt.perm {
+				t.Fatalf("permanent = %v, want %v", !tt.perm, tt.perm)
+			}
+		})
+	}
+}
+
+// TestStreamFitsPolicy keeps the longest stream the tool sends in full
+// within its own host policy, secret included, so only the chunk count
+// ever stops it.
+func TestStreamFitsPolicy(t *testing.T) {
+	s := &limitedSink{max: StreamMaxChunks}
+	if _, err := streamChunks(t.Context(), s, StreamMaxChunks); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, c := range s.sent {
+		if len(c) > StreamMaxChunkBytes {
+			t.Fatalf("chunk of %d bytes", len(c))
+		}
+		total += len(c)
+	}
+	if total > StreamMaxSourceBytes || total > StreamMaxReleasedBytes {
+		t.Fatalf("%d bytes streamed", total)
+	}
+	if n := slices.IndexFunc(s.sent, func(c string) bool { return strings.Contains(c, Secret) }); n < 0 {
+		t.Fatalf("no chunk carries the secret: %q", s.sent)
+	}
+}
+
+// TestSpecs pins the worker options against the host policy: the two
+// halves of a row must agree for takeovers and cancellation to work.
+func TestSpecs(t *testing.T) {
+	for _, s := range specs {
+		switch {
+		case s.name == Ledger && (s.idempotent || s.handler != nil):
+			t.Errorf("%s: must be non-idempotent and built by RegisterLedger", s.name)
+		case s.name != Ledger && (!s.idempotent || s.handler == nil):
+			t.Errorf("%s: pure tool must be idempotent with a handler", s.name)
+		case s.cancellable != (s.name == Sleep):
+			t.Errorf("%s: cancellable = %v", s.name, s.cancellable)
+		case s.concurrency < 1:
+			t.Errorf("%s: concurrency %d", s.name, s.concurrency)
+		case s.description == "":
+			t.Errorf("%s: no description", s.name)
+		}
+	}
+}

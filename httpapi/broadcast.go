@@ -1,0 +1,277 @@
+package httpapi
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+// Defaults for the zero values of BroadcasterConfig.
+const (
+	// DefaultSubscriberBuffer is how many events a subscriber may fall
+	// behind before it is dropped.
+	DefaultSubscriberBuffer = 256
+	// DefaultBacklog is how many recent events of a session are kept for
+	// replay to a subscriber that arrives late, such as a client that
+	// subscribes right after submitting.
+	DefaultBacklog = 256
+	// DefaultKeepFinished is how many finished sessions keep their
+	// backlog.
+	DefaultKeepFinished = 64
+)
+
+// EventKind tells what an Event carries. Its String is the event name on
+// the wire.
+type EventKind int
+
+// Event kinds.
+const (
+	// EventState carries a session's new status.
+	EventState EventKind = iota + 1
+	// EventChunk carries a released stream chunk.
+	EventChunk
+	// EventAudit carries one audit event.
+	EventAudit
+	// EventLagged is the last event of a subscriber that fell too far
+	// behind; its channel is closed after it.
+	EventLagged
+)
+
+// String returns "state", "chunk", "audit" or "lagged".
+func (k EventKind) String() string {
+	switch k {
+	case EventState:
+		return "state"
+	case EventChunk:
+		return "chunk"
+	case EventAudit:
+		return "audit"
+	case EventLagged:
+		return "lagged"
+	}
+	return "unknown"
+}
+
+// Event is one notification about a session.
+type Event struct {
+	Kind    EventKind
+	Session host.SessionID
+	// Status is set for EventState.
+	Status host.SessionStatus
+	// Chunk is set for EventChunk.
+	Chunk host.ExternalToolStreamChunk
+	// Audit is set for EventAudit.
+	Audit host.AuditEvent
+}
+
+// Terminal reports whether e is a session's final state.
+func (e Event) Terminal() bool { return e.Kind == EventState && terminal(e.Status.State) }
+
+// BroadcasterConfig sizes a Broadcaster's buffers.
+type BroadcasterConfig struct {
+	// Buffer is each subscriber's buffer; zero picks
+	// DefaultSubscriberBuffer.
+	Buffer int
+	// Backlog is how many recent events per session are replayed to a
+	// new subscriber; zero picks DefaultBacklog, negative keeps none.
+	Backlog int
+	// KeepFinished is how many finished sessions keep their backlog;
+	// zero picks DefaultKeepFinished.
+	KeepFinished int
+}
+
+// Broadcaster is a host.Observer that fans each session's events out to
+// its subscribers. The loop calls it on its own goroutine, so nothing here
+// blocks: every send is non-blocking, and a subscriber whose buffer is full
+// gets a final EventLagged and is dropped.
+type Broadcaster struct {
+	cfg BroadcasterConfig
+
+	// mu guards everything below; it is held only for map updates and
+	// non-blocking sends.
+	mu       sync.Mutex
+	topics   map[host.SessionID]*topic
+	finished []host.SessionID // finished sessions, oldest first
+	closed   bool
+}
+
+// topic is one session's subscribers and recent events.
+type topic struct {
+	subs    map[*subscriber]struct{}
+	backlog []Event
+	// last is the last state sent, so an unchanged status (every step
+	// reports one) is not repeated.
+	last *host.SessionStatus
+	done bool
+}
+
+type subscriber struct {
+	ch chan Event
+}
+
+var _ host.Observer = (*Broadcaster)(nil)
+
+// NewBroadcaster returns an empty Broadcaster.
+func NewBroadcaster(cfg BroadcasterConfig) *Broadcaster {
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = DefaultSubscriberBuffer
+	}
+	if cfg.Backlog == 0 {
+		cfg.Backlog = DefaultBacklog
+	}
+	if cfg.KeepFinished <= 0 {
+		cfg.KeepFinished = DefaultKeepFinished
+	}
+	return &Broadcaster{cfg: cfg, topics: make(map[host.SessionID]*topic)}
+}
+
+// Subscribe returns a channel of session's events: first the retained
+// backlog, then live events. The channel is closed after the session's
+// terminal state event, after an EventLagged, on cancel, or on Close.
+// cancel may be called more than once.
+func (b *Broadcaster) Subscribe(session host.SessionID) (<-chan Event, func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topic(session)
+	// One slot beyond the buffer is kept for the lagged notice.
+	sub := &subscriber{ch: make(chan Event, max(b.cfg.Buffer, len(t.backlog))+1)}
+	for _, ev := range t.backlog {
+		sub.ch <- ev
+	}
+	if t.done || b.closed {
+		close(sub.ch)
+		return sub.ch, func() {}
+	}
+	t.subs[sub] = struct{}{}
+	return sub.ch, func() { b.unsubscribe(session, sub) }
+}
+
+// Close ends every subscription without a terminal event, so streams end
+// when the server shuts down. Events observed afterwards are dropped.
+func (b *Broadcaster) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for _, t := range b.topics {
+		for sub := range t.subs {
+			close(sub.ch)
+		}
+		t.subs = nil
+	}
+}
+
+func (b *Broadcaster) unsubscribe(session host.SessionID, sub *subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topics[session]
+	if t == nil {
+		return
+	}
+	if _, ok := t.subs[sub]; !ok {
+		return
+	}
+	delete(t.subs, sub)
+	close(sub.ch)
+	// A topic made only by this subscription (say, for an id that names
+	// no session) leaves nothing behind.
+	if len(t.subs) == 0 && len(t.backlog) == 0 && !t.done {
+		delete(b.topics, session)
+	}
+}
+
+// topic returns session's topic, creating it; b.mu must be held.
+func (b *Broadcaster) topic(session host.SessionID) *topic {
+	t := b.topics[session]
+	if t == nil {
+		t = &topic{subs: make(map[*subscriber]struct{})}
+		b.topics[session] = t
+	}
+	return t
+}
+
+// SessionChanged implements host.Observer.
+func (b *Broadcaster) SessionChanged(s host.SessionStatus) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	t := b.topic(s.ID)
+	if t.done || (t.last != nil && sameStatus(*t.last, s)) {
+		return
+	}
+	t.last = &s
+	ev := Event{Kind: EventState, Session: s.ID, Status: s}
+	b.publish(t, ev)
+	if ev.Terminal() {
+		t.done = true
+		for sub := range t.subs {
+			close(sub.ch)
+		}
+		t.subs = nil
+		b.finished = append(b.finished, s.ID)
+		for len(b.finished) > b.cfg.KeepFinished {
+			delete(b.topics, b.finished[0])
+			b.finished = b.finished[1:]
+		}
+	}
+}
+
+// Chunk implements host.Observer.
+func (b *Broadcaster) Chunk(session host.SessionID, c host.ExternalToolStreamChunk) {
+	b.event(Event{Kind: EventChunk, Session: session, Chunk: c})
+}
+
+// Audit implements host.Observer.
+func (b *Broadcaster) Audit(session host.SessionID, events []host.AuditEvent) {
+	for _, e := range events {
+		b.event(Event{Kind: EventAudit, Session: session, Audit: e})
+	}
+}
+
+// Dispatched implements host.Observer; dispatches show in state events.
+func (b *Broadcaster) Dispatched(host.SessionID, host.ExternalInvocation) {}
+
+// Rejected implements host.Observer; rejections belong to no session.
+func (b *Broadcaster) Rejected(string, error) {}
+
+func (b *Broadcaster) event(ev Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	t := b.topic(ev.Session)
+	if t.done {
+		// After the terminal state only late audit can arrive; the
+		// audit endpoint has it, the closed streams do not.
+		return
+	}
+	b.publish(t, ev)
+}
+
+// publish records ev in t's backlog and offers it to every subscriber;
+// b.mu must be held.
+func (b *Broadcaster) publish(t *topic, ev Event) {
+	if b.cfg.Backlog > 0 {
+		if len(t.backlog) >= b.cfg.Backlog {
+			t.backlog = slices.Delete(t.backlog, 0, len(t.backlog)-b.cfg.Backlog+1)
+		}
+		t.backlog = append(t.backlog, ev)
+	}
+	for sub := range t.subs {
+		if len(sub.ch) >= cap(sub.ch)-1 {
+			sub.ch <- Event{Kind: EventLagged, Session: ev.Session}
+			close(sub.ch)
+			delete(t.subs, sub)
+			continue
+		}
+		sub.ch <- ev
+	}
+}
+
+func sameStatus(a, b host.SessionStatus) bool {
+	return a.ID == b.ID && a.State == b.State && a.Value == b.Value && a.Error == b.Error &&
+		a.Created.Equal(b.Created) && slices.Equal(a.Operations, b.Operations)
+}

@@ -1,0 +1,154 @@
+package httpapi_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/httpapi"
+)
+
+func drain(ch <-chan httpapi.Event) []httpapi.Event {
+	var out []httpapi.Event
+	for ev := range ch {
+		out = append(out, ev)
+	}
+	return out
+}
+
+func kinds(evs []httpapi.Event) []httpapi.EventKind {
+	out := make([]httpapi.EventKind, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+func TestBroadcasterDropsSlowSubscriberWithLagged(t *testing.T) {
+	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{Buffer: 4, Backlog: -1})
+	slow, cancelSlow := b.Subscribe("s")
+	defer cancelSlow()
+	fast, cancelFast := b.Subscribe("s")
+	defer cancelFast()
+	var fastGot []httpapi.Event
+	// Neither call may block, however far behind slow is.
+	for i := range 10 {
+		b.Chunk("s", host.ExternalToolStreamChunk{ID: 1, Index: i})
+		fastGot = append(fastGot, <-fast)
+	}
+	got := drain(slow)
+	if len(got) != 5 || got[4].Kind != httpapi.EventLagged {
+		t.Fatalf("slow got %v", kinds(got))
+	}
+	for i, ev := range got[:4] {
+		if ev.Chunk.Index != i {
+			t.Fatalf("slow chunk %d has index %d", i, ev.Chunk.Index)
+		}
+	}
+	if len(fastGot) != 10 || fastGot[9].Chunk.Index != 9 {
+		t.Fatalf("fast got %d events", len(fastGot))
+	}
+}
+
+func TestBroadcasterReplaysBoundedBacklog(t *testing.T) {
+	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{Backlog: 3})
+	for i := range 5 {
+		b.Chunk("s", host.ExternalToolStreamChunk{Index: i})
+	}
+	b.SessionChanged(host.SessionStatus{ID: "s", State: host.SessionCompleted})
+	got := drain(mustSubscribe(b, "s"))
+	if len(got) != 3 || got[0].Chunk.Index != 3 || got[1].Chunk.Index != 4 || !got[2].Terminal() {
+		t.Fatalf("replay %v", got)
+	}
+}
+
+func mustSubscribe(b *httpapi.Broadcaster, s host.SessionID) <-chan httpapi.Event {
+	ch, _ := b.Subscribe(s)
+	return ch
+}
+
+func TestBroadcasterSkipsUnchangedStateAndClosesOnTerminal(t *testing.T) {
+	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{Backlog: -1})
+	ch, cancel := b.Subscribe("s")
+	defer cancel()
+	suspended := host.SessionStatus{ID: "s", State: host.SessionSuspended, Operations: []host.OperationStatus{{ID: 1, Tool: "t"}}}
+	b.SessionChanged(suspended)
+	b.SessionChanged(suspended)
+	b.Audit("s", []host.AuditEvent{{Seq: 1}, {Seq: 2}})
+	b.SessionChanged(host.SessionStatus{ID: "s", State: host.SessionFailed, Error: "boom"})
+	// After the terminal state nothing more reaches the stream.
+	b.Chunk("s", host.ExternalToolStreamChunk{})
+	got := kinds(drain(ch))
+	want := []httpapi.EventKind{httpapi.EventState, httpapi.EventAudit, httpapi.EventAudit, httpapi.EventState}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+func TestBroadcasterOtherSessionsAndCancel(t *testing.T) {
+	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
+	ch, cancel := b.Subscribe("a")
+	b.Chunk("b", host.ExternalToolStreamChunk{Text: "not for a"})
+	cancel()
+	cancel()
+	if got := drain(ch); len(got) != 0 {
+		t.Fatalf("a got %v", got)
+	}
+}
+
+func TestEventKindString(t *testing.T) {
+	tests := []struct {
+		kind httpapi.EventKind
+		want string
+	}{
+		{httpapi.EventState, "state"},
+		{httpapi.EventChunk, "chunk"},
+		{httpapi.EventAudit, "audit"},
+		{httpapi.EventLagged, "lagged"},
+		{0, "unknown"},
+	}
+	for _, tt := range tests {
+		if got := tt.kind.String(); got != tt.want {
+			t.Errorf("%d: %q, want %q", tt.kind, got, tt.want)
+		}
+	}
+}
+
+// countingObserver counts every call.
+type countingObserver struct{ calls int }
+
+func (c *countingObserver) SessionChanged(host.SessionStatus)                  { c.calls++ }
+func (c *countingObserver) Chunk(host.SessionID, host.ExternalToolStreamChunk) { c.calls++ }
+func (c *countingObserver) Audit(host.SessionID, []host.AuditEvent)            { c.calls++ }
+func (c *countingObserver) Dispatched(host.SessionID, host.ExternalInvocation) { c.calls++ }
+func (c *countingObserver) Rejected(string, error)                             { c.calls++ }
+
+func TestTeeForwardsToEveryObserver(t *testing.T) {
+	a, c := &countingObserver{}, &countingObserver{}
+	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
+	o := httpapi.Tee(a, nil, b, c)
+	o.SessionChanged(host.SessionStatus{ID: "s"})
+	o.Chunk("s", host.ExternalToolStreamChunk{})
+	o.Audit("s", nil)
+	o.Dispatched("s", host.ExternalInvocation{})
+	o.Rejected("x", errors.New("y"))
+	if a.calls != 5 || c.calls != 5 {
+		t.Fatalf("calls %d %d", a.calls, c.calls)
+	}
+	if got := drain(closeAfterReplay(b, "s")); len(got) != 2 {
+		t.Fatalf("broadcaster saw %v", kinds(got))
+	}
+}
+
+// closeAfterReplay subscribes and cancels at once, leaving the replay in
+// the channel.
+func closeAfterReplay(b *httpapi.Broadcaster, s host.SessionID) <-chan httpapi.Event {
+	ch, cancel := b.Subscribe(s)
+	cancel()
+	return ch
+}

@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// DefaultAddr is where a host serves the API unless told otherwise: the
+// loopback interface, so a fresh install is not reachable from the network.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Defaults for the zero values of Config.
+const (
+	// DefaultMaxBodyBytes bounds every request body.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxSourceBytes bounds a submitted script's source. It is
+	// below the body limit so an oversized script gets its own error
+	// instead of a generic body error.
+	DefaultMaxSourceBytes = 256 << 10
+	// DefaultMaxExecutionBudget caps a submission's execution_budget_ms:
+	// a script slice runs on the loop goroutine, so an unbounded budget
+	// would let one client stall every session of the host.
+	DefaultMaxExecutionBudget = 10 * time.Second
+	// DefaultKeepAlive is how often an idle event stream gets a comment
+	// line, so proxies do not close it.
+	DefaultKeepAlive = 15 * time.Second
+	// DefaultReadyTimeout bounds one readiness check.
+	DefaultReadyTimeout = 2 * time.Second
+)
+
+// Config configures the handler returned by New.
+type Config struct {
+	// Token is the bearer token every authenticated endpoint requires.
+	// An empty Token with DisableAuth false fails closed: every
+	// authenticated request is refused.
+	Token string
+	// DisableAuth serves every endpoint without a token. Only for tests
+	// and a loopback-only dev process.
+	DisableAuth bool
+	// Ready reports readiness for /readyz (NATS connected, streams
+	// provisioned). Nil means always ready.
+	Ready func(ctx context.Context) error
+	// ReadyTimeout bounds one Ready call; zero picks DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// Events feeds /v1/sessions/{id}/events. It must be the loop's
+	// observer (directly or through Tee). Nil answers that endpoint
+	// with 501.
+	Events *Broadcaster
+	// Metrics, if set, is served on GET /metrics.
+	Metrics http.Handler
+	// PublicMetrics serves /metrics without a token, for scrapers that
+	// cannot send one. By default /metrics is authenticated.
+	PublicMetrics bool
+	// MaxBodyBytes bounds request bodies; zero picks DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxSourceBytes bounds a script's source; zero picks
+	// DefaultMaxSourceBytes.
+	MaxSourceBytes int
+	// MaxExecutionBudget caps execution_budget_ms; zero picks
+	// DefaultMaxExecutionBudget.
+	MaxExecutionBudget time.Duration
+	// KeepAlive is the event-stream comment interval; zero picks
+	// DefaultKeepAlive.
+	KeepAlive time.Duration
+	// OnAuthFailure, if set, is called with "missing_token" or
+	// "invalid_token" for every refused request, so the process can
+	// count them.
+	OnAuthFailure func(reason string)
+	// Logger receives internal (5xx) errors; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxSourceBytes <= 0 {
+		c.MaxSourceBytes = DefaultMaxSourceBytes
+	}
+	if c.MaxExecutionBudget <= 0 {
+		c.MaxExecutionBudget = DefaultMaxExecutionBudget
+	}
+	if c.KeepAlive <= 0 {
+		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.ReadyTimeout <= 0 {
+		c.ReadyTimeout = DefaultReadyTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

@@ -1,0 +1,41 @@
+// Package httpapi is the host's HTTP API: scripts are submitted to it, and
+// their state, audit log, live chunks and operations are read from it.
+//
+// A host process starts its loop with a Broadcaster as observer (through
+// Tee when metrics watch too), then serves New over the loop:
+//
+//	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
+//	loop, err := host.StartLoop(host.LoopConfig{
+//		Transport: transport,
+//		HostID:    "host-1",
+//		Catalog:   catalog,
+//		Observer:  httpapi.Tee(events, metricsObserver),
+//	})
+//	...
+//	api := httpapi.New(loop, httpapi.Config{
+//		Token:   token,        // from SPLASH_API_TOKEN or a file
+//		Events:  events,
+//		Ready:   fabric.Ready, // NATS connected, streams provisioned
+//		Metrics: metrics.Handler(reg),
+//	})
+//	srv := &http.Server{Addr: httpapi.DefaultAddr, Handler: api}
+//	srv.RegisterOnShutdown(events.Close) // ends open event streams
+//
+// Every endpoint except /healthz and /readyz requires the bearer token;
+// /metrics does too unless Config.PublicMetrics is set. An empty token
+// refuses every authenticated request rather than serving them openly.
+//
+// Errors are one JSON shape, {"error":{"code":"...","message":"..."}},
+// with a code per sentinel of this package and of host (see
+// docs/api.md for the table).
+//
+// The Broadcaster is called on the loop goroutine and never blocks: each
+// subscriber has a bounded buffer and is dropped with a final "lagged"
+// event when it falls behind. It keeps a short backlog per session, so a
+// client that opens /v1/sessions/{id}/events right after submitting still
+// sees the first chunks.
+//
+// The handler starts no goroutines of its own. An event stream holds its
+// request until the session ends, the client leaves, or the Broadcaster is
+// closed; the server's WriteTimeout is lifted for it.
+package httpapi

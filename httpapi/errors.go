@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+// Errors the API itself raises. Each maps to one HTTP status and one
+// stable code in the JSON error body; see codeFor.
+var (
+	// ErrMissingToken: no bearer token on an authenticated endpoint.
+	ErrMissingToken = errors.New("httpapi: missing bearer token")
+	// ErrInvalidToken: a bearer token that does not match.
+	ErrInvalidToken = errors.New("httpapi: invalid bearer token")
+	// ErrMalformedJSON: a body that is not one JSON object of the
+	// expected shape.
+	ErrMalformedJSON = errors.New("httpapi: malformed JSON")
+	// ErrUnknownField: a body field the endpoint does not know.
+	ErrUnknownField = errors.New("httpapi: unknown field")
+	// ErrInvalidField: a field with a value out of its domain.
+	ErrInvalidField = errors.New("httpapi: invalid field")
+	// ErrUnsupportedMediaType: a body that is declared as something
+	// other than JSON.
+	ErrUnsupportedMediaType = errors.New("httpapi: unsupported media type")
+	// ErrBodyTooLarge: a body over Config.MaxBodyBytes.
+	ErrBodyTooLarge = errors.New("httpapi: request body too large")
+	// ErrScriptTooLarge: a script source over Config.MaxSourceBytes.
+	ErrScriptTooLarge = errors.New("httpapi: script too large")
+	// ErrLimitTooHigh: a requested limit over what the server allows.
+	ErrLimitTooHigh = errors.New("httpapi: limit above server maximum")
+	// ErrInvalidOperationID: an operation path segment that names no
+	// operation id.
+	ErrInvalidOperationID = errors.New("httpapi: invalid operation id")
+	// ErrNotFound: no endpoint at that path.
+	ErrNotFound = errors.New("httpapi: no such endpoint")
+	// ErrMethodNotAllowed: the path exists but not for that method.
+	ErrMethodNotAllowed = errors.New("httpapi: method not allowed")
+	// ErrNotReady: the readiness check failed.
+	ErrNotReady = errors.New("httpapi: not ready")
+	// ErrEventsUnavailable: the server was built without a Broadcaster.
+	ErrEventsUnavailable = errors.New("httpapi: event streams not configured")
+)
+
+// errorCode is one row of the error table: the sentinel, the status and
+// the code clients match on. docs/api.md lists the same table.
+type errorCode struct {
+	err    error
+	status int
+	code   string
+}
+
+// errorCodes is checked in order with errors.Is; the first match wins, so
+// more specific sentinels come first.
+var errorCodes = []errorCode{
+	{ErrMissingToken, http.StatusUnauthorized, "missing_token"},
+	{ErrInvalidToken, http.StatusUnauthorized, "invalid_token"},
+	{ErrMalformedJSON, http.StatusBadRequest, "malformed_json"},
+	{ErrUnknownField, http.StatusBadRequest, "unknown_field"},
+	{ErrInvalidField, http.StatusBadRequest, "invalid_field"},
+	{ErrInvalidOperationID, http.StatusBadRequest, "invalid_operation_id"},
+	{ErrUnsupportedMediaType, http.StatusUnsupportedMediaType, "unsupported_media_type"},
+	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "body_too_large"},
+	{ErrScriptTooLarge, http.StatusRequestEntityTooLarge, "script_too_large"},
+	{ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
+	{ErrNotFound, http.StatusNotFound, "not_found"},
+	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method_not_allowed"},
+	{ErrNotReady, http.StatusServiceUnavailable, "not_ready"},
+	{ErrEventsUnavailable, http.StatusNotImplemented, "events_unavailable"},
+
+	{host.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
+	{host.ErrUnknownOperation, http.StatusNotFound, "unknown_operation"},
+	{host.ErrUnknownTool, http.StatusUnprocessableEntity, "unknown_tool"},
+	{host.ErrInvalidToolName, http.StatusUnprocessableEntity, "invalid_tool_name"},
+	{host.ErrNotExternal, http.StatusUnprocessableEntity, "not_external"},
+	{host.ErrCapabilityDenied, http.StatusUnprocessableEntity, "capability_denied"},
+	{host.ErrBudgetExhausted, http.StatusUnprocessableEntity, "budget_exhausted"},
+	{host.ErrPendingLimit, http.StatusUnprocessableEntity, "pending_limit"},
+	{host.ErrExecutionBudget, http.StatusUnprocessableEntity, "execution_budget"},
+	{host.ErrInvalidInput, http.StatusUnprocessableEntity, "invalid_input"},
+	{host.ErrCancellationRequested, http.StatusConflict, "cancellation_already_requested"},
+	{host.ErrWrongState, http.StatusConflict, "wrong_state"},
+	{host.ErrNotClaimed, http.StatusConflict, "wrong_state"},
+	{host.ErrScriptRunning, http.StatusConflict, "script_running"},
+	{host.ErrLoopStopped, http.StatusServiceUnavailable, "unavailable"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout"},
+	{context.Canceled, http.StatusServiceUnavailable, "canceled"},
+}
+
+// codeFor returns the status and code for err; anything unmapped is an
+// internal error.
+func codeFor(err error) (int, string) {
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			return c.status, c.code
+		}
+	}
+	return http.StatusInternalServerError, "internal"
+}

@@ -1,0 +1,229 @@
+
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// memWorker is an in-memory host.Transport that answers invocations the
+// way a worker pool would: "echo" returns its input, "stream" sends three
+// chunks and then "streamed", "sleep" waits for a cancellation and
+// acknowledges it.
+type memWorker struct {
+	invokes chan protocol.Invoke
+	cancels chan protocol.Cancel
+	events  chan host.Event
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func startMemWorker(t *testing.T) *memWorker {
+	t.Helper()
+	w := &memWorker{
+		invokes: make(chan protocol.Invoke, 1024),
+		cancels: make(chan protocol.Cancel, 1024),
+		events:  make(chan host.Event, 1024),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go w.run()
+	t.Cleanup(func() { close(w.stop); <-w.done })
+	return w
+}
+
+func (w *memWorker) Publish(_ context.Context, inv protocol.Invoke) error {
+	select {
+	case w.invokes <- inv:
+		return nil
+	default:
+		return fmt.Errorf("memWorker: invoke queue full")
+	}
+}
+
+func (w *memWorker) Cancel(_ context.Context, c protocol.Cancel) error {
+	select {
+	case w.cancels <- c:
+		return nil
+	default:
+		return fmt.Errorf("memWorker: cancel queue full")
+	}
+}
+
+func (w *memWorker) Events() <-chan host.Event { return w.events }
+
+func (w *memWorker) run() {
+	defer close(w.done)
+	sleeping := make(map[string]protocol.Invoke)
+	for {
+		select {
+		case <-w.stop:
+			return
+		case inv := <-w.invokes:
+			switch inv.Tool {
+			case "echo":
+				w.result(inv, inv.Input.Text)
+			case "stream":
+				for i := 1; i <= 3; i++ {
+					w.send(protocol.ChunkMessage(protocol.Chunk{RequestID: inv.RequestID, Sequence: uint64(i), Text: fmt.Sprintf("part-%d", i)}))
+				}
+				w.result(inv, "streamed")
+			case "sleep":
+				sleeping[inv.RequestID] = inv
+			}
+		case c := <-w.cancels:
+			if inv, ok := sleeping[c.RequestID]; ok {
+				delete(sleeping, c.RequestID)
+				w.send(protocol.CancelReplyMessage(protocol.CancelReply{RequestID: c.RequestID, Attempt: inv.Attempt, Disposition: protocol.CancelAcknowledged}))
+			}
+		}
+	}
+}
+
+func (w *memWorker) result(inv protocol.Invoke, out string) {
+	p := protocol.TextPayload(out)
+	w.send(protocol.ResultMessage(protocol.Result{RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultSucceeded, Payload: &p}))
+}
+
+func (w *memWorker) send(m protocol.WorkerMessage) {
+	select {
+	case w.events <- host.Event{Kind: host.EventMessage, Message: m, Worker: "mem-1"}:
+	case <-w.stop:
+	}
+}
+
+func catalog(rt *host.Runtime) error {
+	if err := rt.RegisterExternalTool(host.NewToolPolicy("echo")); err != nil {
+		return err
+	}
+	if err := rt.RegisterExternalTool(host.NewToolPolicy("stream").WithStream(host.NewToolStreamPolicy(16, 1024, 16<<10, 16<<10))); err != nil {
+		return err
+	}
+	return rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("sleep"), host.ToolMetadata{Description: "waits to be cancelled", Cancellable: true})
+}
+
+// newLoopEnv serves the API over a real host.Loop driven by a memWorker.
+func newLoopEnv(t *testing.T) *apiEnv {
+	t.Helper()
+	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
+	loop, err := host.StartLoop(host.LoopConfig{
+		Transport: startMemWorker(t),
+		HostID:    "h1",
+		Catalog:   catalog,
+		Observer:  httpapi.Tee(events),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(loop.Stop)
+	srv := httptest.NewServer(httpapi.New(loop, httpapi.Config{Token: testToken, Events: events}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(events.Close)
+	return &apiEnv{srv: srv, events: events}
+}
+
+func submitSession(t *testing.T, e *apiEnv, source string) httpapi.Session {
+	t.Helper()
+	body, _ := json.Marshal(httpapi.SubmitRequest{Source: source})
+	resp := e.do(t, http.MethodPost, "/v1/sessions", testToken, string(body))
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("submit: status %d: %+v", resp.StatusCode, decodeBody[errorResponse](t, resp))
+	}
+	return decodeBody[httpapi.Session](t, resp)
+}
+
+func TestLoopStreamsChunksThenCompletes(t *testing.T) {
+	e := newLoopEnv(t)
+	s := submitSession(t, e, `let out = await tool.start("stream", "go"); assert(out == "streamed")`)
+	got := collect(openEvents(t, e.srv.Client(), e.srv.URL+"/v1/sessions/"+s.ID+"/events"))
+	var texts []string
+	var last sseEvent
+	for _, ev := range got {
+		switch ev.name {
+		case "chunk":
+			var c httpapi.Chunk
+			if err := json.Unmarshal([]byte(ev.data), &c); err != nil {
+				t.Fatal(err)
+			}
+			texts = append(texts, c.Text)
+		case "state":
+			last = ev
+		}
+	}
+	if strings.Join(texts, ",") != "part-1,part-2,part-3" {
+		t.Fatalf("chunks %v (events %s)", texts, eventNames(got))
+	}
+	if got[len(got)-1] != last || !strings.Contains(last.data, `"state":"completed"`) {
+		t.Fatalf("last event %+v", got[len(got)-1])
+	}
+	final := decodeBody[httpapi.Session](t, e.do(t, "GET", "/v1/sessions/"+s.ID, testToken, ""))
+	if final.State != "completed" || len(final.Operations) != 0 {
+		t.Fatalf("final %+v", final)
+	}
+	audit := decodeBody[httpapi.AuditLog](t, e.do(t, "GET", "/v1/sessions/"+s.ID+"/audit", testToken, ""))
+	if len(audit.Events) == 0 {
+		t.Fatal("empty audit log")
+	}
+}
+
+func TestLoopCancelEndsSession(t *testing.T) {
+	e := newLoopEnv(t)
+	s := submitSession(t, e, `await tool.start("sleep", "forever")`)
+	if len(s.Operations) != 1 || s.Operations[0].Tool != "sleep" {
+		t.Fatalf("operations %+v", s.Operations)
+	}
+	ops := decodeBody[httpapi.OperationList](t, e.do(t, "GET", "/v1/operations", testToken, ""))
+	if len(ops.Operations) != 1 || ops.Operations[0].Session != s.ID {
+		t.Fatalf("live operations %+v", ops)
+	}
+	ch := openEvents(t, e.srv.Client(), e.srv.URL+"/v1/sessions/"+s.ID+"/events")
+	resp := e.do(t, http.MethodPost, "/v1/sessions/"+s.ID+"/operations/"+s.Operations[0].ID+"/cancel", testToken, "")
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("cancel: status %d: %+v", resp.StatusCode, decodeBody[errorResponse](t, resp))
+	}
+	got := collect(ch)
+	if last := got[len(got)-1]; last.name != "state" || !strings.Contains(last.data, `"state":"failed"`) {
+		t.Fatalf("last event %+v", last)
+	}
+}
+
+func TestLoopErrors(t *testing.T) {
+	e := newLoopEnv(t)
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		wantStatus int
+		wantCode   string
+	}{
+		{"unknown session", "GET", "/v1/sessions/s-nope", 404, "unknown_session"},
+		{"unknown session cancel", "POST", "/v1/sessions/s-nope/operations/op-1/cancel", 404, "unknown_session"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := e.do(t, tt.method, tt.path, testToken, "")
+			if got := decodeBody[errorResponse](t, resp); resp.StatusCode != tt.wantStatus || got.Error.Code != tt.wantCode {
+				t.Fatalf("status %d error %+v", resp.StatusCode, got.Error)
+			}
+		})
+	}
+}
+
+// A script naming a tool the catalog lacks fails when it runs: the session
+// is created and reports the failure.
+func TestLoopUnknownToolFailsSession(t *testing.T) {
+	e := newLoopEnv(t)
+	s := submitSession(t, e, `await tool.start("nope", "x")`)
+	if s.State != "failed" || !strings.Contains(s.Error, "nope") {
+		t.Fatalf("session %+v", s)
+	}
+}

@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+func (s *server) operations(w http.ResponseWriter, r *http.Request) {
+	ops, err := s.backend.Operations(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, OperationList{Operations: operationsOf(ops)})
+}
+
+func (s *server) cancel(w http.ResponseWriter, r *http.Request) {
+	op, err := parseOperationID(r.PathValue("op"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.cancelOp(w, r, host.SessionID(r.PathValue("id")), op)
+}
+
+// cancelByRequest cancels by request id, which is unique across sessions,
+// so a client holding only a line of GET /v1/operations can cancel it.
+func (s *server) cancelByRequest(w http.ResponseWriter, r *http.Request) {
+	want := r.PathValue("request")
+	ops, err := s.backend.Operations(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, o := range ops {
+		if o.RequestID == want {
+			s.cancelOp(w, r, o.Session, o.ID)
+			return
+		}
+	}
+	s.writeError(w, r, fmt.Errorf("%w: request %q", host.ErrUnknownOperation, want))
+}
+
+func (s *server) cancelOp(w http.ResponseWriter, r *http.Request, session host.SessionID, op host.ExternalToolID) {
+	if err := s.backend.Cancel(r.Context(), session, op); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, CancelResponse{Session: string(session), Operation: op.String(), Cancellation: "requested"})
+}
+
+// parseOperationID accepts an operation id as printed ("op-7") or bare
+// ("7").
+func parseOperationID(s string) (host.ExternalToolID, error) {
+	n, err := strconv.ParseUint(strings.TrimPrefix(s, "op-"), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q, want op-<n>", ErrInvalidOperationID, s)
+	}
+	return host.ExternalToolID(n), nil
+}

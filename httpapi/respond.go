@@ -1,0 +1,44 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+)
+
+// errorBody is the one shape every error response has.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	// The status line is out already; a failed write means the client
+	// went away and there is nobody left to tell.
+	_ = enc.Encode(v)
+}
+
+// writeError answers with err's status and code. The message is err's
+// text: sentinels carry the "package: " prefix, which says where the
+// refusal came from.
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := codeFor(err)
+	if status == http.StatusInternalServerError {
+		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelError, "api request failed",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("code", code), slog.String("error", err.Error()))
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="splash"`)
+	}
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: err.Error()}})
+}

@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+// Backend is what the API fronts. *host.Loop satisfies it.
+type Backend interface {
+	Submit(ctx context.Context, sub host.Submission) (host.SessionStatus, error)
+	Status(ctx context.Context, id host.SessionID) (host.SessionStatus, []host.AuditEvent, error)
+	Operations(ctx context.Context) ([]host.OperationStatus, error)
+	Cancel(ctx context.Context, id host.SessionID, op host.ExternalToolID) error
+}
+
+var _ Backend = (*host.Loop)(nil)
+
+type server struct {
+	backend Backend
+	cfg     Config
+	auth    *authenticator
+	mux     *http.ServeMux
+	// allowed collects the methods of each pattern, for the Allow header
+	// of a 405.
+	allowed map[string][]string
+}
+
+// New returns the host API handler over backend. It holds no goroutines:
+// every request runs on the server's goroutine for it.
+func New(backend Backend, cfg Config) http.Handler {
+	cfg = cfg.withDefaults()
+	s := &server{
+		backend: backend,
+		cfg:     cfg,
+		auth:    newAuthenticator(cfg),
+		mux:     http.NewServeMux(),
+		allowed: make(map[string][]string),
+	}
+	s.route(http.MethodGet, "/healthz", false, s.healthz)
+	s.route(http.MethodGet, "/readyz", false, s.readyz)
+	if cfg.Metrics != nil {
+		metrics := cfg.Metrics
+		s.route(http.MethodGet, "/metrics", !cfg.PublicMetrics, metrics.ServeHTTP)
+	}
+	s.route(http.MethodPost, "/v1/sessions", true, s.submit)
+	s.route(http.MethodGet, "/v1/sessions/{id}", true, s.session)
+	s.route(http.MethodGet, "/v1/sessions/{id}/audit", true, s.audit)
+	s.route(http.MethodGet, "/v1/sessions/{id}/events", true, s.events)
+	s.route(http.MethodPost, "/v1/sessions/{id}/operations/{op}/cancel", true, s.cancel)
+	s.route(http.MethodGet, "/v1/operations", true, s.operations)
+	s.route(http.MethodPost, "/v1/operations/{request}/cancel", true, s.cancelByRequest)
+	for pattern, methods := range s.allowed {
+		allow := strings.Join(methods, ", ")
+		s.mux.Handle(pattern, s.guard(true, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			s.writeError(w, r, fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethodNotAllowed, r.Method, r.URL.Path, allow))
+		}))
+	}
+	// Unknown paths are authenticated too, so a client without a token
+	// cannot map the API.
+	s.mux.Handle("/", s.guard(true, func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path))
+	}))
+	return s.mux
+}
+
+// route registers h for method and pattern; the method-less pattern added
+// in New answers every other method with a JSON 405.
+func (s *server) route(method, pattern string, authenticated bool, h http.HandlerFunc) {
+	s.mux.Handle(method+" "+pattern, s.guard(authenticated, h))
+	methods := append(s.allowed[pattern], method)
+	if method == http.MethodGet {
+		methods = append(methods, http.MethodHead)
+	}
+	slices.Sort(methods)
+	s.allowed[pattern] = methods
+}
+
+func (s *server) guard(authenticated bool, h http.HandlerFunc) http.Handler {
+	if !authenticated {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.auth.check(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		h(w, r)
+	})
+}

@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+func (s *server) submit(w http.ResponseWriter, r *http.Request) {
+	var req SubmitRequest
+	if err := decodeJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sub, err := s.submission(req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, err := s.backend.Submit(r.Context(), sub)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/sessions/"+url.PathEscape(string(st.ID)))
+	writeJSON(w, http.StatusCreated, sessionOf(st))
+}
+
+// submission validates a request against the server's limits. A script
+// that fails when it runs is not an error here: it is a session whose
+// state is failed.
+func (s *server) submission(req SubmitRequest) (host.Submission, error) {
+	switch {
+	case req.Source == "":
+		return host.Submission{}, fmt.Errorf("%w: source is required", ErrInvalidField)
+	case len(req.Source) > s.cfg.MaxSourceBytes:
+		return host.Submission{}, fmt.Errorf("%w: source is %d bytes, limit is %d", ErrScriptTooLarge, len(req.Source), s.cfg.MaxSourceBytes)
+	case req.ToolCallBudget < 0:
+		return host.Submission{}, fmt.Errorf("%w: tool_call_budget must not be negative, got %d", ErrInvalidField, req.ToolCallBudget)
+	case req.MaxPending < 0:
+		return host.Submission{}, fmt.Errorf("%w: max_pending must not be negative, got %d", ErrInvalidField, req.MaxPending)
+	case req.ExecutionBudgetMS < 0:
+		return host.Submission{}, fmt.Errorf("%w: execution_budget_ms must not be negative, got %d", ErrInvalidField, req.ExecutionBudgetMS)
+	}
+	budget := time.Duration(req.ExecutionBudgetMS) * time.Millisecond
+	if budget > s.cfg.MaxExecutionBudget || budget/time.Millisecond != time.Duration(req.ExecutionBudgetMS) {
+		return host.Submission{}, fmt.Errorf("%w: execution_budget_ms is %d, maximum is %d", ErrLimitTooHigh, req.ExecutionBudgetMS, s.cfg.MaxExecutionBudget.Milliseconds())
+	}
+	for i, g := range req.Grants {
+		if g == "" {
+			return host.Submission{}, fmt.Errorf("%w: grants[%d] is empty", ErrInvalidField, i)
+		}
+	}
+	return host.Submission{
+		Source:          req.Source,
+		Grants:          req.Grants,
+		ToolCallBudget:  req.ToolCallBudget,
+		MaxPending:      req.MaxPending,
+		ExecutionBudget: budget,
+	}, nil
+}
+
+func (s *server) session(w http.ResponseWriter, r *http.Request) {
+	st, _, err := s.backend.Status(r.Context(), host.SessionID(r.PathValue("id")))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionOf(st))
+}
+
+func (s *server) audit(w http.ResponseWriter, r *http.Request) {
+	st, events, err := s.backend.Status(r.Context(), host.SessionID(r.PathValue("id")))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := AuditLog{Session: string(st.ID), Events: make([]AuditEntry, 0, len(events))}
+	for _, e := range events {
+		out.Events = append(out.Events, auditEntryOf(e))
+	}
+	writeJSON(w, http.StatusOK, out)
+}

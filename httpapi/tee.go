@@ -1,0 +1,49 @@
+package httpapi
+
+import "github.com/splashfabric/splashfabric/host"
+
+// tee calls each observer in turn.
+type tee []host.Observer
+
+// Tee returns an observer that forwards every call to each of observers,
+// in order, skipping nils, so the event streams and the metrics can watch
+// the same loop. Each observer must itself not block.
+func Tee(observers ...host.Observer) host.Observer {
+	var t tee
+	for _, o := range observers {
+		if o != nil {
+			t = append(t, o)
+		}
+	}
+	return t
+}
+
+func (t tee) SessionChanged(s host.SessionStatus) {
+	for _, o := range t {
+		o.SessionChanged(s)
+	}
+}
+
+func (t tee) Chunk(session host.SessionID, c host.ExternalToolStreamChunk) {
+	for _, o := range t {
+		o.Chunk(session, c)
+	}
+}
+
+func (t tee) Audit(session host.SessionID, events []host.AuditEvent) {
+	for _, o := range t {
+		o.Audit(session, events)
+	}
+}
+
+func (t tee) Dispatched(session host.SessionID, inv host.ExternalInvocation) {
+	for _, o := range t {
+		o.Dispatched(session, inv)
+	}
+}
+
+func (t tee) Rejected(reason string, err error) {
+	for _, o := range t {
+		o.Rejected(reason, err)
+	}
+}

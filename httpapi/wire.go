@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+// The wire types are the API's own: host's structs may grow or rename
+// fields without changing what clients parse.
+
+// SubmitRequest is the body of POST /v1/sessions.
+type SubmitRequest struct {
+	Source string `json:"source"`
+	// Grants replaces the host's default capabilities; null or absent
+	// keeps them, [] grants none.
+	Grants            []string `json:"grants"`
+	ToolCallBudget    int      `json:"tool_call_budget,omitempty"`
+	MaxPending        int      `json:"max_pending,omitempty"`
+	ExecutionBudgetMS int64    `json:"execution_budget_ms,omitempty"`
+}
+
+// Session is a session's snapshot as the API reports it.
+type Session struct {
+	ID         string      `json:"id"`
+	State      string      `json:"state"`
+	Value      *string     `json:"value,omitempty"`
+	Error      string      `json:"error,omitempty"`
+	Created    time.Time   `json:"created"`
+	Operations []Operation `json:"operations"`
+}
+
+// Terminal reports whether the session's script has ended.
+func (s Session) Terminal() bool { return terminal(host.SessionState(s.State)) }
+
+// Operation is one live operation.
+type Operation struct {
+	Session           string    `json:"session"`
+	ID                string    `json:"id"`
+	RequestID         string    `json:"request_id"`
+	Tool              string    `json:"tool"`
+	State             string    `json:"state"`
+	Attempt           uint32    `json:"attempt"`
+	Worker            string    `json:"worker,omitempty"`
+	Since             time.Time `json:"since"`
+	CancelDisposition string    `json:"cancel_disposition,omitempty"`
+}
+
+// OperationList is the body of GET /v1/operations.
+type OperationList struct {
+	Operations []Operation `json:"operations"`
+}
+
+// AuditEntry is one audit event.
+type AuditEntry struct {
+	Seq        uint64    `json:"seq"`
+	At         time.Time `json:"at"`
+	Operation  string    `json:"operation"`
+	Tool       string    `json:"tool"`
+	CallIndex  uint64    `json:"call_index"`
+	Attempt    uint32    `json:"attempt"`
+	Outcome    string    `json:"outcome"`
+	Detail     string    `json:"detail,omitempty"`
+	Bytes      int       `json:"bytes,omitempty"`
+	RetryClass string    `json:"retry_class,omitempty"`
+}
+
+// AuditLog is the body of GET /v1/sessions/{id}/audit.
+type AuditLog struct {
+	Session string       `json:"session"`
+	Events  []AuditEntry `json:"events"`
+}
+
+// Chunk is the data of an event-stream "chunk" event: one released
+// (redacted) piece of a streaming tool's output.
+type Chunk struct {
+	Operation     string `json:"operation"`
+	Tool          string `json:"tool"`
+	Index         int    `json:"index"`
+	Text          string `json:"text"`
+	SourceBytes   int    `json:"source_bytes"`
+	ReleasedBytes int    `json:"released_bytes"`
+}
+
+// CancelResponse is the body of a successful cancel.
+type CancelResponse struct {
+	Session   string `json:"session"`
+	Operation string `json:"operation"`
+	// Cancellation is "requested": the worker has been asked; the
+	// operation ends when it acknowledges or a result wins the race.
+	Cancellation string `json:"cancellation"`
+}
+
+func terminal(s host.SessionState) bool {
+	return s == host.SessionCompleted || s == host.SessionFailed
+}
+
+func sessionOf(s host.SessionStatus) Session {
+	out := Session{
+		ID:         string(s.ID),
+		State:      string(s.State),
+		Error:      s.Error,
+		Created:    s.Created.UTC(),
+		Operations: operationsOf(s.Operations),
+	}
+	if s.State == host.SessionCompleted {
+		v := s.Value
+		out.Value = &v
+	}
+	return out
+}
+
+func operationsOf(ops []host.OperationStatus) []Operation {
+	out := make([]Operation, 0, len(ops))
+	for _, o := range ops {
+		out = append(out, Operation{
+			Session:           string(o.Session),
+			ID:                o.ID.String(),
+			RequestID:         o.RequestID,
+			Tool:              o.Tool,
+			State:             o.State.String(),
+			Attempt:           o.Attempt,
+			Worker:            o.Worker,
+			Since:             o.Since.UTC(),
+			CancelDisposition: o.CancelDisposition,
+		})
+	}
+	return out
+}
+
+func auditEntryOf(e host.AuditEvent) AuditEntry {
+	out := AuditEntry{
+		Seq:       e.Seq,
+		At:        e.At.UTC(),
+		Operation: e.ID.String(),
+		Tool:      e.Tool,
+		CallIndex: e.CallIndex,
+		Attempt:   e.Attempt,
+		Outcome:   string(e.Outcome),
+		Detail:    e.Detail,
+		Bytes:     e.Bytes,
+	}
+	if e.RetryClass != 0 {
+		out.RetryClass = e.RetryClass.String()
+	}
+	return out
+}
+
+func chunkOf(c host.ExternalToolStreamChunk) Chunk {
+	return Chunk{
+		Operation:     c.ID.String(),
+		Tool:          c.Tool,
+		Index:         c.Index,
+		Text:          c.Text,
+		SourceBytes:   c.SourceBytes,
+		ReleasedBytes: c.ReleasedBytes,
+	}
+}
