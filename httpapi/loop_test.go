@@ -1,4 +1,3 @@
-
 package httpapi_test
 
 import (
