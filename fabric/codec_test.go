@@ -1,0 +1,212 @@
+package fabric_test
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+func TestCodecRoundTrips(t *testing.T) {
+	c := newCodec(t, testKey)
+	inv := validInvoke("req-1", 2)
+	data, err := c.SealInvoke(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.OpenInvoke(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RequestID != inv.RequestID || got.Attempt != 2 || got.Input.Text != "hello" {
+		t.Fatalf("OpenInvoke = %+v", got)
+	}
+
+	cancel := protocol.Cancel{RequestID: "req-1", Tool: "text.remote", Attempt: 2, IdempotencyKey: "key-req-1"}
+	data, err = c.SealCancel(cancel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotC, err := c.OpenCancel(data); err != nil || gotC != cancel {
+		t.Fatalf("OpenCancel = %+v, %v", gotC, err)
+	}
+
+	msgs := []protocol.WorkerMessage{
+		protocol.ChunkMessage(protocol.Chunk{RequestID: "req-1", Sequence: 1, Text: "x"}),
+		protocol.ResultMessage(validResult("req-1", 2)),
+		protocol.CancelReplyMessage(protocol.CancelReply{RequestID: "req-1", Attempt: 2, Disposition: protocol.CancelTooLate}),
+	}
+	for i, m := range msgs {
+		data, err := c.SealWorker("req-1", 2, uint32(i+1), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, seq, err := c.OpenWorker(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Kind != m.Kind || seq != fabric.WorkerSeq(2, uint32(i+1)) {
+			t.Fatalf("OpenWorker = %v seq %d", got.Kind, seq)
+		}
+	}
+}
+
+func mustFrame(t *testing.T, key protocol.SessionKey, session string, role protocol.SessionRole, seq uint64, msg protocol.WorkerMessage) []byte {
+	t.Helper()
+	f, err := protocol.SealFrame(key, session, role, seq, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := f.ToJSONLine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
+
+func tamper(b []byte) []byte {
+	out := bytes.Clone(b)
+	i := bytes.Index(out, []byte("hello"))
+	out[i] = 'j'
+	return out
+}
+
+func TestOpenInvokeRejects(t *testing.T) {
+	inv := validInvoke("req-1", 1)
+	msg := protocol.InvokeMessage(inv)
+	good := mustFrame(t, testKey, "req-1", protocol.RoleHost, 1, msg)
+	tests := []struct {
+		name    string
+		data    []byte
+		wantErr error
+	}{
+		{"not a frame", []byte("hello\n"), protocol.ErrMalformedFrame},
+		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleHost, 1, msg), protocol.ErrBadTag},
+		{"tampered", tamper(good), protocol.ErrBadTag},
+		{"worker role", mustFrame(t, testKey, "req-1", protocol.RoleWorker, 1, msg), protocol.ErrWrongRole},
+		{"other session", mustFrame(t, testKey, "req-2", protocol.RoleHost, 1, msg), protocol.ErrInvalidSession},
+		{"seq of attempt 2", mustFrame(t, testKey, "req-1", protocol.RoleHost, 3, msg), protocol.ErrSequence},
+		{"cancel seq", mustFrame(t, testKey, "req-1", protocol.RoleHost, 2, msg), protocol.ErrSequence},
+		{"cancel as invoke", mustFrame(t, testKey, "req-1", protocol.RoleHost, 1,
+			protocol.CancelMessage(protocol.Cancel{RequestID: "req-1", Tool: "t", Attempt: 1, IdempotencyKey: "k"})), protocol.ErrInvalidMessage},
+	}
+	c := newCodec(t, testKey)
+	if _, err := c.OpenInvoke(good); err != nil {
+		t.Fatalf("good frame: %v", err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.OpenInvoke(tt.data)
+			wantErrIs(t, err, fabric.ErrForged, tt.wantErr)
+		})
+	}
+}
+
+func TestOpenCancelRejectsInvokeSequence(t *testing.T) {
+	cancel := protocol.Cancel{RequestID: "req-1", Tool: "t", Attempt: 1, IdempotencyKey: "k"}
+	_, err := newCodec(t, testKey).OpenCancel(mustFrame(t, testKey, "req-1", protocol.RoleHost, 1, protocol.CancelMessage(cancel)))
+	wantErrIs(t, err, fabric.ErrForged, protocol.ErrSequence)
+}
+
+func TestOpenWorkerRejects(t *testing.T) {
+	res := protocol.ResultMessage(validResult("req-1", 2))
+	seq := fabric.WorkerSeq(2, 1)
+	tests := []struct {
+		name    string
+		data    []byte
+		wantErr error
+	}{
+		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleWorker, seq, res), protocol.ErrBadTag},
+		{"host role", mustFrame(t, testKey, "req-1", protocol.RoleHost, seq, res), protocol.ErrWrongRole},
+		{"other session", mustFrame(t, testKey, "req-9", protocol.RoleWorker, seq, res), protocol.ErrInvalidSession},
+		{"attempt mismatch", mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), res), protocol.ErrSequence},
+		{"k zero", mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(2, 0), res), protocol.ErrSequence},
+		{"attempt zero", mustFrame(t, testKey, "req-1", protocol.RoleWorker, 5, res), protocol.ErrSequence},
+		{"invoke from worker", mustFrame(t, testKey, "req-1", protocol.RoleWorker, seq, protocol.InvokeMessage(validInvoke("req-1", 1))), protocol.ErrInvalidMessage},
+	}
+	c := newCodec(t, testKey)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := c.OpenWorker(tt.data)
+			wantErrIs(t, err, fabric.ErrForged, tt.wantErr)
+		})
+	}
+}
+
+func TestSealWorkerRefusesMismatchedBinding(t *testing.T) {
+	c := newCodec(t, testKey)
+	res := protocol.ResultMessage(validResult("req-1", 2))
+	tests := []struct {
+		name    string
+		req     string
+		attempt uint32
+		k       uint32
+		msg     protocol.WorkerMessage
+		wantErr error
+	}{
+		{"other request", "req-2", 2, 1, res, protocol.ErrInvalidSession},
+		{"other attempt", "req-1", 3, 1, res, fabric.ErrInvalidAttempt},
+		{"k zero", "req-1", 2, 0, res, fabric.ErrInvalidAttempt},
+		{"attempt zero", "req-1", 0, 1, res, fabric.ErrInvalidAttempt},
+		{"host kind", "req-1", 1, 1, protocol.InvokeMessage(validInvoke("req-1", 1)), protocol.ErrInvalidMessage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.SealWorker(tt.req, tt.attempt, tt.k, tt.msg)
+			wantErrIs(t, err, tt.wantErr)
+		})
+	}
+}
+
+func TestNewCodecRefusesZeroKey(t *testing.T) {
+	_, err := fabric.NewCodec(protocol.SessionKey{})
+	wantErrIs(t, err, protocol.ErrInvalidKey)
+}
+
+func TestCodecIsSafeForConcurrentUse(t *testing.T) {
+	c := newCodec(t, testKey)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				inv := validInvoke("req", uint32(i%3+1))
+				inv.Input = protocol.TextPayload(string(rune('a' + g)))
+				data, err := c.SealInvoke(inv)
+				if err == nil {
+					var got protocol.Invoke
+					got, err = c.OpenInvoke(data)
+					if err == nil && got.Input.Text != inv.Input.Text {
+						err = fabric.ErrForged
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkCodecInvoke(b *testing.B) {
+	c := newCodec(b, testKey)
+	inv := validInvoke("req-1", 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		data, err := c.SealInvoke(inv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.OpenInvoke(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

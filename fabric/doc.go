@@ -1,0 +1,45 @@
+// Package fabric is the NATS JetStream side of Splash Fabric: it provisions
+// the streams, consumers and buckets, maps tool names and host ids to
+// subjects, seals and opens every frame through package protocol, and
+// implements host.Transport.
+//
+// # Provisioning
+//
+// Every process that joins the fabric calls Provision with the same Config
+// before anything else; it creates or updates SPLASH_INVOKE (work queue,
+// one subject per tool), SPLASH_EVENTS (terminal events, one subject per
+// host) and the splash_cancel bucket. A worker then calls EnsureToolConsumer
+// for each tool it serves:
+//
+//	js, _ := jetstream.New(nc)
+//	cfg := fabric.DefaultConfig()
+//	if err := fabric.Provision(ctx, js, cfg); err != nil { ... }
+//	cons, err := fabric.EnsureToolConsumer(ctx, js, cfg, "text.remote")
+//
+// # Frames
+//
+// A Codec seals and opens frames and binds each to the message inside it:
+// the frame's session is the request id and its sequence is derived from
+// the attempt (InvokeSeq, CancelSeq, WorkerSeq), so a frame cannot be
+// replayed as another request's or another attempt's. A Codec is safe for
+// concurrent use.
+//
+//	codec, _ := fabric.NewCodec(key)
+//	data, _ := codec.SealInvoke(inv)           // host
+//	inv, err := codec.OpenInvoke(data)         // worker
+//	out, _ := codec.SealWorker(inv.RequestID, inv.Attempt, 1, protocol.ResultMessage(res))
+//
+// # The host transport
+//
+// NewHostTransport returns the host.Transport that host.Loop drives. Publish
+// and Cancel never wait for the server: publish acknowledgements are
+// watched by one goroutine and a failure comes back on Events as
+// host.EventPublishFailed. Worker frames arrive on a durable consumer of
+// the host's events subject and on a core subscription of its chunks
+// subject; each is authenticated, checked against a per-request replay
+// window, and only then handed to Events. Rejected frames are dropped and
+// counted (Rejected, WithRejectHandler). Close stops every goroutine the
+// transport started and then closes Events.
+//
+// docs/topology.md describes every subject, stream, header and sequence.
+package fabric

@@ -1,0 +1,24 @@
+package fabric
+
+import "errors"
+
+// Every rejection in this package wraps one of these sentinels (and, for a
+// frame that fails authentication, also the protocol sentinel that says
+// why), so callers match with errors.Is. A rejected call changes nothing.
+var (
+	// ErrInvalidConfig reports a Config field outside its documented range.
+	ErrInvalidConfig = errors.New("fabric: invalid config")
+	// ErrInvalidHostID reports a host id that is not one subject token of
+	// [A-Za-z0-9_-].
+	ErrInvalidHostID = errors.New("fabric: invalid host id")
+	// ErrInvalidAttempt reports an attempt or frame counter of zero, or one
+	// too large for the sequence scheme.
+	ErrInvalidAttempt = errors.New("fabric: invalid attempt")
+	// ErrForged reports a frame that must not be acted on: malformed, a bad
+	// tag, the wrong sender role, a session or sequence that does not match
+	// the message it carries, or a kind that does not belong on the subject.
+	// It always comes together with the protocol sentinel that says which.
+	ErrForged = errors.New("fabric: rejected frame")
+	// ErrClosed reports a call on a HostTransport after Close.
+	ErrClosed = errors.New("fabric: transport closed")
+)

@@ -1,0 +1,376 @@
+package fabric
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// HostTransport is the host.Transport over NATS JetStream.
+//
+// Goroutines: the events consumer callback and the chunks subscription
+// callback (both owned by nats.go, stopped in Close), and one ack watcher
+// started here. All three write Events; Close waits for them before it
+// closes the channel.
+//
+// Terminal events are read through a durable consumer named
+// "host_<host id>" rather than an ordered one: the server keeps its
+// position, so events published while the host is disconnected or
+// restarting are delivered when a transport with the same host id comes
+// back, and an event is acked only after it was handed to Events. Two live
+// hosts must therefore never share a host id.
+type HostTransport struct {
+	hostID string
+	codec  *Codec
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	opts   options
+
+	// events is written by the callbacks and the watcher, read by the loop,
+	// and closed by Close after every writer stopped.
+	events chan host.Event
+	// pending carries publishes awaiting their ack from Publish and Cancel
+	// to the watcher, in publish order.
+	pending chan pendingAck
+	// done is closed by Close; every blocking send selects on it.
+	done        chan struct{}
+	watcherDone chan struct{}
+
+	// mu guards closed and the Add side of active, so no writer starts
+	// after Close began waiting.
+	mu     sync.Mutex
+	closed bool
+	active sync.WaitGroup
+
+	cc  jetstream.ConsumeContext
+	sub *nats.Subscription
+
+	window  *replayWindow
+	rejects rejectCounter
+
+	closeOnce sync.Once
+}
+
+// pendingAck is one publish awaiting its PubAck. For an invocation, inv is
+// reported back if it fails; for a cancel record, broadcast is sent once
+// the record is stored (or failed to be).
+type pendingAck struct {
+	fut       jetstream.PubAckFuture
+	inv       protocol.Invoke
+	broadcast *nats.Msg
+}
+
+var _ host.Transport = (*HostTransport)(nil)
+
+// NewHostTransport starts a transport for hostID on nc. Provision must have
+// run with cfg. ctx bounds only the setup calls. The caller keeps ownership
+// of nc and must Close the transport before closing nc.
+func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID string, key protocol.SessionKey, opts ...Option) (*HostTransport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ValidateHostID(hostID); err != nil {
+		return nil, err
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	codec, err := NewCodec(key)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(o.maxPending),
+		jetstream.WithPublishAsyncTimeout(o.publishTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("fabric: jetstream: %w", err)
+	}
+	t := &HostTransport{
+		hostID:      hostID,
+		codec:       codec,
+		nc:          nc,
+		js:          js,
+		opts:        o,
+		events:      make(chan host.Event, o.eventBuffer),
+		pending:     make(chan pendingAck, o.maxPending),
+		done:        make(chan struct{}),
+		watcherDone: make(chan struct{}),
+		window:      newReplayWindow(o.replayMemory),
+	}
+	sctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	cons, err := js.CreateOrUpdateConsumer(sctx, StreamEvents, jetstream.ConsumerConfig{
+		Durable:       hostConsumerName(hostID),
+		Description:   "Splash host " + hostID,
+		FilterSubject: EventsSubject(hostID),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		// Unlimited: a terminal event must reach its host however often
+		// the host went away before acking it.
+		MaxDeliver:    -1,
+		MaxAckPending: cfg.MaxAckPending,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fabric: events consumer of %q: %w", hostID, err)
+	}
+	t.sub, err = nc.Subscribe(ChunksSubject(hostID), t.onChunk)
+	if err != nil {
+		return nil, fmt.Errorf("fabric: chunks of %q: %w", hostID, err)
+	}
+	t.cc, err = cons.Consume(t.onEvent,
+		jetstream.PullMaxMessages(500),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { t.reportError(err) }))
+	if err != nil {
+		_ = t.sub.Unsubscribe()
+		return nil, fmt.Errorf("fabric: consume events of %q: %w", hostID, err)
+	}
+	go t.watch()
+	return t, nil
+}
+
+// HostID returns the id the transport was started with.
+func (t *HostTransport) HostID() string { return t.hostID }
+
+// Events delivers verified worker frames and publish failures; it is closed
+// by Close.
+func (t *HostTransport) Events() <-chan host.Event { return t.events }
+
+// Rejected returns how many frames were dropped, by reason (the Reject…
+// constants).
+func (t *HostTransport) Rejected() map[string]uint64 { return t.rejects.snapshot() }
+
+// Forget drops the replay window of requestID, for an operation the host
+// gave up on (a deadline) whose terminal frame may never come.
+func (t *HostTransport) Forget(requestID string) { t.window.forget(requestID) }
+
+// Publish seals inv and publishes it to its tool's subject with
+// Nats-Msg-Id = MsgID(inv.IdempotencyKey, inv.Attempt), so a republish of
+// the same attempt is stored once. It returns once the publish is queued;
+// a failure after that arrives on Events as host.EventPublishFailed.
+func (t *HostTransport) Publish(ctx context.Context, inv protocol.Invoke) error {
+	if !t.enter() {
+		return ErrClosed
+	}
+	defer t.active.Done()
+	subject, err := InvokeSubject(inv.Tool)
+	if err != nil {
+		return err
+	}
+	data, err := t.codec.SealInvoke(inv)
+	if err != nil {
+		return err
+	}
+	m := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{
+		HeaderMsgID: []string{MsgID(inv.IdempotencyKey, inv.Attempt)},
+		HeaderHost:  []string{t.hostID},
+	}}
+	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(StreamInvoke))
+	if err != nil {
+		return fmt.Errorf("fabric: publish %q: %w", truncate(inv.RequestID), err)
+	}
+	return t.track(ctx, pendingAck{fut: fut, inv: inv})
+}
+
+// Cancel stores c as the request's cancel record and, once stored,
+// broadcasts it on the tool's cancel subject: a worker that has not pulled
+// the invocation yet finds the record at pickup, one that runs it hears the
+// broadcast. It returns once the record's write is queued.
+func (t *HostTransport) Cancel(ctx context.Context, c protocol.Cancel) error {
+	if !t.enter() {
+		return ErrClosed
+	}
+	defer t.active.Done()
+	if err := protocol.ValidateToolName(c.Tool); err != nil {
+		return err
+	}
+	data, err := t.codec.SealCancel(c)
+	if err != nil {
+		return err
+	}
+	record := &nats.Msg{Subject: cancelKVPrefix + CancelKey(c.RequestID), Data: data}
+	fut, err := t.js.PublishMsgAsync(record, jetstream.WithExpectStream(streamCancel))
+	if err != nil {
+		return fmt.Errorf("fabric: cancel record of %q: %w", truncate(c.RequestID), err)
+	}
+	broadcast := &nats.Msg{Subject: CancelSubject(c.Tool), Data: data, Header: nats.Header{HeaderHost: []string{t.hostID}}}
+	return t.track(ctx, pendingAck{fut: fut, broadcast: broadcast})
+}
+
+func (t *HostTransport) track(ctx context.Context, p pendingAck) error {
+	select {
+	case t.pending <- p:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.done:
+		return ErrClosed
+	}
+}
+
+// watch resolves pending acks in publish order. JetStream acks in the
+// order it stores, so waiting on the oldest first costs no latency in the
+// common case, and one goroutine serves any number of publishes.
+func (t *HostTransport) watch() {
+	defer close(t.watcherDone)
+	for {
+		var p pendingAck
+		select {
+		case p = <-t.pending:
+		case <-t.done:
+			return
+		}
+		var err error
+		select {
+		case <-p.fut.Ok():
+		case err = <-p.fut.Err():
+		case <-t.done:
+			return
+		}
+		if p.broadcast != nil {
+			if err != nil {
+				t.reportError(fmt.Errorf("fabric: cancel record not stored: %w", err))
+			}
+			// Broadcast even without the record: a running worker can
+			// still stop.
+			if perr := t.nc.PublishMsg(p.broadcast); perr != nil {
+				t.reportError(fmt.Errorf("fabric: cancel broadcast: %w", perr))
+			}
+			continue
+		}
+		if err != nil {
+			t.emit(host.Event{Kind: host.EventPublishFailed, Invoke: p.inv, Err: err})
+		}
+	}
+}
+
+// onEvent handles one message of the events consumer. A frame that fails
+// is acked away (it can never verify); a frame accepted but not handed to
+// Events because the transport is closing stays unacked, so the next
+// transport of this host gets it.
+func (t *HostTransport) onEvent(m jetstream.Msg) {
+	if !t.enter() {
+		return
+	}
+	defer t.active.Done()
+	msg, ok := t.open(m.Data(), m.Subject(), false)
+	if !ok {
+		_ = m.Term()
+		return
+	}
+	worker := m.Headers().Get(HeaderWorker)
+	if t.emit(host.Event{Kind: host.EventMessage, Message: msg, Worker: worker}) {
+		_ = m.Ack()
+	}
+}
+
+// onChunk handles one core chunk.
+func (t *HostTransport) onChunk(m *nats.Msg) {
+	if !t.enter() {
+		return
+	}
+	defer t.active.Done()
+	msg, ok := t.open(m.Data, m.Subject, true)
+	if !ok {
+		return
+	}
+	t.emit(host.Event{Kind: host.EventMessage, Message: msg, Worker: m.Header.Get(HeaderWorker)})
+}
+
+// open authenticates a worker frame, checks that its kind belongs on the
+// subject it came on (chunks on the chunks subject, terminal events on the
+// events subject) and applies the replay window.
+func (t *HostTransport) open(data []byte, subject string, chunk bool) (protocol.WorkerMessage, bool) {
+	msg, seq, err := t.codec.OpenWorker(data)
+	if err != nil {
+		t.reject(classify(err), subject, err)
+		return protocol.WorkerMessage{}, false
+	}
+	if (msg.Kind == protocol.KindChunk) != chunk {
+		t.reject(RejectKind, subject, wrongKind(msg.Kind, "another kind on "+subject))
+		return protocol.WorkerMessage{}, false
+	}
+	reqID, _, _ := workerBinding(msg)
+	if !t.window.accept(reqID, seq, IsTerminal(msg)) {
+		t.reject(RejectReplayed, subject, forged(fmt.Errorf("%w: request %q seq %d already seen", protocol.ErrSequence, truncate(reqID), seq)))
+		return protocol.WorkerMessage{}, false
+	}
+	return msg, true
+}
+
+func (t *HostTransport) reject(reason, subject string, err error) {
+	t.rejects.add(reason)
+	if t.opts.onReject != nil {
+		t.opts.onReject(reason, subject, err)
+	}
+}
+
+func (t *HostTransport) reportError(err error) {
+	if t.opts.onError != nil {
+		t.opts.onError(err)
+	}
+}
+
+// emit hands ev to the loop, blocking while Events is full, and reports
+// false if the transport closed first.
+func (t *HostTransport) emit(ev host.Event) bool {
+	select {
+	case t.events <- ev:
+		return true
+	case <-t.done:
+		return false
+	}
+}
+
+// enter registers a writer unless the transport is closing.
+func (t *HostTransport) enter() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.active.Add(1)
+	return true
+}
+
+// stopTimeout bounds how long Close waits for nats.go to stop the events
+// consumer, so Close returns even on a broken connection.
+const stopTimeout = 5 * time.Second
+
+// Close stops the consumer, the subscription and the watcher, waits for
+// every callback in flight, and closes Events. Publishes still awaiting
+// their ack are not reported; their message ids make a republish by the
+// next transport safe. Close is idempotent.
+func (t *HostTransport) Close() error {
+	var err error
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+		close(t.done)
+		t.cc.Stop()
+		select {
+		case <-t.cc.Closed():
+		case <-time.After(stopTimeout):
+		}
+		err = t.sub.Unsubscribe()
+		if err == nats.ErrConnectionClosed || err == nats.ErrBadSubscription {
+			err = nil
+		}
+		t.active.Wait()
+		<-t.watcherDone
+		t.js.CleanupPublisher()
+		close(t.events)
+	})
+	return err
+}

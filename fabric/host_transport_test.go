@@ -1,0 +1,363 @@
+package fabric_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+func newTransport(t *testing.T, env *fabricEnv, hostID string, opts ...fabric.Option) *fabric.HostTransport {
+	t.Helper()
+	tr, err := fabric.NewHostTransport(testCtx(t), env.nc, env.cfg, hostID, testKey, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
+// publishEvent JetStream-publishes data to host's events subject as a worker
+// would, and waits for it to be stored.
+func publishEvent(t *testing.T, env *fabricEnv, hostID, msgID string, data []byte) {
+	t.Helper()
+	m := nats.NewMsg(fabric.EventsSubject(hostID))
+	m.Data = data
+	m.Header.Set(fabric.HeaderMsgID, msgID)
+	m.Header.Set(fabric.HeaderWorker, "w1")
+	if _, err := env.js.PublishMsg(testCtx(t), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sealResult(t *testing.T, req string, attempt, k uint32) []byte {
+	t.Helper()
+	data, err := newCodec(t, testKey).SealWorker(req, attempt, k, protocol.ResultMessage(validResult(req, attempt)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestPublishStoresSealedInvocationWithHeaders(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	cons, err := fabric.EnsureToolConsumer(testCtx(t), env.js, env.cfg, "text.remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := validInvoke("req-1", 1)
+	if err := tr.Publish(testCtx(t), inv); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Headers().Get(fabric.HeaderMsgID); got != "key-req-1/1" {
+		t.Fatalf("Nats-Msg-Id = %q", got)
+	}
+	if got := m.Headers().Get(fabric.HeaderHost); got != "h1" {
+		t.Fatalf("Splash-Host = %q", got)
+	}
+	got, err := newCodec(t, testKey).OpenInvoke(m.Data())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RequestID != "req-1" || got.Attempt != 1 {
+		t.Fatalf("invocation = %+v", got)
+	}
+	if err := m.Ack(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRepublishOfSameAttemptIsDeduplicated(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	ctx := testCtx(t)
+	for _, attempt := range []uint32{1, 1, 2, 2} {
+		if err := tr.Publish(ctx, validInvoke("req-1", attempt)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server handles one connection's publishes in order, so once a
+	// later synchronous publish is stored, the four above are decided.
+	if _, err := env.js.Publish(ctx, "splash.invoke.sentinel", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.js.Stream(ctx, fabric.StreamInvoke)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 3 {
+		t.Fatalf("messages on stream = %d, want 2 attempts + sentinel", info.State.Msgs)
+	}
+}
+
+func TestPublishRejectsBadInvocationsAndSendsNothing(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	tests := []struct {
+		name    string
+		mutate  func(*protocol.Invoke)
+		wantErr error
+	}{
+		{"bad tool", func(inv *protocol.Invoke) { inv.Tool = "a.*" }, protocol.ErrInvalidToolName},
+		{"empty tool", func(inv *protocol.Invoke) { inv.Tool = "" }, protocol.ErrInvalidToolName},
+		{"attempt zero", func(inv *protocol.Invoke) { inv.Attempt = 0 }, fabric.ErrInvalidAttempt},
+		{"no key", func(inv *protocol.Invoke) { inv.IdempotencyKey = "" }, protocol.ErrInvalidMessage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := validInvoke("req-1", 1)
+			tt.mutate(&inv)
+			wantErrIs(t, tr.Publish(testCtx(t), inv), tt.wantErr)
+		})
+	}
+	s, _ := env.js.Stream(testCtx(t), fabric.StreamInvoke)
+	info, err := s.Info(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 {
+		t.Fatalf("messages after rejected publishes = %d", info.State.Msgs)
+	}
+}
+
+func TestPublishFailureComesBackAsEvent(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	if err := env.js.DeleteStream(testCtx(t), fabric.StreamInvoke); err != nil {
+		t.Fatal(err)
+	}
+	inv := validInvoke("req-1", 1)
+	if err := tr.Publish(testCtx(t), inv); err != nil {
+		t.Fatal(err)
+	}
+	ev := testwait.Receive(t, 0, "publish failure", tr.Events())
+	if ev.Kind != host.EventPublishFailed || ev.Invoke.RequestID != "req-1" || ev.Err == nil {
+		t.Fatalf("event = %+v", ev)
+	}
+}
+
+func TestWorkerEventsAndChunksReachEvents(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	c := newCodec(t, testKey)
+	for k := uint32(1); k <= 3; k++ {
+		data, err := c.SealWorker("req-1", 1, k, protocol.ChunkMessage(protocol.Chunk{RequestID: "req-1", Sequence: uint64(k), Text: "c"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.nc.Publish(fabric.ChunksSubject("h1"), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := uint64(1); k <= 3; k++ {
+		ev := testwait.Receive(t, 0, "chunk", tr.Events())
+		if ev.Kind != host.EventMessage || ev.Message.Chunk == nil || ev.Message.Chunk.Sequence != k {
+			t.Fatalf("event %d = %+v", k, ev)
+		}
+	}
+	publishEvent(t, env, "h1", fabric.EventMsgID("req-1", 1, protocol.KindResult), sealResult(t, "req-1", 1, 4))
+	ev := testwait.Receive(t, 0, "result", tr.Events())
+	if ev.Message.Result == nil || ev.Worker != "w1" {
+		t.Fatalf("event = %+v", ev)
+	}
+}
+
+func TestForgedFramesAreRejectedAndCounted(t *testing.T) {
+	env := newEnv(t)
+	var mu sync.Mutex
+	hooked := map[string]int{}
+	tr := newTransport(t, env, "h1", fabric.WithRejectHandler(func(reason, _ string, err error) {
+		if !errors.Is(err, fabric.ErrForged) {
+			t.Errorf("reject %s: %v does not wrap ErrForged", reason, err)
+		}
+		mu.Lock()
+		hooked[reason]++
+		mu.Unlock()
+	}))
+	res := protocol.ResultMessage(validResult("req-1", 1))
+	chunk := protocol.ChunkMessage(protocol.Chunk{RequestID: "req-1", Sequence: 1, Text: "c"})
+	good := sealResult(t, "req-1", 1, 2)
+	events := []struct {
+		name string
+		data []byte
+	}{
+		{"no tag", []byte(`{"session_id":"req-1","role":"worker","seq":4294967297,"msg":{"kind":"result"}}` + "\n")},
+		{"garbage", []byte("not json")},
+		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), res)},
+		{"host role", mustFrame(t, testKey, "req-1", protocol.RoleHost, fabric.WorkerSeq(1, 1), res)},
+		{"tampered", tamper(mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1),
+			protocol.ResultMessage(protocol.Result{RequestID: "req-1", Attempt: 1, Status: protocol.ResultFailed, Error: "hello"})))},
+		{"chunk on events", mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), chunk)},
+		{"good", good},
+		{"replayed", good},
+	}
+	for i, e := range events {
+		publishEvent(t, env, "h1", "forged-"+string(rune('a'+i)), e.data)
+	}
+	// A result on the chunks subject, and a replayed chunk.
+	if err := env.nc.Publish(fabric.ChunksSubject("h1"), mustFrame(t, testKey, "req-2", protocol.RoleWorker, fabric.WorkerSeq(1, 1),
+		protocol.ResultMessage(validResult("req-2", 1)))); err != nil {
+		t.Fatal(err)
+	}
+	ev := testwait.Receive(t, 0, "the good result", tr.Events())
+	if ev.Message.Result == nil || ev.Message.Result.RequestID != "req-1" {
+		t.Fatalf("event = %+v", ev)
+	}
+	want := map[string]uint64{
+		fabric.RejectMalformed: 2,
+		fabric.RejectBadTag:    2,
+		fabric.RejectWrongRole: 1,
+		fabric.RejectKind:      2,
+		fabric.RejectReplayed:  1,
+	}
+	testwait.Until(t, 0, "all rejections counted", func() bool { return total(tr.Rejected()) == total(want) })
+	got := tr.Rejected()
+	for reason, n := range want {
+		if got[reason] != n {
+			t.Fatalf("Rejected() = %v, want %v", got, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for reason, n := range want {
+		if uint64(hooked[reason]) != n {
+			t.Fatalf("handler saw %v, want %v", hooked, want)
+		}
+	}
+	select {
+	case ev := <-tr.Events():
+		t.Fatalf("unexpected event %+v", ev)
+	default:
+	}
+	// Rejected frames were taken off the stream: none waits for redelivery.
+	cons, err := env.js.Consumer(testCtx(t), fabric.StreamEvents, "host_h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 0, "events acked", func() bool {
+		info, err := cons.Info(testCtx(t))
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+}
+
+func total(m map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func TestEventPublishedWhileHostAwayIsDeliveredOnReturn(t *testing.T) {
+	env := newEnv(t)
+	first := newTransport(t, env, "h1")
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-first.Events(); ok {
+		t.Fatal("Events not closed by Close")
+	}
+	publishEvent(t, env, "h1", "r/req-1/1/result", sealResult(t, "req-1", 1, 1))
+	second := newTransport(t, env, "h1")
+	ev := testwait.Receive(t, 0, "event published while away", second.Events())
+	if ev.Message.Result == nil || ev.Message.Result.RequestID != "req-1" {
+		t.Fatalf("event = %+v", ev)
+	}
+	// Another host does not see it.
+	other := newTransport(t, env, "h2")
+	select {
+	case ev := <-other.Events():
+		t.Fatalf("h2 got %+v", ev)
+	default:
+	}
+}
+
+func TestCancelStoresRecordThenBroadcasts(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	sub, err := env.nc.SubscribeSync(fabric.CancelSubject("text.remote"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := validInvoke("req-1", 1)
+	cancel := protocol.Cancel{RequestID: "req-1", Tool: inv.Tool, Attempt: 1, IdempotencyKey: inv.IdempotencyKey}
+	if err := tr.Cancel(testCtx(t), cancel); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCodec(t, testKey)
+	if got, err := c.OpenCancel(m.Data); err != nil || got != cancel {
+		t.Fatalf("broadcast = %+v, %v", got, err)
+	}
+	kv, err := fabric.CancelBucket(testCtx(t), env.js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := fabric.LookupCancel(testCtx(t), kv, c, inv)
+	if err != nil || !ok || got != cancel {
+		t.Fatalf("LookupCancel = %+v, %v, %v", got, ok, err)
+	}
+	_, ok, err = fabric.LookupCancel(testCtx(t), kv, c, validInvoke("req-2", 1))
+	if err != nil || ok {
+		t.Fatalf("LookupCancel of another request = %v, %v", ok, err)
+	}
+	wantErrIs(t, tr.Cancel(testCtx(t), protocol.Cancel{RequestID: "r", Tool: "a..b", Attempt: 1, IdempotencyKey: "k"}), protocol.ErrInvalidToolName)
+}
+
+func TestClosedTransportRefusesWork(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	wantErrIs(t, tr.Publish(testCtx(t), validInvoke("req-1", 1)), fabric.ErrClosed)
+	wantErrIs(t, tr.Cancel(testCtx(t), protocol.Cancel{RequestID: "r", Tool: "t", Attempt: 1, IdempotencyKey: "k"}), fabric.ErrClosed)
+}
+
+func TestNewHostTransportRejectsBadInput(t *testing.T) {
+	env := newEnv(t)
+	bad := env.cfg
+	bad.AckWait = 0
+	tests := []struct {
+		name    string
+		cfg     fabric.Config
+		hostID  string
+		key     protocol.SessionKey
+		opts    []fabric.Option
+		wantErr error
+	}{
+		{"bad config", bad, "h1", testKey, nil, fabric.ErrInvalidConfig},
+		{"bad host id", env.cfg, "h.1", testKey, nil, fabric.ErrInvalidHostID},
+		{"zero key", env.cfg, "h1", protocol.SessionKey{}, nil, protocol.ErrInvalidKey},
+		{"bad option", env.cfg, "h1", testKey, []fabric.Option{fabric.WithMaxPending(0)}, fabric.ErrInvalidConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := fabric.NewHostTransport(testCtx(t), env.nc, tt.cfg, tt.hostID, tt.key, tt.opts...)
+			wantErrIs(t, err, tt.wantErr)
+		})
+	}
+}

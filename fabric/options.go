@@ -1,0 +1,98 @@
+package fabric
+
+import (
+	"fmt"
+	"time"
+)
+
+// Option tunes client-side behaviour of a HostTransport; server-side
+// resources are set by Config.
+type Option func(*options) error
+
+type options struct {
+	eventBuffer    int
+	maxPending     int
+	publishTimeout time.Duration
+	replayMemory   int
+	onReject       func(reason, subject string, err error)
+	onError        func(error)
+}
+
+func defaultOptions() options {
+	return options{
+		eventBuffer:    1024,
+		maxPending:     4096,
+		publishTimeout: 5 * time.Second,
+		replayMemory:   1 << 16,
+	}
+}
+
+// WithEventBuffer sets the capacity of the Events channel (default 1024).
+// When it is full, the transport stops taking frames off NATS until the
+// loop catches up.
+func WithEventBuffer(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("%w: event buffer %d", ErrInvalidConfig, n)
+		}
+		o.eventBuffer = n
+		return nil
+	}
+}
+
+// WithMaxPending bounds publishes awaiting their acknowledgement (default
+// 4096); beyond it Publish stalls briefly and then fails.
+func WithMaxPending(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: max pending %d", ErrInvalidConfig, n)
+		}
+		o.maxPending = n
+		return nil
+	}
+}
+
+// WithPublishTimeout sets how long a publish may wait for its
+// acknowledgement before it is reported as EventPublishFailed (default 5s).
+func WithPublishTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: publish timeout %v", ErrInvalidConfig, d)
+		}
+		o.publishTimeout = d
+		return nil
+	}
+}
+
+// WithReplayMemory sets how many finished requests keep their replay
+// window (default 65536), so a replayed terminal frame is still refused
+// after its request ended.
+func WithReplayMemory(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: replay memory %d", ErrInvalidConfig, n)
+		}
+		o.replayMemory = n
+		return nil
+	}
+}
+
+// WithRejectHandler is called for every dropped frame with its reason (one
+// of the Reject… constants), the subject it came on and the error. It runs
+// on a NATS callback goroutine and must not block; it is where metrics and
+// the audit log hook in.
+func WithRejectHandler(f func(reason, subject string, err error)) Option {
+	return func(o *options) error {
+		o.onReject = f
+		return nil
+	}
+}
+
+// WithErrorHandler receives failures that have no Event kind: a cancel
+// record that was not stored, or a consumer error. It must not block.
+func WithErrorHandler(f func(error)) Option {
+	return func(o *options) error {
+		o.onError = f
+		return nil
+	}
+}

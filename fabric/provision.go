@@ -1,0 +1,116 @@
+package fabric
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// defaultTimeout bounds a network call whose context has no deadline.
+const defaultTimeout = 10 * time.Second
+
+// withDefaultTimeout gives ctx a deadline if it has none, as the jetstream
+// package does, so a provisioning call cannot hang on a dead server.
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, defaultTimeout)
+}
+
+// Provision creates or updates the invocation stream, the events stream and
+// the cancel bucket to match cfg. It is idempotent; a changed cfg updates
+// the resources in place, except for what JetStream cannot change (storage
+// type, retention), which fails with the server's error.
+func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if _, err := js.CreateOrUpdateStream(ctx, invokeStreamConfig(cfg)); err != nil {
+		return fmt.Errorf("fabric: provision %s: %w", StreamInvoke, err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, eventsStreamConfig(cfg)); err != nil {
+		return fmt.Errorf("fabric: provision %s: %w", StreamEvents, err)
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, cancelBucketConfig(cfg)); err != nil {
+		return fmt.Errorf("fabric: provision %s: %w", BucketCancel, err)
+	}
+	return nil
+}
+
+func invokeStreamConfig(cfg Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        StreamInvoke,
+		Description: "Splash invocations, one subject per tool",
+		Subjects:    []string{invokePrefix + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  cfg.DuplicateWindow,
+		MaxMsgSize:  cfg.MaxMsgSize,
+		// A full queue must refuse new work rather than drop claimed work.
+		Discard: jetstream.DiscardNew,
+	}
+}
+
+func eventsStreamConfig(cfg Config) jetstream.StreamConfig {
+	// JetStream refuses a duplicate window longer than MaxAge.
+	dup := min(cfg.DuplicateWindow, cfg.EventsMaxAge)
+	return jetstream.StreamConfig{
+		Name:        StreamEvents,
+		Description: "Splash terminal events, one subject per host",
+		Subjects:    []string{eventsPrefix + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  dup,
+		MaxAge:      cfg.EventsMaxAge,
+		MaxMsgSize:  cfg.MaxMsgSize,
+	}
+}
+
+func cancelBucketConfig(cfg Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      BucketCancel,
+		Description: "Splash cancel records, key = hex SHA-256 of the request id",
+		History:     1,
+		TTL:         cfg.DedupeHorizon,
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		// A cancel record is one sealed frame.
+		MaxValueSize: cfg.MaxMsgSize,
+	}
+}
+
+// EnsureToolConsumer creates or updates tool's durable pull consumer on
+// SPLASH_INVOKE with cfg's ack settings and returns it. Provision must have
+// run first.
+func EnsureToolConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, tool string) (jetstream.Consumer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	subject, err := InvokeSubject(tool)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	cons, err := js.CreateOrUpdateConsumer(ctx, StreamInvoke, jetstream.ConsumerConfig{
+		Durable:       ConsumerName(tool),
+		Description:   "Splash worker pool of " + tool,
+		FilterSubject: subject,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: cfg.MaxAckPending,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fabric: consumer for %q: %w", tool, err)
+	}
+	return cons, nil
+}

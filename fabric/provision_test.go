@@ -1,0 +1,134 @@
+package fabric_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+func TestProvisionIsIdempotentAndFollowsConfig(t *testing.T) {
+	env := newEnv(t) // provisioned once with the default
+	ctx := testCtx(t)
+	if err := fabric.Provision(ctx, env.js, env.cfg); err != nil {
+		t.Fatalf("second Provision: %v", err)
+	}
+	if _, err := fabric.EnsureToolConsumer(ctx, env.js, env.cfg, "text.remote"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fabric.EnsureToolConsumer(ctx, env.js, env.cfg, "text.remote"); err != nil {
+		t.Fatalf("second EnsureToolConsumer: %v", err)
+	}
+
+	changed := env.cfg
+	changed.DuplicateWindow = time.Minute
+	changed.MaxMsgSize = 64 << 10
+	changed.EventsMaxAge = 30 * time.Second // below the duplicate window
+	changed.DedupeHorizon = time.Hour
+	changed.AckWait = 7 * time.Second
+	changed.MaxDeliver = 9
+	changed.MaxAckPending = 77
+	if err := fabric.Provision(ctx, env.js, changed); err != nil {
+		t.Fatalf("Provision with changed config: %v", err)
+	}
+	cons, err := fabric.EnsureToolConsumer(ctx, env.js, changed, "text.remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	inv := streamConfig(t, env.js, fabric.StreamInvoke)
+	if inv.Retention != jetstream.WorkQueuePolicy || inv.Duplicates != time.Minute || inv.MaxMsgSize != 64<<10 ||
+		inv.Storage != jetstream.FileStorage || len(inv.Subjects) != 1 || inv.Subjects[0] != "splash.invoke.>" {
+		t.Fatalf("%s config = %+v", fabric.StreamInvoke, inv)
+	}
+	ev := streamConfig(t, env.js, fabric.StreamEvents)
+	if ev.Retention != jetstream.LimitsPolicy || ev.MaxAge != 30*time.Second || ev.Duplicates != 30*time.Second {
+		t.Fatalf("%s config = %+v", fabric.StreamEvents, ev)
+	}
+	kv, err := env.js.KeyValue(ctx, fabric.BucketCancel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TTL() != time.Hour {
+		t.Fatalf("cancel bucket TTL = %v", st.TTL())
+	}
+	cc := cons.CachedInfo().Config
+	if cc.Durable != "pool_text_remote" || cc.FilterSubject != "splash.invoke.text.remote" || cc.AckPolicy != jetstream.AckExplicitPolicy ||
+		cc.AckWait != 7*time.Second || cc.MaxDeliver != 9 || cc.MaxAckPending != 77 {
+		t.Fatalf("consumer config = %+v", cc)
+	}
+}
+
+func streamConfig(t *testing.T, js jetstream.JetStream, name string) jetstream.StreamConfig {
+	t.Helper()
+	s, err := js.Stream(testCtx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().Config
+}
+
+func TestProvisionRejectsInvalidConfigAndCreatesNothing(t *testing.T) {
+	srv := natstest.Start(t)
+	js, err := jetstream.New(srv.Connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fabric.DefaultConfig()
+	cfg.Replicas = 0
+	wantErrIs(t, fabric.Provision(testCtx(t), js, cfg), fabric.ErrInvalidConfig)
+	if _, err := js.Stream(testCtx(t), fabric.StreamInvoke); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("stream after rejected Provision: %v", err)
+	}
+}
+
+func TestEnsureToolConsumerRejectsInvalidToolNames(t *testing.T) {
+	env := newEnv(t)
+	tests := []struct {
+		tool    string
+		wantErr error
+	}{
+		{"", protocol.ErrInvalidToolName},
+		{"a..b", protocol.ErrInvalidToolName},
+		{"a.*", protocol.ErrInvalidToolName},
+		{"a.>", protocol.ErrInvalidToolName},
+		{"sp ace", protocol.ErrInvalidToolName},
+		{"trailing.", protocol.ErrInvalidToolName},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool, func(t *testing.T) {
+			_, err := fabric.EnsureToolConsumer(testCtx(t), env.js, env.cfg, tt.tool)
+			wantErrIs(t, err, tt.wantErr)
+		})
+	}
+	s, err := env.js.Stream(testCtx(t), fabric.StreamInvoke)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Consumers != 0 {
+		t.Fatalf("consumers after rejected names = %d", info.State.Consumers)
+	}
+}
+
+func TestToolsWithDottedNamesGetSeparateQueues(t *testing.T) {
+	env := newEnv(t)
+	ctx := testCtx(t)
+	for _, tool := range []string{"text", "text.remote", "text_remote"} {
+		if _, err := fabric.EnsureToolConsumer(ctx, env.js, env.cfg, tool); err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package fabric
+
+import "fmt"
+
+// The sequence scheme gives every frame of a request a number that grows
+// in the order its sender produced it, without any state shared between
+// senders: the host numbers by attempt, a worker by attempt and a counter
+// of its own. A receiver can then refuse a frame that is not newer than the
+// last one it accepted, and refuse a frame whose number does not match the
+// attempt the message claims.
+
+// InvokeSeq is the sequence of the host's invocation of attempt: 2n-1.
+func InvokeSeq(attempt uint32) uint64 { return uint64(attempt)*2 - 1 }
+
+// CancelSeq is the sequence of the host's cancel of attempt: 2n, so it
+// follows the invocation it cancels.
+func CancelSeq(attempt uint32) uint64 { return uint64(attempt) * 2 }
+
+// WorkerSeq is the sequence of a worker's k-th frame (k from 1) of attempt:
+// attempt<<32 | k, so every frame of a later attempt is newer than every
+// frame of an earlier one.
+func WorkerSeq(attempt, k uint32) uint64 { return uint64(attempt)<<32 | uint64(k) }
+
+// SplitWorkerSeq is the inverse of WorkerSeq.
+func SplitWorkerSeq(seq uint64) (attempt, k uint32) { return uint32(seq >> 32), uint32(seq) }
+
+func checkAttempt(attempt uint32) error {
+	if attempt == 0 {
+		return fmt.Errorf("%w: attempts count from 1", ErrInvalidAttempt)
+	}
+	return nil
+}
+
+func checkWorkerSeq(attempt, k uint32) error {
+	if err := checkAttempt(attempt); err != nil {
+		return err
+	}
+	if k == 0 {
+		return fmt.Errorf("%w: worker frames count from 1", ErrInvalidAttempt)
+	}
+	return nil
+}

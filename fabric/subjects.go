@@ -1,0 +1,141 @@
+package fabric
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// Names of the server-side resources.
+const (
+	// StreamInvoke is the work-queue stream of invocations.
+	StreamInvoke = "SPLASH_INVOKE"
+	// StreamEvents holds terminal events until their host acks them.
+	StreamEvents = "SPLASH_EVENTS"
+	// BucketCancel is the KV bucket of cancel records.
+	BucketCancel = "splash_cancel"
+	// streamCancel is the stream behind BucketCancel, named by the KV
+	// convention.
+	streamCancel = "KV_" + BucketCancel
+)
+
+// Subject prefixes; each is followed by a tool name or a host id.
+const (
+	invokePrefix    = "splash.invoke."
+	eventsPrefix    = "splash.events."
+	chunksPrefix    = "splash.chunks."
+	cancelPrefix    = "splash.cancel."
+	reconcilePrefix = "splash.reconcile."
+	cancelKVPrefix  = "$KV." + BucketCancel + "."
+)
+
+// Header names set on fabric messages.
+const (
+	// HeaderHost names the host that waits for an invocation's answer;
+	// workers reply to EventsSubject and ChunksSubject of it.
+	HeaderHost = "Splash-Host"
+	// HeaderWorker names the worker that sent an event, for status and
+	// metrics; it is not authenticated.
+	HeaderWorker = "Splash-Worker"
+	// HeaderMsgID is JetStream's deduplication header.
+	HeaderMsgID = jetstream.MsgIDHeader
+)
+
+// MaxHostIDBytes bounds a host id so the consumer name built from it stays
+// well inside JetStream's limit.
+const MaxHostIDBytes = 128
+
+// InvokeSubject returns the subject invocations of tool are published on.
+// Dots in a tool name become subject tokens, so "text.remote" maps to
+// splash.invoke.text.remote.
+func InvokeSubject(tool string) (string, error) {
+	if err := protocol.ValidateToolName(tool); err != nil {
+		return "", err
+	}
+	return invokePrefix + tool, nil
+}
+
+// ConsumerName returns the durable name of tool's pool consumer. It is
+// injective over valid tool names: a name without '_' becomes "pool_" with
+// dots turned into '_'; a name with '_' could then collide ("a.b" and
+// "a_b"), so it gets the distinct prefix "pool-" and a hash suffix. The
+// result is only meaningful for a name that ValidateToolName accepts.
+func ConsumerName(tool string) string {
+	flat := strings.ReplaceAll(tool, ".", "_")
+	if !strings.Contains(tool, "_") {
+		return "pool_" + flat
+	}
+	sum := sha256.Sum256([]byte(tool))
+	return "pool-" + flat + "_" + hex.EncodeToString(sum[:8])
+}
+
+// ValidateHostID accepts 1..MaxHostIDBytes bytes of [A-Za-z0-9_-]: one
+// subject token that is also legal inside a consumer name.
+func ValidateHostID(id string) error {
+	if id == "" || len(id) > MaxHostIDBytes {
+		return fmt.Errorf("%w: %q has %d bytes, want 1..%d", ErrInvalidHostID, truncate(id), len(id), MaxHostIDBytes)
+	}
+	for i := 0; i < len(id); i++ {
+		if !isTokenByte(id[i]) {
+			return fmt.Errorf("%w: %q has byte %q at %d", ErrInvalidHostID, truncate(id), id[i], i)
+		}
+	}
+	return nil
+}
+
+func isTokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// EventsSubject is where workers JetStream-publish the terminal events for
+// hostID. hostID must pass ValidateHostID.
+func EventsSubject(hostID string) string { return eventsPrefix + hostID }
+
+// ChunksSubject is where workers core-publish progress chunks for hostID.
+// hostID must pass ValidateHostID.
+func ChunksSubject(hostID string) string { return chunksPrefix + hostID }
+
+// CancelSubject is the core broadcast subject of tool's cancellations. tool
+// must pass protocol.ValidateToolName.
+func CancelSubject(tool string) string { return cancelPrefix + tool }
+
+// ReconcileSubject is the request/reply subject of tool's reconciliation.
+// tool must pass protocol.ValidateToolName.
+func ReconcileSubject(tool string) string { return reconcilePrefix + tool }
+
+// hostConsumerName is the durable that reads hostID's events.
+func hostConsumerName(hostID string) string { return "host_" + hostID }
+
+// MsgID is the Nats-Msg-Id of an invocation attempt: a republish of the same
+// attempt is dropped by the stream; a retry (next attempt) is not.
+func MsgID(idempotencyKey string, attempt uint32) string {
+	return idempotencyKey + "/" + strconv.FormatUint(uint64(attempt), 10)
+}
+
+// EventMsgID is the Nats-Msg-Id of a terminal event, "r/<request>/<attempt>/<kind>",
+// so a worker that sends the same answer twice stores it once.
+func EventMsgID(requestID string, attempt uint32, kind protocol.MessageKind) string {
+	return "r/" + requestID + "/" + strconv.FormatUint(uint64(attempt), 10) + "/" + string(kind)
+}
+
+// CancelKey is the KV key of requestID's cancel record: hex SHA-256, since
+// KV keys have a narrower alphabet than request ids.
+func CancelKey(requestID string) string {
+	sum := sha256.Sum256([]byte(requestID))
+	return hex.EncodeToString(sum[:])
+}
+
+// truncate bounds how much of a hostile input an error repeats.
+func truncate(s string) string {
+	const max = 64
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
