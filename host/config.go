@@ -1,0 +1,81 @@
+package host
+
+import (
+	"io"
+	"time"
+)
+
+// Clock is the Runtime's only source of time, so deadlines are
+// deterministic in tests and the Runtime never reads the wall clock itself.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// ManualClock is a Clock that moves only when told to. It is not safe for
+// concurrent use, like the Runtime that reads it.
+type ManualClock struct{ now time.Time }
+
+// NewManualClock returns a clock stopped at t0.
+func NewManualClock(t0 time.Time) *ManualClock { return &ManualClock{now: t0} }
+
+// Now returns the clock's current time.
+func (c *ManualClock) Now() time.Time { return c.now }
+
+// Advance moves the clock forward by d.
+func (c *ManualClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
+
+// Set moves the clock to t.
+func (c *ManualClock) Set(t time.Time) { c.now = t }
+
+// Defaults applied by NewRuntime and the policy constructors.
+const (
+	// DefaultMaxOutputBytes bounds a terminal result when the policy sets
+	// no limit.
+	DefaultMaxOutputBytes = 1 << 20
+	// DefaultExecutionBudget bounds one slice of script execution.
+	DefaultExecutionBudget = time.Second
+	// DefaultAuditLimit is how many audit events are retained between
+	// drains; older ones are discarded and counted (AuditDropped).
+	DefaultAuditLimit = 1 << 16
+	// DefaultTerminalHistory is how many finished operations Operation
+	// still describes in detail.
+	DefaultTerminalHistory = 1 << 10
+)
+
+// DefaultGrants are the capabilities a script sees when Config.Grants is nil.
+var DefaultGrants = []string{"tool", "assert"}
+
+// Config configures a Runtime. The zero value is usable: system clock,
+// operating-system entropy, no budget, no pending limit.
+type Config struct {
+	// Clock supplies time; nil means the system clock.
+	Clock Clock
+	// Entropy is read once, by NewRuntime, for the 16-byte session nonce;
+	// nil means crypto/rand.Reader.
+	Entropy io.Reader
+	// SessionNonce, when set, is a trusted nonce used as given; Entropy is
+	// then not read. It must be unique across every runtime session that
+	// shares a downstream deduplication scope, including after restarts.
+	SessionNonce *CapabilitySessionNonce
+	// ToolCallBudget bounds tool calls and starts, local and external
+	// together; 0 means unlimited.
+	ToolCallBudget int
+	// MaxPending bounds pending promises, local and external together;
+	// 0 means unlimited.
+	MaxPending int
+	// Grants lists the capabilities visible to scripts; nil means
+	// DefaultGrants.
+	Grants []string
+	// ExecutionBudget bounds one slice of script execution; 0 means
+	// DefaultExecutionBudget.
+	ExecutionBudget time.Duration
+	// AuditLimit bounds the retained audit log; 0 means DefaultAuditLimit.
+	// A host that drains after every step never reaches it.
+	AuditLimit int
+	// TerminalHistory bounds how many finished operations keep their
+	// details for Operation; 0 means DefaultTerminalHistory. Methods on
+	// any finished operation are refused with ErrWrongState regardless.
+	TerminalHistory int
+}

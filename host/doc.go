@@ -1,0 +1,57 @@
+// Package host is the single-threaded capability runtime of Splash
+// Fabric: the tool registry, policies, budgets, pending operations,
+// deadlines, streams, retries, cancellation, reconciliation and audit log
+// of one script session, plus the JavaScript engine and the Loop that
+// drives runtimes from a Transport.
+//
+// A Runtime is a pure state machine in the manner of etcd raft's RawNode.
+// It starts no goroutines, takes time from a Clock and randomness from
+// an io.Reader, and must be owned by one goroutine. Every method either
+// applies one transition or returns a typed error and changes nothing.
+//
+// # Lifecycle of an external operation
+//
+// Register a tool whose work runs in a host-managed worker:
+//
+//	r := host.NewRuntime(host.Config{})
+//	err := r.RegisterExternalTool(host.NewToolPolicy("text.remote").WithDeadline(30 * time.Second))
+//
+// A script (or a Go program, through Start) starts it; that reserves one
+// tool call and one pending slot and queues the operation:
+//
+//	p, err := r.Start("text.remote", "release")
+//
+// The host claims it, in O(1), and dispatches the invocation; the
+// invocation carries the stable idempotency key
+// "sk1-<session nonce>-<call index>" that a worker deduplicates on:
+//
+//	inv, ok := r.ClaimNextExternalTool()
+//
+// and completes it with the worker's terminal result, which passes the
+// output limit, JSON envelope and JSON Schema checks or resolves the
+// promise as invalid output:
+//
+//	resumed, err := r.CompleteExternalTool(inv.ID, host.Ok("done"))
+//
+// Between claim and completion the host may retry (RetryExternalTool,
+// same key, attempt+1), release progress chunks through the tool's
+// redactor (PushExternalToolChunk), ask for cooperative cancellation
+// (RequestExternalToolCancellation, then ConfirmExternalToolCancellation
+// once the adapter acknowledges) or reconcile over an authenticated
+// session (PrepareAuthenticatedExternalReconciliation,
+// ReconcileAuthenticatedExternalTool). ExpireTimedOutTools, scheduled at
+// NextDeadline, resolves operations whose deadline passed.
+//
+// Local tools have Go handlers: Call runs one synchronously, Pump runs
+// started ones, checking each deadline first.
+//
+// After each step the host drains the audit log with DrainAudit. Every
+// transition is an AuditEvent; tool inputs, outputs and chunk text are
+// never kept, only their byte counts.
+//
+// # Scripts
+//
+// Promises settled by a method are handed to the script engine at the end
+// of that method, once the runtime is consistent, and the script's new
+// state is returned as the method's *EvalResult.
+package host

@@ -1,0 +1,260 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// LoopConfig configures a Loop.
+type LoopConfig struct {
+	// Transport reaches the workers. Required.
+	Transport Transport
+	// HostID names this host on the fabric; request ids start with it.
+	HostID string
+	// Catalog registers the tools every new session may use. It runs on
+	// the loop goroutine against a fresh Runtime.
+	Catalog func(*Runtime) error
+	// Runtime is the template for each session's runtime; Clock is
+	// always the system clock for a loop.
+	Runtime Config
+	// RetryInitial and RetryMax shape the transient-retry backoff
+	// (exponential, multiplier 2, jitter ±50%). Zero picks 100ms and 30s.
+	RetryInitial time.Duration
+	RetryMax     time.Duration
+	// KeepFinished is how many finished sessions stay queryable; 0 picks
+	// 1024. The oldest finished session is forgotten first.
+	KeepFinished int
+	// Observer, if set, is told of every change the loop makes, on the
+	// loop goroutine; it must not block. Metrics and live streams hook
+	// in here.
+	Observer Observer
+}
+
+// Observer receives the loop's notifications. Calls happen on the loop
+// goroutine, so an implementation must return quickly.
+type Observer interface {
+	// SessionChanged reports a session's new state.
+	SessionChanged(s SessionStatus)
+	// Chunk reports a released (redacted) chunk.
+	Chunk(session SessionID, c ExternalToolStreamChunk)
+	// Audit reports audit events drained from a session's runtime.
+	Audit(session SessionID, events []AuditEvent)
+	// Dispatched reports an attempt handed to the transport.
+	Dispatched(session SessionID, inv ExternalInvocation)
+	// Rejected reports a worker message the loop refused (stale attempt,
+	// unknown request, or a runtime error), with the reason.
+	Rejected(reason string, err error)
+}
+
+// Loop is the one goroutine that owns every Runtime of a host process. It
+// selects over transport events, timers (deadlines and scheduled retries)
+// and commands; after each step it claims and publishes everything
+// claimable. Nothing else touches a Runtime.
+type Loop struct {
+	cfg LoopConfig
+
+	// cmds carries requests from any goroutine; each carries its reply
+	// channel. Read only by run.
+	cmds chan command
+	// stop is closed by Stop; done is closed when run returns.
+	stop chan struct{}
+	done chan struct{}
+
+	// Everything below is owned by the run goroutine.
+	st *loopState
+}
+
+// SessionID names one script session of a loop.
+type SessionID string
+
+// ErrLoopStopped is returned by commands sent after Stop.
+var ErrLoopStopped = errors.New("host: loop stopped")
+
+// ErrUnknownSession is returned for a session id the loop does not hold.
+var ErrUnknownSession = errors.New("host: unknown session")
+
+// ErrInvalidConfig is returned by StartLoop for a configuration it cannot
+// run with.
+var ErrInvalidConfig = errors.New("host: invalid loop configuration")
+
+// StartLoop validates cfg and starts the loop goroutine.
+func StartLoop(cfg LoopConfig) (*Loop, error) {
+	if cfg.Transport == nil {
+		return nil, fmt.Errorf("%w: loop needs a transport", ErrInvalidConfig)
+	}
+	if cfg.HostID == "" {
+		return nil, fmt.Errorf("%w: loop needs a host id", ErrInvalidConfig)
+	}
+	if cfg.RetryInitial <= 0 {
+		cfg.RetryInitial = 100 * time.Millisecond
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = 30 * time.Second
+	}
+	if cfg.KeepFinished <= 0 {
+		cfg.KeepFinished = 1024
+	}
+	var incarnation [6]byte
+	if _, err := rand.Read(incarnation[:]); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrEntropyUnavailable, err)
+	}
+	l := &Loop{
+		cfg:  cfg,
+		cmds: make(chan command),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	// Request ids carry a random incarnation so that events left in the
+	// stream by an earlier run of the same host id never match an
+	// operation of this one.
+	l.st = newLoopState(cfg, cfg.HostID+"-"+hex.EncodeToString(incarnation[:]))
+	go l.run()
+	return l, nil
+}
+
+// Stop ends the loop and waits for it. Sessions still suspended stay as
+// they are; their operations are not cancelled.
+func (l *Loop) Stop() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	<-l.done
+}
+
+func (l *Loop) run() {
+	defer close(l.done)
+	st := l.st
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	events := l.cfg.Transport.Events()
+	armed := time.Time{}
+	for {
+		// Arm the timer for the earliest deadline or scheduled send.
+		if next, ok := st.timers.peek(); ok {
+			if !next.Equal(armed) {
+				timer.Reset(time.Until(next))
+				armed = next
+			}
+		} else if !armed.IsZero() {
+			timer.Stop()
+			armed = time.Time{}
+		}
+		select {
+		case <-l.stop:
+			return
+		case c := <-l.cmds:
+			c.run(st)
+		case ev, ok := <-events:
+			if !ok {
+				// The transport closed: nothing more will arrive, but
+				// commands and timers still work until Stop.
+				events = nil
+				continue
+			}
+			st.handleEvent(ev)
+		case <-timer.C:
+			armed = time.Time{}
+			st.fireTimers(time.Now())
+		}
+		st.flush()
+	}
+}
+
+// command is a request run on the loop goroutine.
+type command interface{ run(*loopState) }
+
+// send delivers c to the loop unless it stopped or ctx ended first.
+func (l *Loop) send(ctx context.Context, c command) error {
+	select {
+	case l.cmds <- c:
+		return nil
+	case <-l.stop:
+		return ErrLoopStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// call sends a command built around reply and waits for its answer.
+func call[T any](ctx context.Context, l *Loop, build func(chan<- T) command) (T, error) {
+	reply := make(chan T, 1)
+	var zero T
+	if err := l.send(ctx, build(reply)); err != nil {
+		return zero, err
+	}
+	select {
+	case v := <-reply:
+		return v, nil
+	case <-l.done:
+		return zero, ErrLoopStopped
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// invokeFor converts a claimed invocation into the frame body workers see.
+func invokeFor(requestID string, inv ExternalInvocation) protocol.Invoke {
+	payload := protocol.TextPayload(inv.Input)
+	if inv.Format == FormatJSON {
+		payload = protocol.JSONPayload([]byte(inv.Input))
+	}
+	out := protocol.Invoke{
+		RequestID:      requestID,
+		Tool:           inv.Tool,
+		Input:          payload,
+		CallIndex:      inv.CallIndex,
+		Attempt:        inv.Attempt,
+		AttemptLimit:   inv.AttemptLimit,
+		IdempotencyKey: inv.IdempotencyKey,
+		OutputLimit:    inv.OutputLimit,
+	}
+	if inv.Stream != nil {
+		out.Stream = &protocol.StreamLimits{
+			MaxChunks:        inv.Stream.MaxChunks,
+			MaxChunkBytes:    inv.Stream.MaxChunkBytes,
+			MaxSourceBytes:   inv.Stream.MaxSourceBytes,
+			MaxReleasedBytes: inv.Stream.MaxReleasedBytes,
+		}
+	}
+	if inv.HasDeadline {
+		ms := inv.RemainingDeadline.Milliseconds()
+		if ms < 1 {
+			ms = 1
+		}
+		out.DeadlineMillis = ms
+	}
+	return out
+}
+
+func newBackoff(cfg LoopConfig) backoff.BackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(cfg.RetryInitial),
+		backoff.WithMaxInterval(cfg.RetryMax),
+		backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0.5),
+		// The operation's deadline bounds retries, not the backoff.
+		backoff.WithMaxElapsedTime(0),
+	)
+}
+
+// cancelFor converts a runtime cancellation request into the frame body
+// the worker holding the call sees.
+func cancelFor(requestID string, req ExternalToolCancellationRequest) protocol.Cancel {
+	return protocol.Cancel{
+		RequestID:      requestID,
+		Tool:           req.Tool,
+		Attempt:        req.Attempt,
+		IdempotencyKey: req.IdempotencyKey,
+	}
+}

@@ -1,0 +1,220 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Submission is a script to run in a new session.
+type Submission struct {
+	// Source is the JavaScript to evaluate.
+	Source string
+	// Grants, ToolCallBudget, MaxPending and ExecutionBudget override
+	// the loop's runtime template when non-zero.
+	Grants          []string
+	ToolCallBudget  int
+	MaxPending      int
+	ExecutionBudget time.Duration
+}
+
+// SessionState is where a session's script stands.
+type SessionState string
+
+// Session states.
+const (
+	SessionSuspended SessionState = "suspended"
+	SessionCompleted SessionState = "completed"
+	SessionFailed    SessionState = "failed"
+)
+
+// SessionStatus is a snapshot of one session.
+type SessionStatus struct {
+	ID      SessionID
+	State   SessionState
+	Value   string
+	Error   string
+	Created time.Time
+	// Operations lists the session's live (not yet terminal) operations.
+	Operations []OperationStatus
+}
+
+// OperationStatus describes one live operation, for `splash ops`.
+type OperationStatus struct {
+	Session   SessionID
+	ID        ExternalToolID
+	RequestID string
+	Tool      string
+	State     OperationState
+	Attempt   uint32
+	Worker    string
+	Since     time.Time
+	// CancelDisposition is the worker's last answer to a cancellation.
+	CancelDisposition string
+}
+
+// Submit starts a session and runs its script until it first suspends or
+// ends.
+func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error) {
+	type answer struct {
+		s   SessionStatus
+		err error
+	}
+	a, err := call(ctx, l, func(reply chan<- answer) command {
+		return cmdFunc(func(st *loopState) {
+			s, err := st.submit(sub)
+			reply <- answer{s, err}
+		})
+	})
+	if err != nil {
+		return SessionStatus{}, err
+	}
+	return a.s, a.err
+}
+
+// Status returns a session's snapshot and its audit log so far.
+func (l *Loop) Status(ctx context.Context, id SessionID) (SessionStatus, []AuditEvent, error) {
+	type answer struct {
+		s     SessionStatus
+		audit []AuditEvent
+		err   error
+	}
+	a, err := call(ctx, l, func(reply chan<- answer) command {
+		return cmdFunc(func(st *loopState) {
+			s := st.sessions[id]
+			if s == nil {
+				reply <- answer{err: fmt.Errorf("%w: %q", ErrUnknownSession, id)}
+				return
+			}
+			reply <- answer{s: st.status(s), audit: append([]AuditEvent(nil), s.audit...)}
+		})
+	})
+	if err != nil {
+		return SessionStatus{}, nil, err
+	}
+	return a.s, a.audit, a.err
+}
+
+// Operations lists every live operation of every session, oldest first.
+func (l *Loop) Operations(ctx context.Context) ([]OperationStatus, error) {
+	return call(ctx, l, func(reply chan<- []OperationStatus) command {
+		return cmdFunc(func(st *loopState) {
+			var out []OperationStatus
+			for _, d := range st.byRequest {
+				out = append(out, st.opStatus(d))
+			}
+			sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
+			reply <- out
+		})
+	})
+}
+
+// Cancel asks the worker holding an operation to stop (two-phase: the
+// session's promise stays pending until the worker acknowledges, or a
+// result wins the race).
+func (l *Loop) Cancel(ctx context.Context, id SessionID, op ExternalToolID) error {
+	errc, err := call(ctx, l, func(reply chan<- error) command {
+		return cmdFunc(func(st *loopState) { reply <- st.cancel(id, op) })
+	})
+	if err != nil {
+		return err
+	}
+	return errc
+}
+
+// cmdFunc adapts a closure to a command.
+type cmdFunc func(*loopState)
+
+func (f cmdFunc) run(st *loopState) { f(st) }
+
+func (st *loopState) submit(sub Submission) (SessionStatus, error) {
+	cfg := st.cfg.Runtime
+	if sub.Grants != nil {
+		cfg.Grants = sub.Grants
+	}
+	if sub.ToolCallBudget > 0 {
+		cfg.ToolCallBudget = sub.ToolCallBudget
+	}
+	if sub.MaxPending > 0 {
+		cfg.MaxPending = sub.MaxPending
+	}
+	if sub.ExecutionBudget > 0 {
+		cfg.ExecutionBudget = sub.ExecutionBudget
+	}
+	rt := NewRuntime(cfg)
+	if st.cfg.Catalog != nil {
+		if err := st.cfg.Catalog(rt); err != nil {
+			return SessionStatus{}, fmt.Errorf("host: catalog: %w", err)
+		}
+	}
+	res, err := rt.Eval(sub.Source)
+	if err != nil {
+		return SessionStatus{}, err
+	}
+	st.nextSession++
+	s := &session{
+		id:      SessionID("s-" + st.incarnation + "-" + strconv.FormatUint(st.nextSession, 36)),
+		rt:      rt,
+		created: time.Now(),
+		ops:     make(map[ExternalToolID]*dispatched),
+	}
+	st.sessions[s.id] = s
+	st.setResult(s, res)
+	st.touch(s)
+	// Claim now so the returned status already lists the dispatches.
+	st.claimAll(s)
+	return st.status(s), nil
+}
+
+func (st *loopState) cancel(id SessionID, op ExternalToolID) error {
+	s := st.sessions[id]
+	if s == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownSession, id)
+	}
+	d := s.ops[op]
+	if d == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownOperation, op)
+	}
+	req, err := s.rt.RequestExternalToolCancellation(op)
+	if err != nil {
+		return err
+	}
+	st.touch(s)
+	return st.cfg.Transport.Cancel(context.Background(), cancelFor(d.requestID, req))
+}
+
+func (st *loopState) status(s *session) SessionStatus {
+	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended}
+	if r := s.result; r != nil {
+		switch {
+		case r.Err != nil:
+			out.State, out.Error = SessionFailed, r.Err.Error()
+		case !r.Suspended:
+			out.State, out.Value = SessionCompleted, r.Value
+		}
+	}
+	for _, d := range s.ops {
+		out.Operations = append(out.Operations, st.opStatus(d))
+	}
+	sort.Slice(out.Operations, func(i, j int) bool { return out.Operations[i].ID < out.Operations[j].ID })
+	return out
+}
+
+func (st *loopState) opStatus(d *dispatched) OperationStatus {
+	o := OperationStatus{
+		Session:           d.s.id,
+		ID:                d.id,
+		RequestID:         d.requestID,
+		Tool:              d.inv.Tool,
+		Attempt:           d.inv.Attempt,
+		Worker:            d.worker,
+		Since:             d.since,
+		CancelDisposition: string(d.cancelDisposition),
+	}
+	if info, ok := d.s.rt.Operation(d.id); ok {
+		o.State = info.State
+	}
+	return o
+}

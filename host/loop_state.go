@@ -1,0 +1,340 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// loopState is everything the loop goroutine owns. No other goroutine may
+// read or write it.
+type loopState struct {
+	cfg         LoopConfig
+	incarnation string
+	nextSession uint64
+	nextRequest uint64
+
+	sessions map[SessionID]*session
+	// byRequest maps a request id (one per operation, stable across
+	// attempts) to the operation's bookkeeping.
+	byRequest map[string]*dispatched
+	timers    timerHeap
+	// dirty holds the sessions touched by the current step: only they
+	// can have something new to claim, a new deadline or new audit.
+	dirty map[*session]struct{}
+	// finished is the order in which sessions finished, for retention.
+	finished []SessionID
+}
+
+// session is one script and its runtime.
+type session struct {
+	id      SessionID
+	rt      *Runtime
+	created time.Time
+	result  *EvalResult
+	// deadline is the runtime's NextDeadline as last armed, so a timer
+	// entry is pushed only when it changes.
+	deadline time.Time
+	ops      map[ExternalToolID]*dispatched
+	audit    []AuditEvent
+	done     bool
+}
+
+// dispatched is one claimed operation the loop has handed out.
+type dispatched struct {
+	s         *session
+	id        ExternalToolID
+	requestID string
+	inv       ExternalInvocation
+	bo        backoff.BackOff
+	worker    string
+	since     time.Time
+	// cancelDisposition is the last answer to a cancellation request.
+	cancelDisposition protocol.CancelDisposition
+}
+
+func newLoopState(cfg LoopConfig, incarnation string) *loopState {
+	return &loopState{
+		cfg:         cfg,
+		incarnation: incarnation,
+		sessions:    make(map[SessionID]*session),
+		byRequest:   make(map[string]*dispatched),
+		dirty:       make(map[*session]struct{}),
+	}
+}
+
+func (st *loopState) touch(s *session) { st.dirty[s] = struct{}{} }
+
+// setResult records a script step; nil means the step resumed nothing.
+func (st *loopState) setResult(s *session, r *EvalResult) {
+	if r == nil {
+		return
+	}
+	s.result = r
+	st.touch(s)
+}
+
+// flush does what every step ends with, for the sessions it touched:
+// drain audit, claim and publish everything claimable, re-arm deadlines,
+// and report the new state.
+func (st *loopState) flush() {
+	for s := range st.dirty {
+		delete(st.dirty, s)
+		st.claimAll(s)
+		if ev := s.rt.DrainAudit(); len(ev) > 0 {
+			s.audit = append(s.audit, ev...)
+			if o := st.cfg.Observer; o != nil {
+				o.Audit(s.id, ev)
+			}
+		}
+		if next, ok := s.rt.NextDeadline(); ok && !next.Equal(s.deadline) {
+			s.deadline = next
+			st.timers.push(timerEntry{at: next, kind: timerDeadline, s: s})
+		}
+		if !s.done && s.result != nil && !s.result.Suspended {
+			s.done = true
+			st.finished = append(st.finished, s.id)
+			st.retain()
+		}
+		if o := st.cfg.Observer; o != nil {
+			o.SessionChanged(st.status(s))
+		}
+	}
+}
+
+func (st *loopState) claimAll(s *session) {
+	for {
+		inv, ok := s.rt.ClaimNextExternalTool()
+		if !ok {
+			return
+		}
+		st.nextRequest++
+		d := &dispatched{
+			s:         s,
+			id:        inv.ID,
+			requestID: st.incarnation + "-" + strconv.FormatUint(st.nextRequest, 36),
+			bo:        newBackoff(st.cfg),
+			since:     time.Now(),
+		}
+		s.ops[inv.ID] = d
+		st.byRequest[d.requestID] = d
+		st.publish(d, inv)
+	}
+}
+
+func (st *loopState) publish(d *dispatched, inv ExternalInvocation) {
+	d.inv = inv
+	msg := invokeFor(d.requestID, inv)
+	if err := st.cfg.Transport.Publish(context.Background(), msg); err != nil {
+		// A refused publish is retried like a lost one: after a backoff,
+		// with the same message id.
+		st.schedulePublish(d, st.nextDelay(d))
+		return
+	}
+	if o := st.cfg.Observer; o != nil {
+		o.Dispatched(d.s.id, inv)
+	}
+}
+
+func (st *loopState) nextDelay(d *dispatched) time.Duration {
+	delay := d.bo.NextBackOff()
+	if delay == backoff.Stop {
+		delay = st.cfg.RetryMax
+	}
+	return delay
+}
+
+func (st *loopState) schedulePublish(d *dispatched, after time.Duration) {
+	st.timers.push(timerEntry{at: time.Now().Add(after), kind: timerPublish, d: d, attempt: d.inv.Attempt})
+}
+
+// forget drops an operation that reached a terminal state.
+func (st *loopState) forget(d *dispatched) {
+	delete(st.byRequest, d.requestID)
+	delete(d.s.ops, d.id)
+}
+
+// settleIfTerminal forgets d when the runtime no longer holds it live.
+func (st *loopState) settleIfTerminal(d *dispatched) {
+	info, ok := d.s.rt.Operation(d.id)
+	if !ok || info.State.Terminal() {
+		st.forget(d)
+	}
+}
+
+func (st *loopState) fireTimers(now time.Time) {
+	for {
+		e, ok := st.timers.popDue(now)
+		if !ok {
+			return
+		}
+		switch e.kind {
+		case timerDeadline:
+			if e.s.deadline.Equal(e.at) {
+				e.s.deadline = time.Time{}
+			}
+			st.expire(e.s)
+		case timerPublish:
+			d := e.d
+			if st.byRequest[d.requestID] != d || d.inv.Attempt != e.attempt {
+				continue // settled or superseded meanwhile
+			}
+			st.publish(d, d.inv)
+		}
+	}
+}
+
+func (st *loopState) expire(s *session) {
+	ids, res := s.rt.ExpireTimedOutTools()
+	for _, id := range ids {
+		if d := s.ops[id]; d != nil {
+			st.forget(d)
+		}
+	}
+	st.setResult(s, res)
+	st.touch(s)
+}
+
+func (st *loopState) reject(reason string, err error) {
+	if o := st.cfg.Observer; o != nil {
+		o.Rejected(reason, err)
+	}
+}
+
+// handleEvent applies one transport event to the runtime it names.
+func (st *loopState) handleEvent(ev Event) {
+	switch ev.Kind {
+	case EventPublishFailed:
+		d := st.byRequest[ev.Invoke.RequestID]
+		if d == nil || d.inv.Attempt != ev.Invoke.Attempt {
+			return
+		}
+		st.schedulePublish(d, st.nextDelay(d))
+	case EventMessage:
+		st.handleMessage(ev.Message, ev.Worker)
+	}
+}
+
+func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
+	var requestID string
+	var attempt uint32
+	switch m.Kind {
+	case protocol.KindResult:
+		requestID, attempt = m.Result.RequestID, m.Result.Attempt
+	case protocol.KindChunk:
+		requestID = m.Chunk.RequestID
+	case protocol.KindCancelDisposition:
+		requestID, attempt = m.CancelDisp.RequestID, m.CancelDisp.Attempt
+	default:
+		st.reject("unexpected_kind", fmt.Errorf("%w: %s", ErrWrongState, m.Kind))
+		return
+	}
+	d := st.byRequest[requestID]
+	if d == nil {
+		// Late results of settled operations land here: the runtime
+		// already decided, and the audit log says so.
+		st.reject("unknown_request", fmt.Errorf("%w: %q", ErrUnknownOperation, requestID))
+		return
+	}
+	if attempt != 0 && attempt != d.inv.Attempt {
+		st.reject("stale_attempt", fmt.Errorf("%w: attempt %d, current %d", ErrWrongState, attempt, d.inv.Attempt))
+		return
+	}
+	if worker != "" {
+		d.worker = worker
+	}
+	st.touch(d.s)
+	switch m.Kind {
+	case protocol.KindResult:
+		st.applyResult(d, m.Result)
+	case protocol.KindChunk:
+		c, err := d.s.rt.PushExternalToolChunk(d.id, m.Chunk.Text)
+		if err != nil {
+			st.reject("chunk", err)
+			return
+		}
+		if o := st.cfg.Observer; o != nil {
+			o.Chunk(d.s.id, c)
+		}
+	case protocol.KindCancelDisposition:
+		d.cancelDisposition = m.CancelDisp.Disposition
+		if m.CancelDisp.Disposition == protocol.CancelAcknowledged {
+			res, err := d.s.rt.ConfirmExternalToolCancellation(d.id)
+			if err != nil {
+				st.reject("cancel_confirm", err)
+				return
+			}
+			st.setResult(d.s, res)
+			st.forget(d)
+		}
+	}
+}
+
+func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
+	rt := d.s.rt
+	switch r.Status {
+	case protocol.ResultSucceeded:
+		out := ""
+		if r.Payload != nil {
+			out = r.Payload.Text
+			if r.Payload.Format == protocol.FormatJSON {
+				out = string(r.Payload.JSON)
+			}
+		}
+		st.complete(d, Ok(out))
+	case protocol.ResultFailed:
+		st.complete(d, Fail(r.Error))
+	case protocol.ResultIndeterminate:
+		st.complete(d, Fail("indeterminate: "+r.Error))
+	case protocol.ResultRetryTransient, protocol.ResultRetryRateLimited:
+		class := RetryTransient
+		if r.Status == protocol.ResultRetryRateLimited {
+			class = RetryRateLimited
+		}
+		inv, err := rt.RetryExternalTool(d.id, class)
+		switch {
+		case err == nil:
+			delay := st.nextDelay(d)
+			if class == RetryRateLimited {
+				// The worker's retry-after is a floor, never shortened.
+				if after := time.Duration(r.RetryAfterMillis) * time.Millisecond; after > 0 {
+					delay = after
+				}
+			}
+			d.inv = inv
+			st.schedulePublish(d, delay)
+		case errors.Is(err, ErrRetryLimitReached):
+			st.complete(d, Fail(r.Error))
+		case errors.Is(err, ErrDeadlineElapsed):
+			st.expire(d.s)
+		default:
+			st.reject("retry", err)
+		}
+	}
+}
+
+func (st *loopState) complete(d *dispatched, res ToolResult) {
+	out, err := d.s.rt.CompleteExternalTool(d.id, res)
+	if err != nil {
+		st.reject("complete", err)
+	}
+	st.setResult(d.s, out)
+	st.settleIfTerminal(d)
+}
+
+// retain forgets the oldest finished sessions beyond KeepFinished.
+func (st *loopState) retain() {
+	for len(st.finished) > st.cfg.KeepFinished {
+		id := st.finished[0]
+		st.finished = st.finished[1:]
+		if s := st.sessions[id]; s != nil && len(s.ops) == 0 {
+			delete(st.sessions, id)
+		}
+	}
+}

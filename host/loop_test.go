@@ -1,0 +1,187 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// chanTransport is an in-memory Transport: the test plays the worker by
+// reading published invocations and writing events.
+type chanTransport struct {
+	mu        sync.Mutex
+	published []protocol.Invoke
+	cancels   []protocol.Cancel
+	pub       chan protocol.Invoke
+	events    chan Event
+}
+
+func newChanTransport() *chanTransport {
+	return &chanTransport{pub: make(chan protocol.Invoke, 1024), events: make(chan Event, 1024)}
+}
+
+func (c *chanTransport) Publish(_ context.Context, inv protocol.Invoke) error {
+	c.mu.Lock()
+	c.published = append(c.published, inv)
+	c.mu.Unlock()
+	c.pub <- inv
+	return nil
+}
+
+func (c *chanTransport) Cancel(_ context.Context, m protocol.Cancel) error {
+	c.mu.Lock()
+	c.cancels = append(c.cancels, m)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *chanTransport) Events() <-chan Event { return c.events }
+
+func (c *chanTransport) next(t *testing.T) protocol.Invoke {
+	t.Helper()
+	return testwait.Receive(t, 0, "a published invocation", c.pub)
+}
+
+func (c *chanTransport) reply(r protocol.Result) {
+	c.events <- Event{Kind: EventMessage, Message: protocol.WorkerMessage{Kind: protocol.KindResult, Result: &r}, Worker: "w1"}
+}
+
+func startTestLoop(t *testing.T, tr Transport, catalog func(*Runtime) error) *Loop {
+	t.Helper()
+	l, err := StartLoop(LoopConfig{
+		Transport:    tr,
+		HostID:       "h1",
+		Catalog:      catalog,
+		RetryInitial: 5 * time.Millisecond,
+		RetryMax:     50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	return l
+}
+
+func waitState(t *testing.T, l *Loop, id SessionID, want SessionState) SessionStatus {
+	t.Helper()
+	var s SessionStatus
+	testwait.Until(t, 0, "session "+string(id)+" to reach "+string(want), func() bool {
+		var err error
+		s, _, err = l.Status(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.State == want
+	})
+	return s
+}
+
+func TestLoopRunsScriptAcrossTransport(t *testing.T) {
+	tr := newChanTransport()
+	l := startTestLoop(t, tr, func(rt *Runtime) error {
+		return rt.RegisterExternalTool(NewToolPolicy("text.remote"))
+	})
+	s, err := l.Submit(context.Background(), Submission{Source: `let output = await tool.start("text.remote", "release"); assert(output == "done")`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != SessionSuspended {
+		t.Fatalf("state %s", s.State)
+	}
+	inv := tr.next(t)
+	if inv.Tool != "text.remote" || inv.Input.Text != "release" || inv.Attempt != 1 || inv.IdempotencyKey == "" {
+		t.Fatalf("invoke %+v", inv)
+	}
+	p := protocol.TextPayload("done")
+	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	waitState(t, l, s.ID, SessionCompleted)
+}
+
+func TestLoopRetriesWithBackoffAndSameKey(t *testing.T) {
+	tr := newChanTransport()
+	l := startTestLoop(t, tr, func(rt *Runtime) error {
+		return rt.RegisterExternalTool(NewToolPolicy("flaky").WithMaxAttempts(3))
+	})
+	s, err := l.Submit(context.Background(), Submission{Source: `await tool.start("flaky", "x")`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := tr.next(t)
+	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryTransient, Error: "boom"})
+	second := tr.next(t)
+	if second.Attempt != 2 || second.IdempotencyKey != first.IdempotencyKey || second.RequestID != first.RequestID {
+		t.Fatalf("second %+v first %+v", second, first)
+	}
+	start := time.Now()
+	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 2, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 200, Error: "slow down"})
+	third := tr.next(t)
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Fatalf("rate-limited retry after %v, want >= 200ms", waited)
+	}
+	if third.Attempt != 3 {
+		t.Fatalf("third %+v", third)
+	}
+	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 3, Status: protocol.ResultRetryTransient, Error: "still"})
+	st := waitState(t, l, s.ID, SessionFailed)
+	if st.Error == "" {
+		t.Fatal("no error")
+	}
+}
+
+func TestLoopRejectsStaleAttemptAndUnknownRequest(t *testing.T) {
+	tr := newChanTransport()
+	rej := &recordingObserver{}
+	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Observer: rej, RetryInitial: time.Millisecond,
+		Catalog: func(rt *Runtime) error { return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(2)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+	s, err := l.Submit(context.Background(), Submission{Source: `await tool.start("t", "x")`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := tr.next(t)
+	p := protocol.TextPayload("late")
+	tr.reply(protocol.Result{RequestID: "nope", Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 7, Status: protocol.ResultSucceeded, Payload: &p})
+	testwait.Until(t, 0, "two rejections", func() bool { return rej.count() >= 2 })
+	st, _, _ := l.Status(context.Background(), s.ID)
+	if st.State != SessionSuspended {
+		t.Fatalf("state %s", st.State)
+	}
+}
+
+func TestLoopCommandsAfterStop(t *testing.T) {
+	tr := newChanTransport()
+	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Stop()
+	l.Stop()
+	if _, err := l.Submit(context.Background(), Submission{Source: "1"}); !errors.Is(err, ErrLoopStopped) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+type recordingObserver struct {
+	mu   sync.Mutex
+	rejs []string
+}
+
+func (r *recordingObserver) SessionChanged(SessionStatus)             {}
+func (r *recordingObserver) Chunk(SessionID, ExternalToolStreamChunk) {}
+func (r *recordingObserver) Audit(SessionID, []AuditEvent)            {}
+func (r *recordingObserver) Dispatched(SessionID, ExternalInvocation) {}
+func (r *recordingObserver) Rejected(reason string, _ error) {
+	r.mu.Lock()
+	r.rejs = append(r.rejs, reason)
+	r.mu.Unlock()
+}
+func (r *recordingObserver) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.rejs) }

@@ -1,0 +1,109 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+const sumSchema = `{"type":"object","properties":{"sum":{"type":"integer"}},"required":["sum"],"additionalProperties":false}`
+
+func TestCompletionOutputChecks(t *testing.T) {
+	tests := []struct {
+		name       string
+		json       bool
+		limit      int
+		output     string
+		wantReason string // empty: succeeds
+	}{
+		{"text within limit", false, 4, "done", ""},
+		{"text over limit", false, 3, "done", "output is 4 bytes, limit 3"},
+		{"json over limit", true, 5, `{"sum":3}`, "output is 9 bytes, limit 5"},
+		{"json envelope invalid", true, 0, `{"sum":`, "not a valid JSON value"},
+		{"json two values", true, 0, `{} {}`, "not a valid JSON value"},
+		{"json contract ok", true, 0, `{"sum":3}`, ""},
+		{"json contract type", true, 0, `{"sum":"3"}`, "does not match the contract"},
+		{"json contract missing", true, 0, `{}`, "does not match the contract"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := newTestRuntime(t, Config{})
+			p := NewToolPolicy("tool.remote").WithOutputLimit(tt.limit)
+			var pr *Promise
+			var err error
+			if tt.json {
+				must(t, r.RegisterExternalJSONToolWithContract(p, ToolMetadata{}, nil, json.RawMessage(sumSchema)))
+				pr, err = r.StartJSON("tool.remote", json.RawMessage(`{"a":1}`))
+			} else {
+				must(t, r.RegisterExternalTool(p))
+				pr, err = r.Start("tool.remote", "x")
+			}
+			must(t, err)
+			_, err = r.CompleteExternalTool(claim(t, r).ID, Ok(tt.output))
+			must(t, err)
+			s := settled(t, pr)
+			if tt.wantReason == "" {
+				if s.Err != nil || s.Output != tt.output {
+					t.Fatalf("settlement %+v", s)
+				}
+				return
+			}
+			var te *ToolError
+			if !errors.As(s.Err, &te) || te.Kind != ToolInvalidOutput || !strings.Contains(te.Reason, tt.wantReason) {
+				t.Fatalf("settlement %+v, want reason %q", s, tt.wantReason)
+			}
+			wantErr(t, s.Err, ErrInvalidOutput)
+			ev := r.Audit()
+			if last := ev[len(ev)-1]; last.Outcome != AuditFailed || !strings.Contains(last.Detail, tt.wantReason) {
+				t.Fatalf("audit %+v", last)
+			}
+		})
+	}
+}
+
+func TestInputSchemaCheckedAtStart(t *testing.T) {
+	r, _ := newTestRuntime(t, Config{ToolCallBudget: 1})
+	must(t, r.RegisterExternalJSONToolWithContract(NewToolPolicy("json.sum"), ToolMetadata{}, json.RawMessage(sumSchema), nil))
+	_, err := r.StartJSON("json.sum", json.RawMessage(`{"sum":"x"}`))
+	wantErr(t, err, ErrInvalidInput)
+	_, err = r.StartJSON("json.sum", json.RawMessage(`{"sum":1}`))
+	must(t, err)
+}
+
+func TestRegisterRejectsBadPolicy(t *testing.T) {
+	tests := []struct {
+		name    string
+		reg     func(r *Runtime) error
+		wantErr error
+	}{
+		{"bad name", func(r *Runtime) error { return r.RegisterExternalTool(NewToolPolicy("bad name")) }, ErrInvalidToolName},
+		{"empty name", func(r *Runtime) error { return r.RegisterExternalTool(NewToolPolicy("")) }, ErrInvalidToolName},
+		{"duplicate", func(r *Runtime) error { return r.RegisterExternalTool(NewToolPolicy("text.taken")) }, ErrDuplicateTool},
+		{"negative attempts", func(r *Runtime) error { return r.RegisterExternalTool(NewToolPolicy("a").WithMaxAttempts(-1)) }, ErrInvalidInput},
+		{"zero stream bound", func(r *Runtime) error {
+			return r.RegisterExternalTool(NewToolPolicy("a").WithStream(NewToolStreamPolicy(1, 0, 1, 1)))
+		}, ErrInvalidInput},
+		{"local stream", func(r *Runtime) error {
+			return r.RegisterLocalTool(NewToolPolicy("a").WithStream(NewToolStreamPolicy(1, 1, 1, 1)), func(s string) (string, error) { return s, nil })
+		}, ErrInvalidInput},
+		{"nil handler", func(r *Runtime) error { return r.RegisterLocalTool(NewToolPolicy("a"), nil) }, ErrInvalidInput},
+		{"broken schema json", func(r *Runtime) error {
+			return r.RegisterExternalJSONToolWithContract(NewToolPolicy("a"), ToolMetadata{}, json.RawMessage(`{`), nil)
+		}, ErrInvalidInput},
+		{"invalid schema", func(r *Runtime) error {
+			return r.RegisterExternalJSONToolWithContract(NewToolPolicy("a"), ToolMetadata{}, nil, json.RawMessage(`{"type":12}`))
+		}, ErrInvalidInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := newTestRuntime(t, Config{})
+			must(t, r.RegisterExternalTool(NewToolPolicy("text.taken")))
+			before := snapshot(r)
+			wantErr(t, tt.reg(r), tt.wantErr)
+			if snapshot(r) != before {
+				t.Fatal("refused registration changed state")
+			}
+		})
+	}
+}

@@ -1,0 +1,305 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+)
+
+// scriptEngine runs JavaScript for one Runtime. It is the Runtime's
+// scriptDriver: the core settles Promises, calls each one's onSettle hook
+// (which only queues the settlement here), then calls afterSettle once,
+// and that is when the script's continuations run, inside one budgeted
+// slice. All fields belong to the goroutine that owns the Runtime, except
+// what budgetTimer documents.
+type scriptEngine struct {
+	r        *Runtime
+	vm       *goja.Runtime // nil until needed, and after an interrupt left it unusable
+	api      *scriptAPI    // the vm's bindings; rebuilt with it
+	programs programCache
+	budget   *budgetTimer
+
+	// main is the promise of the running script's async body; nil when
+	// no script is suspended.
+	main *goja.Promise
+	// gen identifies the current script, so settlements of promises that
+	// an earlier script dropped are ignored.
+	gen uint64
+	// active is true from the start of Eval until the script completes or
+	// fails; inSlice while JavaScript is on the stack.
+	active, inSlice bool
+	// ready holds settlements queued by onSettle hooks and not yet
+	// delivered to JavaScript.
+	ready []readySettlement
+	// live holds the script's tool promises that have not settled; they
+	// are dropped when the script ends, which keeps a claimed operation
+	// reserved for the host to finish.
+	live map[*Promise]struct{}
+	// goErrs maps the Error objects made from Go errors back to them, so
+	// a ScriptError can unwrap to the runtime's sentinel or ToolError.
+	goErrs map[*goja.Object]error
+}
+
+// readySettlement is one tool result on its way to the script's promise.
+type readySettlement struct {
+	s               Settlement
+	json            bool
+	resolve, reject func(any) error
+}
+
+var _ scriptDriver = (*scriptEngine)(nil)
+
+// maxCallStackSize bounds script recursion; goja's own default is
+// unbounded, which would let a runaway recursion exhaust memory before the
+// execution budget ends it.
+const maxCallStackSize = 4096
+
+// Eval runs source as a script: strict-mode JavaScript with top-level
+// `await`, seeing only the capabilities in Config.Grants. It runs until the script
+// completes, fails, or awaits a tool promise that is still pending; in
+// the last case the result is Suspended and the script resumes inside the
+// Runtime method that settles that promise (CompleteExternalTool, Pump,
+// ExpireTimedOutTools, ...), which returns the script's new EvalResult.
+//
+// A completed script's Value is the value of a top-level `return`, or else
+// of its final statement when that is an expression: a string as is,
+// objects and arrays as JSON text, undefined as "". Script failures,
+// syntax errors included, are reported in EvalResult.Err as a
+// *ScriptError; the error return is only for misuse: ErrScriptRunning
+// while another script is suspended.
+func (r *Runtime) Eval(source string) (*EvalResult, error) {
+	e, _ := r.script.(*scriptEngine)
+	if e == nil {
+		e = &scriptEngine{
+			r:        r,
+			programs: programCache{},
+			budget:   newBudgetTimer(r.execBudget),
+		}
+		r.setScript(e)
+	}
+	return e.eval(source)
+}
+
+func (e *scriptEngine) eval(source string) (*EvalResult, error) {
+	if e.active {
+		return nil, fmt.Errorf("%w: suspended at its await", ErrScriptRunning)
+	}
+	prg, err := e.programs.get(source)
+	if err != nil {
+		return &EvalResult{Err: syntaxError(source, err)}, nil
+	}
+	if e.vm == nil {
+		e.vm = goja.New()
+		e.vm.SetMaxCallStackSize(maxCallStackSize)
+		e.api = bindScriptAPI(e, e.vm, e.r.grants)
+	}
+	e.gen++
+	e.active = true
+	if e.live == nil {
+		e.live = make(map[*Promise]struct{})
+	}
+	return e.slice(func() error {
+		v, err := e.vm.RunProgram(prg)
+		if err != nil {
+			return err
+		}
+		e.main = v.Export().(*goja.Promise)
+		return nil
+	}), nil
+}
+
+// afterSettle delivers the settlements the core queued through onSettle
+// hooks and runs the continuations they release.
+func (e *scriptEngine) afterSettle() *EvalResult {
+	if e.inSlice {
+		// A tool call made by the script settled something; the
+		// running slice delivers it before it returns.
+		return nil
+	}
+	if !e.active || len(e.ready) == 0 {
+		return nil
+	}
+	return e.slice(nil)
+}
+
+// slice runs one stretch of JavaScript under the execution budget: run
+// (nil when resuming), then every queued settlement, each of which runs
+// the continuations it releases.
+func (e *scriptEngine) slice(run func() error) (res *EvalResult) {
+	e.inSlice = true
+	e.budget.arm(e.vm)
+	defer func() {
+		e.budget.disarm()
+		e.inSlice = false
+		if x := recover(); x != nil {
+			// No panic may escape to the host; the vm state is
+			// unknown after one, so it is rebuilt for the next Eval.
+			e.vm = nil
+			res = e.end(&EvalResult{Err: &ScriptError{
+				Message: fmt.Sprint("script engine: ", x),
+				Err:     fmt.Errorf("script engine: %v", x),
+			}})
+		}
+	}()
+	var err error
+	if run != nil {
+		err = run()
+	}
+	// Delivering may queue more settlements (a continuation's tool call
+	// can settle something), hence the length is read on every turn.
+	for i := 0; err == nil && i < len(e.ready); i++ {
+		err = e.deliver(e.ready[i])
+	}
+	clear(e.ready) // drop the resolving functions they hold
+	e.ready = e.ready[:0]
+	if err != nil {
+		// Only uncatchable errors get here (an interrupt, a stack
+		// overflow): everything a script can catch ends up in main.
+		e.vm = nil
+		return e.end(&EvalResult{Err: e.uncatchable(err)})
+	}
+	return e.state()
+}
+
+// deliver settles one goja promise with a tool result.
+func (e *scriptEngine) deliver(s readySettlement) error {
+	if s.s.Err != nil {
+		return s.reject(e.api.newError(s.s.Err.Error(), s.s.Err))
+	}
+	if !s.json {
+		return s.resolve(s.s.Output)
+	}
+	v, err := e.api.parseJSON(s.s.Output)
+	if err != nil {
+		return s.reject(e.api.newError(fmt.Sprintf("%s: %v", ErrInvalidOutput, err), ErrInvalidOutput))
+	}
+	return s.resolve(v)
+}
+
+// state reads the script's outcome from its main promise.
+func (e *scriptEngine) state() *EvalResult {
+	switch e.main.State() {
+	case goja.PromiseStateFulfilled:
+		v, err := e.api.completionText(e.main.Result())
+		if err != nil {
+			return e.end(&EvalResult{Err: e.failure(err)})
+		}
+		return e.end(&EvalResult{Value: v})
+	case goja.PromiseStateRejected:
+		return e.end(&EvalResult{Err: e.rejection(e.main.Result())})
+	}
+	if len(e.live) == 0 && len(e.ready) == 0 {
+		// Nothing the host does can resume it; holding the session
+		// would only block the next Eval.
+		return e.end(&EvalResult{Err: &ScriptError{
+			Message: "script awaits a promise that no tool operation will settle",
+		}})
+	}
+	return &EvalResult{Suspended: true}
+}
+
+// end closes the current script: its unsettled tool promises are dropped
+// (claimed operations stay reserved in the core until the host completes
+// or cancels them) and the runtime accepts the next Eval.
+func (e *scriptEngine) end(res *EvalResult) *EvalResult {
+	for p := range e.live {
+		p.onSettle = nil
+		p.Drop()
+	}
+	clear(e.live)
+	e.main = nil
+	e.active = false
+	clear(e.ready)
+	e.ready = e.ready[:0]
+	clear(e.goErrs)
+	return res
+}
+
+// startOp starts a tool operation for the running script and returns the
+// script's promise for it.
+func (e *scriptEngine) startOp(tool, input string, format Format) (*goja.Promise, error) {
+	jsp, resolve, reject := e.vm.NewPromise()
+	gen := e.gen
+	var p *Promise
+	hook := func(s Settlement) {
+		p.onSettle = nil // let the settled promise's JS objects go
+		if e.gen != gen || !e.active {
+			return // its script is gone
+		}
+		delete(e.live, p)
+		e.ready = append(e.ready, readySettlement{s: s, json: format == FormatJSON, resolve: resolve, reject: reject})
+	}
+	p, err := e.r.startOp(tool, input, format, hook)
+	if err != nil {
+		return nil, err
+	}
+	e.live[p] = struct{}{}
+	return jsp, nil
+}
+
+// uncatchable turns an error goja could not hand to the script into a
+// failure.
+func (e *scriptEngine) uncatchable(err error) *ScriptError {
+	var ie *goja.InterruptedError
+	if errors.As(err, &ie) {
+		if cause, ok := ie.Value().(error); ok {
+			return &ScriptError{Message: cause.Error(), Stack: ie.String(), Err: cause}
+		}
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return &ScriptError{
+			Message: fmt.Sprintf("stack overflow: more than %d nested calls", maxCallStackSize),
+			Stack:   so.String(),
+			Err:     err,
+		}
+	}
+	return &ScriptError{Message: err.Error(), Err: err}
+}
+
+// failure wraps a Go-side error met while finishing the script.
+func (e *scriptEngine) failure(err error) *ScriptError {
+	return &ScriptError{Message: err.Error(), Err: err}
+}
+
+// rejection describes the value the script's body rejected with.
+func (e *scriptEngine) rejection(v goja.Value) *ScriptError {
+	se := &ScriptError{Message: e.api.describe(v)}
+	if c, ok := e.api.deniedCapability(v, e.r.grants); ok {
+		se.Err = fmt.Errorf("%w: %q", ErrCapabilityDenied, c)
+	}
+	if obj, ok := v.(*goja.Object); ok {
+		if cause, ok := e.goErrs[obj]; ok {
+			se.Err = cause
+		}
+		if stack := obj.Get("stack"); stack != nil && !goja.IsUndefined(stack) {
+			se.Stack = stack.String()
+		}
+	}
+	return se
+}
+
+// syntaxError reports a script that does not parse, at the position in
+// the script's own text rather than in its async wrapper.
+func syntaxError(source string, err error) *ScriptError {
+	var list parser.ErrorList
+	if !errors.As(err, &list) || len(list) == 0 {
+		return &ScriptError{Message: "syntax error: " + err.Error(), Err: err}
+	}
+	pos, msg := list[0].Position, list[0].Message
+	if pos.Line == 1 {
+		pos.Column -= len(scriptPrefix)
+	}
+	if lines := strings.Count(source, "\n") + 1; pos.Line > lines {
+		// The parser ran into the wrapper's closing lines: the script
+		// itself ended early.
+		return &ScriptError{Message: "syntax error at end of script: " + msg, Err: err}
+	}
+	return &ScriptError{
+		Message: fmt.Sprintf("syntax error at line %d, column %d: %s", pos.Line, pos.Column, msg),
+		Err:     err,
+	}
+}
