@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -152,6 +153,12 @@ func (st *loopState) submit(sub Submission) (SessionStatus, error) {
 	res, err := rt.Eval(sub.Source)
 	if err != nil {
 		return SessionStatus{}, err
+	}
+	if res != nil && errors.Is(res.Err, ErrUnknownTool) {
+		// A script that names a tool the host does not offer is refused
+		// outright rather than kept as a failed session: the caller made
+		// a mistake the API can name.
+		return SessionStatus{}, res.Err
 	}
 	st.nextSession++
 	s := &session{

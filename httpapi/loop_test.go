@@ -219,10 +219,15 @@ func TestLoopErrors(t *testing.T) {
 
 // A script naming a tool the catalog lacks fails when it runs: the session
 // is created and reports the failure.
-func TestLoopUnknownToolFailsSession(t *testing.T) {
+func TestLoopUnknownToolIsRefused(t *testing.T) {
 	e := newLoopEnv(t)
-	s := submitSession(t, e, `await tool.start("nope", "x")`)
-	if s.State != "failed" || !strings.Contains(s.Error, "nope") {
-		t.Fatalf("session %+v", s)
+	body, _ := json.Marshal(httpapi.SubmitRequest{Source: `await tool.start("nope", "x")`})
+	resp := e.do(t, http.MethodPost, "/v1/sessions", testToken, string(body))
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d, want 422", resp.StatusCode)
+	}
+	got := decodeBody[errorResponse](t, resp)
+	if got.Error.Code != "unknown_tool" || !strings.Contains(got.Error.Message, "nope") {
+		t.Fatalf("error %+v", got.Error)
 	}
 }
