@@ -69,6 +69,14 @@ var (
 	ErrCapabilityDenied = errors.New("host: capability denied")
 	// ErrExecutionBudget: a script slice ran past its execution budget.
 	ErrExecutionBudget = errors.New("host: execution budget exceeded")
+	// ErrLoopStopped is returned by loop commands sent after Stop.
+	ErrLoopStopped = errors.New("host: loop stopped")
+	// ErrUnknownSession is returned for a session id the loop does not
+	// hold.
+	ErrUnknownSession = errors.New("host: unknown session")
+	// ErrInvalidConfig is returned by StartLoop for a configuration it
+	// cannot run with.
+	ErrInvalidConfig = errors.New("host: invalid loop configuration")
 )
 
 // StateError reports a method called on an operation in a state where it

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 
@@ -74,16 +73,6 @@ type Loop struct {
 
 // SessionID names one script session of a loop.
 type SessionID string
-
-// ErrLoopStopped is returned by commands sent after Stop.
-var ErrLoopStopped = errors.New("host: loop stopped")
-
-// ErrUnknownSession is returned for a session id the loop does not hold.
-var ErrUnknownSession = errors.New("host: unknown session")
-
-// ErrInvalidConfig is returned by StartLoop for a configuration it cannot
-// run with.
-var ErrInvalidConfig = errors.New("host: invalid loop configuration")
 
 // StartLoop validates cfg and starts the loop goroutine.
 func StartLoop(cfg LoopConfig) (*Loop, error) {
