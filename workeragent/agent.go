@@ -1,0 +1,375 @@
+package workeragent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// opTimeout bounds each journal, KV and publish call the agent makes on
+// behalf of a call. Those calls use their own contexts, not the handler's,
+// so a cancelled or draining call can still record and hand back its state.
+const opTimeout = 10 * time.Second
+
+// Agent pulls invocations of its registered tools from the fabric and runs
+// them. Create it with New, register tools with Handle, then call Run.
+//
+// Goroutines: Run's caller owns the lifecycle. Consume callbacks (one per
+// tool, run by the JetStream client) hand each message to an execution
+// goroutine; each execution starts one more goroutine for the handler
+// itself. Cancel subscriptions run their callbacks on the client's
+// goroutines. Every goroutine the agent starts goes through goTracked.
+type Agent struct {
+	// Immutable after New.
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	cfg   Config
+	log   *slog.Logger
+	codec *fabric.Codec
+	stats counters
+	owner atomic.Uint64 // numbers execution owners; any goroutine
+
+	// mu guards the fields below and the marked fields of each execution.
+	// It is never held across a network wait. Lock order: a.mu, then a
+	// ChunkWriter's mu (cancelLocked reserves a frame number); nothing
+	// takes a.mu while holding a writer's.
+	mu sync.Mutex
+	// tools is written by Handle before Run and only read afterwards.
+	tools map[string]*tool
+	// started is set by Run; read by Handle and Stop.
+	started bool
+	// stopping is set once by beginStop; read by consume callbacks before
+	// they admit a message and by executions before they start a handler.
+	stopping bool
+	// draining is set by cancelAll; an execution reaching its handler
+	// after that hands the call back instead.
+	draining bool
+	// inflight counts admitted executions; written by consume callbacks
+	// (up) and executions (down).
+	inflight int
+	// running holds every admitted execution that has opened its
+	// invocation, for cancellation requests and cancelAll. Written by
+	// executions; read by cancel callbacks and cancelAll. Cancels are
+	// rare, so they scan it rather than keep an index that duplicates of
+	// one attempt would collide in.
+	running map[*execution]struct{}
+	// cancelKV holds the cancel records; written by start before any
+	// message arrives.
+	cancelKV jetstream.KeyValue
+
+	ready  chan struct{} // closed by start once every tool is consuming
+	stopCh chan struct{} // closed once by beginStop
+	idle   chan struct{} // closed once when stopping and inflight is 0
+	done   chan struct{} // closed by Run after teardown
+
+	stopOnce sync.Once
+	idleOnce sync.Once
+	wg       sync.WaitGroup // every goroutine started by goTracked
+}
+
+// tool is one registration. Its fields are written by Handle and Run's
+// start before any message arrives, then only read, except cc and subs,
+// which start writes and teardown reads after the consumers are stopped.
+type tool struct {
+	name    string
+	handler Handler
+	spec    toolSpec
+	// slots bounds concurrently running handlers of the tool.
+	slots chan struct{}
+	cc    jetstream.ConsumeContext
+	sub   *nats.Subscription
+}
+
+// New returns an agent that uses nc for everything; the caller keeps
+// ownership of nc and closes it after Run returns.
+func New(nc *nats.Conn, cfg Config) (*Agent, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nil connection", ErrInvalidConfig)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(opTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	codec, err := fabric.NewCodec(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	return &Agent{
+		nc:      nc,
+		js:      js,
+		cfg:     cfg,
+		log:     cfg.Logger.With("worker", cfg.WorkerID),
+		codec:   codec,
+		tools:   make(map[string]*tool),
+		running: make(map[*execution]struct{}),
+		ready:   make(chan struct{}),
+		stopCh:  make(chan struct{}),
+		idle:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// Handle registers h for tool. It must be called before Run.
+func (a *Agent) Handle(name string, h Handler, opts ...ToolOption) error {
+	if err := protocol.ValidateToolName(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidTool, err)
+	}
+	if h == nil {
+		return fmt.Errorf("%w: nil handler for %q", ErrInvalidTool, name)
+	}
+	spec := toolSpec{concurrency: DefaultConcurrency}
+	for _, o := range opts {
+		o(&spec)
+	}
+	if spec.concurrency < 1 {
+		return fmt.Errorf("%w: concurrency %d for %q", ErrInvalidTool, spec.concurrency, name)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started {
+		return fmt.Errorf("%w: Handle(%q)", ErrAlreadyStarted, name)
+	}
+	if _, dup := a.tools[name]; dup {
+		return fmt.Errorf("%w: %q", ErrDuplicateTool, name)
+	}
+	a.tools[name] = &tool{name: name, handler: h, spec: spec, slots: make(chan struct{}, spec.concurrency)}
+	return nil
+}
+
+// Ready is closed once Run has attached to every tool's consumer; a
+// readiness probe or a test waits on it.
+func (a *Agent) Ready() <-chan struct{} { return a.ready }
+
+// Stats returns a snapshot of the agent's counters.
+func (a *Agent) Stats() Stats { return a.stats.snapshot() }
+
+// Run starts pulling every registered tool and blocks until ctx ends or
+// Stop is called. When ctx ends it drains: it stops pulling, lets in-flight
+// calls finish for DrainGrace, then cancels the rest (their handlers see
+// ErrDraining) and hands them back for redelivery. It returns nil after a
+// complete drain, ErrDrainIncomplete if handlers ignored cancellation for a
+// further DrainGrace, or the error that kept it from starting.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-a.stopCh:
+	}
+	a.beginStop()
+	ctxDone := ctx.Done()
+	var grace <-chan time.Time
+	cancelled := false
+	for {
+		if ctxDone != nil && ctx.Err() != nil {
+			// Run's own context ended: the drain follows DrainGrace.
+			ctxDone = nil
+			t := time.NewTimer(a.cfg.DrainGrace)
+			defer t.Stop()
+			grace = t.C
+		}
+		select {
+		case <-a.idle:
+			a.teardown(true)
+			return nil
+		case <-ctxDone:
+		case <-grace:
+			if cancelled {
+				a.log.Warn("drain incomplete: handlers ignored cancellation")
+				a.teardown(false)
+				return ErrDrainIncomplete
+			}
+			cancelled = true
+			a.cancelAll()
+			t := time.NewTimer(a.cfg.DrainGrace)
+			defer t.Stop()
+			grace = t.C
+		}
+	}
+}
+
+// Stop stops pulling and waits until every in-flight call has finished and
+// Run has released everything, or ctx ends (then it returns ctx.Err() and
+// the calls keep running). Calls still waiting for a handler slot are
+// handed back at once.
+func (a *Agent) Stop(ctx context.Context) error {
+	return a.stop(ctx, false)
+}
+
+// StopAndCancel is Stop that also cancels every running handler's context
+// with cause ErrDraining; calls whose handlers then fail are handed back
+// for redelivery, and calls that finish anyway are answered.
+func (a *Agent) StopAndCancel(ctx context.Context) error {
+	return a.stop(ctx, true)
+}
+
+func (a *Agent) stop(ctx context.Context, cancel bool) error {
+	a.mu.Lock()
+	started := a.started
+	a.mu.Unlock()
+	a.beginStop()
+	if !started {
+		return nil
+	}
+	if cancel {
+		a.cancelAll()
+	}
+	select {
+	case <-a.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// start provisions the tools' consumers and subscriptions and starts
+// consuming.
+func (a *Agent) start(ctx context.Context) error {
+	a.mu.Lock()
+	if a.started {
+		a.mu.Unlock()
+		return ErrAlreadyStarted
+	}
+	a.started = true
+	stopping := a.stopping
+	tools := make([]*tool, 0, len(a.tools))
+	for _, t := range a.tools {
+		tools = append(tools, t)
+	}
+	a.mu.Unlock()
+	if stopping {
+		close(a.done)
+		return nil
+	}
+	if len(tools) == 0 {
+		close(a.done)
+		return ErrNoTools
+	}
+	fail := func(err error) error {
+		a.beginStop()
+		a.teardown(true)
+		return err
+	}
+	if err := fabric.Provision(ctx, a.js, a.cfg.Fabric); err != nil {
+		return fail(err)
+	}
+	kv, err := fabric.CancelBucket(ctx, a.js)
+	if err != nil {
+		return fail(err)
+	}
+	a.cancelKV = kv
+	for _, t := range tools {
+		if err := a.startTool(ctx, t); err != nil {
+			return fail(err)
+		}
+	}
+	close(a.ready)
+	return nil
+}
+
+// beginStop stops admitting messages; it is idempotent.
+func (a *Agent) beginStop() {
+	a.stopOnce.Do(func() {
+		a.mu.Lock()
+		a.stopping = true
+		idle := a.inflight == 0
+		tools := make([]*tool, 0, len(a.tools))
+		for _, t := range a.tools {
+			tools = append(tools, t)
+		}
+		a.mu.Unlock()
+		close(a.stopCh)
+		if idle {
+			a.markIdle()
+		}
+		for _, t := range tools {
+			if t.cc != nil {
+				// Drain, not Stop: buffered messages reach the callback,
+				// which Naks them so they redeliver at once instead of
+				// after the ack wait.
+				t.cc.Drain()
+			}
+		}
+	})
+}
+
+func (a *Agent) markIdle() { a.idleOnce.Do(func() { close(a.idle) }) }
+
+// cancelAll cancels every running handler for a drain.
+func (a *Agent) cancelAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.draining = true
+	for e := range a.running {
+		e.draining = true
+		if e.cancel != nil {
+			e.cancel(ErrDraining)
+		}
+	}
+}
+
+// admit counts a message in; it fails once the agent is stopping.
+func (a *Agent) admit() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopping {
+		return false
+	}
+	a.inflight++
+	a.stats.inFlight.Add(1)
+	return true
+}
+
+// release counts a finished execution out.
+func (a *Agent) release() {
+	a.mu.Lock()
+	a.inflight--
+	a.stats.inFlight.Add(-1)
+	idle := a.stopping && a.inflight == 0
+	a.mu.Unlock()
+	if idle {
+		a.markIdle()
+	}
+}
+
+// teardown waits for the consumers and subscriptions to end and, when wait
+// is set, for every goroutine the agent started; then Run may return.
+func (a *Agent) teardown(wait bool) {
+	a.mu.Lock()
+	tools := make([]*tool, 0, len(a.tools))
+	for _, t := range a.tools {
+		tools = append(tools, t)
+	}
+	a.mu.Unlock()
+	for _, t := range tools {
+		if t.sub != nil {
+			_ = t.sub.Unsubscribe()
+		}
+		if t.cc != nil {
+			t.cc.Stop()
+			select {
+			case <-t.cc.Closed():
+			case <-time.After(opTimeout):
+				a.log.Warn("consumer did not close", "tool", t.name)
+			}
+		}
+	}
+	if wait {
+		a.wg.Wait()
+	}
+	close(a.done)
+}

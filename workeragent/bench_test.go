@@ -1,0 +1,100 @@
+package workeragent_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workeragent"
+)
+
+// BenchmarkRoundTrip measures one agent end to end with a no-op tool:
+// seal and publish an invocation, pull, open, cancel-record lookup,
+// journal begin and finish, result published to the events stream, read
+// and opened by the host side. window is the number of calls in flight.
+// The memory journal variant shows what the journal's two KV writes cost.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, journal := range []string{"kv", "memory"} {
+		for _, window := range []int{1, 64, 512} {
+			b.Run(fmt.Sprintf("journal=%s/window=%d", journal, window), func(b *testing.B) { benchRoundTrip(b, journal, window) })
+		}
+	}
+}
+
+func benchRoundTrip(b *testing.B, journalKind string, window int) {
+	srv := natstest.Start(b)
+	hostNC, workerNC := srv.Connect(), srv.Connect()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key, _ := protocol.GenerateSessionKey(rand.Reader)
+	codec, _ := fabric.NewCodec(key)
+	hostJS, _ := jetstream.New(hostNC, jetstream.WithPublishAsyncMaxPending(4096))
+	workerJS, _ := jetstream.New(workerNC)
+	var journal idempotency.Journal = idempotency.NewMemory(nil)
+	if journalKind == "kv" {
+		kv, err := idempotency.NewKV(ctx, workerJS, idempotency.KVConfig{})
+		must(b, err)
+		journal = kv
+	}
+	agent, err := workeragent.New(workerNC, workeragent.Config{WorkerID: "bench", Key: key, Journal: journal})
+	must(b, err)
+	must(b, agent.Handle("noop", workeragent.HandlerFunc(func(context.Context, *workeragent.Call) (workeragent.Output, error) {
+		return workeragent.Result("ok"), nil
+	}), workeragent.Concurrency(max(window, 1))))
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	<-agent.Ready()
+
+	answers := make(chan struct{}, window)
+	sub, err := hostNC.Subscribe(fabric.EventsSubject("bench"), func(m *nats.Msg) {
+		if _, _, err := codec.OpenWorker(m.Data); err != nil {
+			b.Error(err)
+		}
+		answers <- struct{}{}
+	})
+	must(b, err)
+	defer sub.Unsubscribe()
+	subject, _ := fabric.InvokeSubject("noop")
+	publish := func(i int) {
+		inv := protocol.Invoke{RequestID: "r" + strconv.Itoa(i), Tool: "noop", Input: protocol.TextPayload("x"),
+			Attempt: 1, AttemptLimit: 1, IdempotencyKey: "bench/" + strconv.Itoa(i)}
+		data, _ := codec.SealInvoke(inv)
+		m := nats.NewMsg(subject)
+		m.Data = data
+		m.Header.Set(fabric.HeaderMsgID, fabric.MsgID(inv.IdempotencyKey, 1))
+		m.Header.Set(fabric.HeaderHost, "bench")
+		if _, err := hostJS.PublishMsgAsync(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	sent := 0
+	for ; sent < min(window, b.N); sent++ {
+		publish(sent)
+	}
+	for got := 0; got < b.N; got++ {
+		select {
+		case <-answers:
+		case <-time.After(30 * time.Second):
+			b.Fatalf("answer %d of %d missing", got, b.N)
+		}
+		if sent < b.N {
+			publish(sent)
+			sent++
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+}

@@ -1,0 +1,67 @@
+package workeragent
+
+import (
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// onCancel runs on the cancel subscription's callback goroutine. Every agent
+// of the pool hears every request for its tools; only one holding the named
+// attempt acts on it. A call not yet at its handler is caught when it gets
+// there (the host writes the cancel record before it broadcasts, and an
+// execution registers before it reads the record, so one of the two always
+// sees the request); a running one is cancelled, or answered unsupported if
+// its tool is not cancellable; a finished one has its result on the way.
+func (a *Agent) onCancel(t *tool, m *nats.Msg) {
+	c, err := a.codec.OpenCancel(m.Data)
+	if err == nil && c.Tool != t.name {
+		err = fmt.Errorf("cancel for tool %q on the subject of %q", c.Tool, t.name)
+	}
+	if err != nil {
+		a.stats.forged.Add(1)
+		a.log.Warn("rejected cancel request", "tool", t.name, "err", err)
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for e := range a.running {
+		if fabric.Covers(c, e.inv) {
+			a.cancelLocked(e, c)
+		}
+	}
+}
+
+// cancelLocked applies one cancellation request to e; a.mu is held.
+func (a *Agent) cancelLocked(e *execution, c protocol.Cancel) {
+	a.stats.cancelRequests.Add(1)
+	switch {
+	case !e.started:
+		e.cancelAsked = true
+	case e.t.spec.cancellable:
+		e.cancelAsked = true
+		e.cancel(ErrCancelRequested)
+	case !e.unsupportedSent:
+		e.unsupportedSent = true
+		// The call runs on and its result still comes. The disposition
+		// takes the attempt's next frame number, so it sorts before the
+		// result; it is started while e is in a.running, so teardown
+		// cannot be waiting on the WaitGroup yet.
+		k, ok := e.writer.reserve()
+		if !ok {
+			return
+		}
+		reply := protocol.CancelReplyMessage(protocol.CancelReply{
+			RequestID: e.inv.RequestID, Attempt: e.inv.Attempt, Disposition: protocol.CancelUnsupported,
+		})
+		a.goTracked(func() {
+			if err := a.publishEvent(e, reply, k); err != nil {
+				a.stats.publishErrors.Add(1)
+				a.log.Warn("publish unsupported disposition failed", "request", e.inv.RequestID, "err", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,86 @@
+package workeragent
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultLeaseDuration     = 30 * time.Second
+	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultDrainGrace        = 10 * time.Second
+)
+
+// Config is how an agent joins a fabric. WorkerID, Key and Journal are
+// required; zero durations take the defaults above, a zero Fabric takes
+// fabric.DefaultConfig.
+type Config struct {
+	// WorkerID names this agent in journal leases, logs and metrics; it
+	// must be unique among live agents sharing a journal.
+	WorkerID string
+	// Key seals and opens every frame; the host holds the same key.
+	Key protocol.SessionKey
+	// Fabric names the streams, consumers and buckets and their settings;
+	// it must match the host's.
+	Fabric fabric.Config
+	// Journal deduplicates calls by idempotency key across the pool.
+	Journal idempotency.Journal
+	// LeaseDuration is how long a journal lease lasts without renewal; a
+	// crashed agent's calls are taken over once it passes.
+	LeaseDuration time.Duration
+	// HeartbeatInterval is how often a running call reports progress to
+	// the stream (so the ack wait does not pass) and renews its lease. It
+	// must be shorter than both LeaseDuration and the consumer's ack wait.
+	HeartbeatInterval time.Duration
+	// DrainGrace is how long Run lets in-flight calls finish after its
+	// context ends before it cancels them and hands them back.
+	DrainGrace time.Duration
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Fabric == (fabric.Config{}) {
+		c.Fabric = fabric.DefaultConfig()
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = min(DefaultHeartbeatInterval, c.LeaseDuration/3)
+	}
+	if c.DrainGrace == 0 {
+		c.DrainGrace = DefaultDrainGrace
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.WorkerID == "":
+		return fmt.Errorf("%w: empty WorkerID", ErrInvalidConfig)
+	case c.Key.IsZero():
+		return fmt.Errorf("%w: no session key", ErrInvalidConfig)
+	case c.Journal == nil:
+		return fmt.Errorf("%w: nil Journal", ErrInvalidConfig)
+	case c.LeaseDuration < 0 || c.HeartbeatInterval <= 0 || c.DrainGrace < 0:
+		return fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	case c.HeartbeatInterval >= c.LeaseDuration:
+		return fmt.Errorf("%w: heartbeat %v not shorter than lease %v", ErrInvalidConfig, c.HeartbeatInterval, c.LeaseDuration)
+	case c.HeartbeatInterval >= c.Fabric.AckWait:
+		return fmt.Errorf("%w: heartbeat %v not shorter than ack wait %v", ErrInvalidConfig, c.HeartbeatInterval, c.Fabric.AckWait)
+	}
+	if err := c.Fabric.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package workeragent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+)
+
+// startTool attaches to the tool's pool consumer and cancel subject.
+func (a *Agent) startTool(ctx context.Context, t *tool) error {
+	cons, err := fabric.EnsureToolConsumer(ctx, a.js, a.cfg.Fabric, t.name)
+	if err != nil {
+		return fmt.Errorf("workeragent: consumer for %q: %w", t.name, err)
+	}
+	sub, err := a.nc.Subscribe(fabric.CancelSubject(t.name), func(m *nats.Msg) { a.onCancel(t, m) })
+	if err != nil {
+		return fmt.Errorf("workeragent: cancel subscription for %q: %w", t.name, err)
+	}
+	t.sub = sub
+	// The buffer holds as many messages as the tool can run, so a
+	// message does not sit in this agent's buffer (its ack wait running)
+	// while another agent of the pool is idle.
+	cc, err := cons.Consume(func(m jetstream.Msg) { a.onMessage(t, m) },
+		jetstream.PullMaxMessages(t.spec.concurrency),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			a.log.Debug("consume", "tool", t.name, "err", err)
+		}))
+	if err != nil {
+		return fmt.Errorf("workeragent: consume %q: %w", t.name, err)
+	}
+	t.cc = cc
+	return nil
+}
+
+// onMessage runs on the consumer's callback goroutine. It waits for a
+// handler slot (so at most the tool's concurrency is admitted) and hands
+// the message to an execution goroutine; once stopping it Naks instead, so
+// the message goes straight to another agent.
+func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
+	a.stats.received.Add(1)
+	select {
+	case <-a.stopCh:
+		_ = m.Nak()
+		return
+	default:
+	}
+	select {
+	case t.slots <- struct{}{}:
+	case <-a.stopCh:
+		_ = m.Nak()
+		return
+	}
+	if !a.admit() {
+		<-t.slots
+		_ = m.Nak()
+		return
+	}
+	a.goTracked(func() {
+		defer a.release()
+		e := &execution{a: a, t: t, msg: m}
+		e.process()
+	})
+}

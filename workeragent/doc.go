@@ -1,0 +1,64 @@
+// Package workeragent is the worker side of Splash Fabric: it pulls the
+// invocations of its tools from NATS JetStream, deduplicates them through
+// the idempotency journal, runs the registered handlers, streams their
+// chunks and answers the host.
+//
+// # Usage
+//
+// Build an agent on a connection, register tools, and run it until the
+// context ends:
+//
+//	agent, err := workeragent.New(nc, workeragent.Config{
+//		WorkerID: "worker-1",
+//		Key:      key,               // the host's session key
+//		Fabric:   fabric.Config{},   // must match the host's
+//		Journal:  journal,           // idempotency.NewKV(...) in production
+//	})
+//	agent.Handle("text.remote", workeragent.HandlerFunc(
+//		func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+//			if err := call.Stream.Write("working"); errors.Is(err, workeragent.ErrStreamLimitExceeded) {
+//				// stop streaming; the result still goes out
+//			}
+//			return workeragent.Result(strings.ToUpper(call.Input.Text)), nil
+//		}), workeragent.Idempotent(), workeragent.Concurrency(8))
+//	err = agent.Run(ctx) // Ready() is closed once every tool is consuming
+//
+// Run provisions the fabric's streams and bucket (idempotently, as every
+// process that joins the fabric does) and one durable pull consumer per
+// tool.
+//
+// # Outcomes
+//
+// A handler answers with its return values. A nil error sends the Output
+// (Result or JSONResult) as a success. Retryable and RateLimited ask the host
+// for another attempt under the same idempotency key (the agent never
+// retries on its own); Permanent ends the operation; CancelAcknowledged
+// confirms a cancellation request once the effect has stopped. A plain
+// error counts as transient.
+//
+// # What happens to one invocation
+//
+//  1. The frame is opened with the session key; a forged one is terminated
+//     and counted, never run.
+//  2. A cancellation recorded before pickup answers acknowledged without
+//     running the handler.
+//  3. The journal's Begin decides: Fresh runs; Done replays the stored
+//     result (a dedupe hit); RunningElsewhere puts the message back until
+//     the other holder's lease would have expired; TakenOver runs again
+//     only for tools registered Idempotent and otherwise answers
+//     indeterminate.
+//  4. While the handler runs, the agent reports progress to the stream
+//     and renews the lease every HeartbeatInterval. A cancellation request
+//     cancels the handler's context for Cancellable tools and is answered
+//     unsupported for the others, whose call runs on.
+//  5. The terminal result is stored in the journal, then published to the
+//     host's events subject; the invocation is acked when the stream has
+//     stored the event, and redelivered (to replay it) if it could not.
+//
+// # Stopping
+//
+// Stop stops pulling and waits for in-flight calls; StopAndCancel also
+// cancels their contexts. Run, when its context ends, does the first for
+// DrainGrace and then the second; calls that stop because of the drain are
+// released in the journal and handed back to the stream for another agent.
+package workeragent

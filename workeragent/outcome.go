@@ -1,0 +1,160 @@
+package workeragent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// Output is the successful terminal result of a handler. Build it with
+// Result or JSONResult; the zero Output is an empty text result.
+type Output struct {
+	payload protocol.WorkerPayload
+}
+
+// Result returns a successful text result.
+func Result(text string) Output { return Output{payload: protocol.TextPayload(text)} }
+
+// JSONResult returns a successful JSON result; raw must be one JSON value or
+// the call fails permanently instead of sending it.
+func JSONResult(raw json.RawMessage) Output { return Output{payload: protocol.JSONPayload(raw)} }
+
+// Payload is the wire form of the output.
+func (o Output) Payload() protocol.WorkerPayload {
+	if o.payload.Format == "" {
+		return protocol.TextPayload("")
+	}
+	return o.payload
+}
+
+// RetryableError asks the host to retry the call as a new attempt with the
+// same idempotency key (status retry_transient). The host decides whether
+// attempts remain; the agent never retries on its own.
+type RetryableError struct{ Err error }
+
+// Retryable marks err as a transient failure worth another attempt.
+func Retryable(err error) error { return &RetryableError{Err: err} }
+
+func (e *RetryableError) Error() string { return "retryable: " + errText(e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *RetryableError) Unwrap() error { return e.Err }
+
+// RateLimitedError asks the host to retry no earlier than After from now
+// (status retry_rate_limited).
+type RateLimitedError struct {
+	After time.Duration
+	Err   error
+}
+
+// RateLimited marks err as a rate-limit rejection; the next attempt must not
+// start before after has passed.
+func RateLimited(after time.Duration, err error) error {
+	return &RateLimitedError{After: after, Err: err}
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("rate limited (retry after %v): %s", e.After, errText(e.Err))
+}
+
+// Unwrap returns the underlying error.
+func (e *RateLimitedError) Unwrap() error { return e.Err }
+
+// PermanentError ends the operation with a failure that no retry can fix
+// (status failed).
+type PermanentError struct{ Err error }
+
+// Permanent marks err as a terminal failure.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+func (e *PermanentError) Error() string { return "permanent: " + errText(e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// CancelAcknowledgedError reports that the handler honoured a cancellation
+// request: its effect and downstream I/O have stopped and no result will
+// follow.
+type CancelAcknowledgedError struct{}
+
+// CancelAcknowledged is what a cancellable handler returns once, after a
+// cancellation request, it has stopped its effect. Returning it without a
+// pending request (or from a tool not registered Cancellable) is treated
+// as a plain failure, since the host never asked.
+func CancelAcknowledged() error { return &CancelAcknowledgedError{} }
+
+func (e *CancelAcknowledgedError) Error() string { return "cancellation acknowledged" }
+
+func errText(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+// verdictKind is the agent's reading of what a handler returned.
+type verdictKind uint8
+
+const (
+	verdictSucceeded verdictKind = iota + 1
+	verdictFailed
+	verdictRetryTransient
+	verdictRetryRateLimited
+	verdictCancelled
+	// verdictGiveBack: the call stopped because the agent is draining; it
+	// is handed back for redelivery rather than answered.
+	verdictGiveBack
+)
+
+type verdict struct {
+	kind       verdictKind
+	payload    protocol.WorkerPayload
+	err        string
+	retryAfter time.Duration
+}
+
+// classify maps a handler's return values to a verdict. A plain error is
+// transient, as in asynq and river: the host's attempt limit bounds it, and
+// a handler that knows better says Permanent. cancelAsked and draining tell
+// how the context ended, which decides what a bare context error means.
+func classify(out Output, err error, cancelAsked, draining bool) verdict {
+	if err == nil {
+		p := out.Payload()
+		if verr := p.Validate(); verr != nil {
+			return verdict{kind: verdictFailed, err: "invalid handler output: " + verr.Error()}
+		}
+		return verdict{kind: verdictSucceeded, payload: p}
+	}
+	var (
+		ack  *CancelAcknowledgedError
+		perm *PermanentError
+		rl   *RateLimitedError
+		rt   *RetryableError
+	)
+	switch {
+	case errors.As(err, &ack):
+		if cancelAsked {
+			return verdict{kind: verdictCancelled}
+		}
+		if draining {
+			return verdict{kind: verdictGiveBack}
+		}
+		return verdict{kind: verdictFailed, err: "cancellation acknowledged without a request"}
+	case errors.As(err, &perm):
+		return verdict{kind: verdictFailed, err: errText(perm.Err)}
+	case draining:
+		// Any other failure during a drain means the handler stopped for
+		// the shutdown: the next holder runs the call again.
+		return verdict{kind: verdictGiveBack}
+	case errors.As(err, &rl):
+		after := max(rl.After, 0)
+		return verdict{kind: verdictRetryRateLimited, err: errText(rl.Err), retryAfter: after}
+	case errors.As(err, &rt):
+		return verdict{kind: verdictRetryTransient, err: errText(rt.Err)}
+	default:
+		return verdict{kind: verdictRetryTransient, err: err.Error()}
+	}
+}

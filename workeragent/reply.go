@@ -1,0 +1,86 @@
+package workeragent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// openInvoke authenticates an invocation and returns it with the host that
+// waits for the answer.
+func (a *Agent) openInvoke(m jetstream.Msg) (protocol.Invoke, string, error) {
+	host := m.Headers().Get(fabric.HeaderHost)
+	if err := fabric.ValidateHostID(host); err != nil {
+		return protocol.Invoke{}, "", err
+	}
+	inv, err := a.codec.OpenInvoke(m.Data())
+	if err != nil {
+		return protocol.Invoke{}, "", err
+	}
+	return inv, host, nil
+}
+
+// publishChunk core-publishes one chunk: chunks are progress, not state, so
+// they skip the stream's write.
+func (a *Agent) publishChunk(e *execution, c protocol.Chunk, k uint32) error {
+	data, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, k, protocol.ChunkMessage(c))
+	if err != nil {
+		return err
+	}
+	return a.nc.Publish(fabric.ChunksSubject(e.host), data)
+}
+
+// eventKind names a terminal event in its message id. Dispositions carry
+// theirs, so an unsupported answer does not dedupe away the too_late or
+// acknowledged one that may follow in the same attempt.
+func eventKind(msg protocol.WorkerMessage) protocol.MessageKind {
+	if msg.CancelDisp != nil {
+		return msg.Kind + "_" + protocol.MessageKind(msg.CancelDisp.Disposition)
+	}
+	return msg.Kind
+}
+
+// publishEvent JetStream-publishes an event as frame k and waits for the
+// stream to store it. The message id makes a replay of the same answer a
+// no-op within the duplicate window.
+func (a *Agent) publishEvent(e *execution, msg protocol.WorkerMessage, k uint32) error {
+	data, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, k, msg)
+	if err != nil {
+		return err
+	}
+	m := nats.NewMsg(fabric.EventsSubject(e.host))
+	m.Data = data
+	m.Header.Set(fabric.HeaderMsgID, fabric.EventMsgID(e.inv.RequestID, e.inv.Attempt, eventKind(msg)))
+	m.Header.Set(fabric.HeaderWorker, a.cfg.WorkerID)
+	f, err := a.js.PublishMsgAsync(m)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-f.Ok():
+		return nil
+	case err := <-f.Err():
+		return err
+	}
+}
+
+// cancelRecorded reports whether the host recorded a cancellation covering
+// inv. A record that fails authentication is counted and ignored.
+func (a *Agent) cancelRecorded(ctx context.Context, inv protocol.Invoke) (bool, error) {
+	_, ok, err := fabric.LookupCancel(ctx, a.cancelKV, a.codec, inv)
+	if errors.Is(err, fabric.ErrForged) {
+		a.stats.forged.Add(1)
+		a.log.Warn("rejected cancel record", "request", inv.RequestID, "err", err)
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("workeragent: %w", err)
+	}
+	return ok, nil
+}
