@@ -30,6 +30,23 @@ type loopState struct {
 	dirty map[*session]struct{}
 	// finished is the order in which sessions finished, for retention.
 	finished []SessionID
+	// settled remembers the most recently settled operations, so a
+	// worker's answer that arrives after the host gave up (a deadline,
+	// a confirmed cancellation) is still written to its session's audit
+	// log as a late result. A ring bounds it.
+	settled     map[string]*dispatched
+	settledRing []string
+	settledNext int
+}
+
+// settledMemory bounds how many settled operations the loop remembers for
+// late results.
+const settledMemory = 4096
+
+// Forgetter is implemented by transports that keep per-request state (a
+// replay window) the loop can release once an operation settles.
+type Forgetter interface {
+	Forget(requestID string)
 }
 
 // session is one script and its runtime.
@@ -66,6 +83,8 @@ func newLoopState(cfg LoopConfig, incarnation string) *loopState {
 		sessions:    make(map[SessionID]*session),
 		byRequest:   make(map[string]*dispatched),
 		dirty:       make(map[*session]struct{}),
+		settled:     make(map[string]*dispatched),
+		settledRing: make([]string, settledMemory),
 	}
 }
 
@@ -158,6 +177,30 @@ func (st *loopState) schedulePublish(d *dispatched, after time.Duration) {
 func (st *loopState) forget(d *dispatched) {
 	delete(st.byRequest, d.requestID)
 	delete(d.s.ops, d.id)
+	if old := st.settledRing[st.settledNext]; old != "" {
+		delete(st.settled, old)
+	}
+	st.settledRing[st.settledNext] = d.requestID
+	st.settledNext = (st.settledNext + 1) % len(st.settledRing)
+	st.settled[d.requestID] = d
+}
+
+// lateResult writes a result for an already settled operation to its
+// session's audit log; the outcome the runtime decided stands.
+func (st *loopState) lateResult(d *dispatched, r *protocol.Result) {
+	if err := d.s.rt.RecordLateResult(d.id, r.Attempt, string(r.Status), resultBytes(r)); err != nil {
+		st.reject("late_result", err)
+		return
+	}
+	st.touch(d.s)
+	st.reject("late_result", fmt.Errorf("%w: %s answered after it settled", ErrWrongState, d.id))
+}
+
+func resultBytes(r *protocol.Result) int {
+	if r.Payload == nil {
+		return 0
+	}
+	return len(r.Payload.Text) + len(r.Payload.JSON)
 }
 
 // settleIfTerminal forgets d when the runtime no longer holds it live.
@@ -195,6 +238,12 @@ func (st *loopState) expire(s *session) {
 	for _, id := range ids {
 		if d := s.ops[id]; d != nil {
 			st.forget(d)
+			// The host gave up before any terminal frame came, so the
+			// transport's replay window for it would otherwise wait for
+			// one; a late answer is still recognised by the loop.
+			if f, ok := st.cfg.Transport.(Forgetter); ok {
+				f.Forget(d.requestID)
+			}
 		}
 	}
 	st.setResult(s, res)
@@ -237,8 +286,10 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 	}
 	d := st.byRequest[requestID]
 	if d == nil {
-		// Late results of settled operations land here: the runtime
-		// already decided, and the audit log says so.
+		if late := st.settled[requestID]; late != nil && m.Kind == protocol.KindResult {
+			st.lateResult(late, m.Result)
+			return
+		}
 		st.reject("unknown_request", fmt.Errorf("%w: %q", ErrUnknownOperation, requestID))
 		return
 	}

@@ -185,3 +185,34 @@ func (r *recordingObserver) Rejected(reason string, _ error) {
 	r.mu.Unlock()
 }
 func (r *recordingObserver) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.rejs) }
+
+func TestLoopRecordsLateResultInAudit(t *testing.T) {
+	tr := newChanTransport()
+	l := startTestLoop(t, tr, func(rt *Runtime) error {
+		return rt.RegisterExternalTool(NewToolPolicy("slow").WithDeadline(50 * time.Millisecond))
+	})
+	s, err := l.Submit(context.Background(), Submission{Source: `await tool.start("slow", "x")`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := tr.next(t)
+	waitState(t, l, s.ID, SessionFailed)
+	p := protocol.TextPayload("too late")
+	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	testwait.Until(t, 0, "a late_result audit event", func() bool {
+		_, audit, err := l.Status(context.Background(), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range audit {
+			if ev.Outcome == AuditLateResult {
+				return true
+			}
+		}
+		return false
+	})
+	st, _, _ := l.Status(context.Background(), s.ID)
+	if st.State != SessionFailed {
+		t.Fatalf("late result changed the session: %s", st.State)
+	}
+}

@@ -1,0 +1,496 @@
+package itest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workeragent"
+)
+
+const hostID = "h1"
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// hostTool is one tool the host's catalog registers for every session.
+type hostTool struct {
+	policy   host.ToolPolicy
+	meta     host.ToolMetadata
+	redactor func(string) string
+}
+
+func tool(name string) hostTool {
+	return hostTool{policy: host.NewToolPolicy(name), meta: host.NewToolMetadata("integration test tool " + name)}
+}
+
+// options shape a cluster; the zero value is a usable default.
+type options struct {
+	tools        []hostTool
+	fabric       func(*fabric.Config)
+	retryInitial time.Duration
+	retryMax     time.Duration
+	lease        time.Duration
+	heartbeat    time.Duration
+	eventBuffer  int
+}
+
+// cluster is one NATS server, one host (a loop over a fabric host
+// transport) and the worker agents a test starts. Everything is stopped by
+// t.Cleanup in reverse order: workers, then the loop and its transport,
+// then the host connection, then the server.
+type cluster struct {
+	t      testing.TB
+	srv    *natstest.Server
+	fcfg   fabric.Config
+	opts   options
+	key    protocol.SessionKey
+	codec  *fabric.Codec
+	hostNC *nats.Conn
+	hostJS jetstream.JetStream
+	tr     *fabric.HostTransport
+	loop   *host.Loop
+	obs    *observer
+}
+
+// reconnecting is how every client of a cluster connects: it never gives
+// up on a restarted server and comes back quickly.
+func reconnecting() []nats.Option {
+	return []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
+}
+
+func newCluster(t testing.TB, o options) *cluster {
+	t.Helper()
+	fcfg := fabric.DefaultConfig()
+	// A crashed worker's call comes back quickly.
+	fcfg.AckWait = 2 * time.Second
+	if o.fabric != nil {
+		o.fabric(&fcfg)
+	}
+	if o.retryInitial == 0 {
+		o.retryInitial = 20 * time.Millisecond
+	}
+	if o.retryMax == 0 {
+		o.retryMax = time.Second
+	}
+	if o.lease == 0 {
+		o.lease = time.Second
+	}
+	if o.heartbeat == 0 {
+		o.heartbeat = 200 * time.Millisecond
+	}
+	if o.eventBuffer == 0 {
+		o.eventBuffer = 1024
+	}
+	key, err := protocol.GenerateSessionKey(rand.Reader)
+	must(t, err)
+	codec, err := fabric.NewCodec(key)
+	must(t, err)
+	c := &cluster{t: t, fcfg: fcfg, opts: o, key: key, codec: codec, obs: newObserver()}
+	c.srv = natstest.Start(t)
+	c.hostNC = c.srv.Connect(reconnecting()...)
+	c.hostJS, err = jetstream.New(c.hostNC)
+	must(t, err)
+	ctx, cancel := opCtx()
+	defer cancel()
+	must(t, fabric.Provision(ctx, c.hostJS, fcfg))
+	c.tr, err = fabric.NewHostTransport(ctx, c.hostNC, fcfg, hostID, key, fabric.WithEventBuffer(o.eventBuffer))
+	must(t, err)
+	c.loop, err = host.StartLoop(host.LoopConfig{
+		Transport:    c.tr,
+		HostID:       hostID,
+		Catalog:      c.catalog,
+		RetryInitial: o.retryInitial,
+		RetryMax:     o.retryMax,
+		Observer:     c.obs,
+	})
+	if err != nil {
+		_ = c.tr.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.loop.Stop()
+		if err := c.tr.Close(); err != nil {
+			t.Errorf("transport close: %v", err)
+		}
+	})
+	return c
+}
+
+func (c *cluster) catalog(rt *host.Runtime) error {
+	for _, ht := range c.opts.tools {
+		if err := rt.RegisterExternalToolWithMetadata(ht.policy, ht.meta); err != nil {
+			return err
+		}
+		if ht.redactor != nil {
+			if err := rt.SetExternalStreamRedactor(ht.policy.Name, ht.redactor); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// worker is a running agent with its own connection and journal, so
+// closing that connection takes the whole worker down as a crash would.
+type worker struct {
+	*workeragent.Agent
+	id     string
+	nc     *nats.Conn
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (c *cluster) startWorker(id string, register func(*workeragent.Agent)) *worker {
+	c.t.Helper()
+	nc := c.srv.Connect(reconnecting()...)
+	js, err := jetstream.New(nc)
+	must(c.t, err)
+	ctx, cancel := opCtx()
+	defer cancel()
+	j, err := idempotency.NewKV(ctx, js, idempotency.KVConfig{})
+	must(c.t, err)
+	a, err := workeragent.New(nc, workeragent.Config{
+		WorkerID: id, Key: c.key, Fabric: c.fcfg, Journal: j,
+		LeaseDuration: c.opts.lease, HeartbeatInterval: c.opts.heartbeat, DrainGrace: 300 * time.Millisecond,
+	})
+	must(c.t, err)
+	register(a)
+	runCtx, stop := context.WithCancel(context.Background())
+	w := &worker{Agent: a, id: id, nc: nc, cancel: stop, done: make(chan error, 1)}
+	go func() { w.done <- a.Run(runCtx) }()
+	// Registered after Connect's nc.Close, so it runs before it.
+	c.t.Cleanup(func() {
+		stop()
+		select {
+		case <-w.done:
+		case <-time.After(30 * time.Second):
+			c.t.Errorf("worker %s did not stop", id)
+		}
+	})
+	select {
+	case <-a.Ready():
+	case err := <-w.done:
+		c.t.Fatalf("worker %s: Run = %v", id, err)
+	case <-time.After(testwait.DefaultTimeout):
+		c.t.Fatalf("worker %s not ready", id)
+	}
+	return w
+}
+
+// submit starts a script and returns its session id.
+func (c *cluster) submit(src string) host.SessionID {
+	c.t.Helper()
+	ctx, cancel := opCtx()
+	defer cancel()
+	s, err := c.loop.Submit(ctx, host.Submission{Source: src})
+	must(c.t, err)
+	c.obs.seen(s)
+	return s.ID
+}
+
+// wait blocks until the session finished and returns its final status.
+func (c *cluster) wait(id host.SessionID, timeout time.Duration) host.SessionStatus {
+	c.t.Helper()
+	var s host.SessionStatus
+	testwait.Until(c.t, timeout, "session "+string(id)+" to finish", func() bool {
+		var ok bool
+		s, ok = c.obs.final(id)
+		return ok
+	})
+	return s
+}
+
+// status reads a session and its audit log from the loop.
+func (c *cluster) status(id host.SessionID) (host.SessionStatus, []host.AuditEvent) {
+	c.t.Helper()
+	ctx, cancel := opCtx()
+	defer cancel()
+	s, audit, err := c.loop.Status(ctx, id)
+	must(c.t, err)
+	return s, audit
+}
+
+// liveOp waits for the session's only live operation and returns it.
+func (c *cluster) liveOp(id host.SessionID) host.OperationStatus {
+	c.t.Helper()
+	var op host.OperationStatus
+	testwait.Until(c.t, 0, "a live operation of "+string(id), func() bool {
+		s, _ := c.status(id)
+		if len(s.Operations) != 1 {
+			return false
+		}
+		op = s.Operations[0]
+		return true
+	})
+	return op
+}
+
+// streamSeq is a stream's last sequence: how many writes it took so far.
+func (c *cluster) streamSeq(name string) uint64 {
+	c.t.Helper()
+	ctx, cancel := opCtx()
+	defer cancel()
+	s, err := c.hostJS.Stream(ctx, name)
+	must(c.t, err)
+	info, err := s.Info(ctx)
+	must(c.t, err)
+	return info.State.LastSeq
+}
+
+// capture subscribes on core NATS to subject (JetStream publishes are seen
+// there too) and keeps every message, so a test can replay one verbatim.
+type capture struct {
+	mu   sync.Mutex
+	msgs []*nats.Msg
+}
+
+func (c *cluster) capture(subject string) *capture {
+	c.t.Helper()
+	cp := &capture{}
+	sub, err := c.hostNC.Subscribe(subject, func(m *nats.Msg) {
+		cp.mu.Lock()
+		cp.msgs = append(cp.msgs, m)
+		cp.mu.Unlock()
+	})
+	must(c.t, err)
+	must(c.t, c.hostNC.Flush())
+	c.t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return cp
+}
+
+func (cp *capture) wait(t testing.TB, n int) []*nats.Msg {
+	t.Helper()
+	var out []*nats.Msg
+	testwait.Until(t, 0, strconv.Itoa(n)+" captured messages", func() bool {
+		cp.mu.Lock()
+		defer cp.mu.Unlock()
+		out = append([]*nats.Msg(nil), cp.msgs...)
+		return len(out) >= n
+	})
+	return out
+}
+
+// republish JetStream-publishes data with header to subject and returns
+// the stream's acknowledgement.
+func (c *cluster) republish(subject string, data []byte, header nats.Header) *jetstream.PubAck {
+	c.t.Helper()
+	m := nats.NewMsg(subject)
+	m.Data = data
+	for k, v := range header {
+		m.Header[k] = append([]string(nil), v...)
+	}
+	ctx, cancel := opCtx()
+	defer cancel()
+	ack, err := c.hostJS.PublishMsg(ctx, m)
+	must(c.t, err)
+	return ack
+}
+
+// stripTag removes the tag from a sealed frame.
+func stripTag(t testing.TB, frame []byte) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	must(t, json.Unmarshal(frame, &m))
+	delete(m, "tag")
+	out, err := json.Marshal(m)
+	must(t, err)
+	return append(out, '\n')
+}
+
+// otherCodec seals under a key the cluster does not know.
+func otherCodec(t testing.TB) *fabric.Codec {
+	t.Helper()
+	k, err := protocol.GenerateSessionKey(rand.Reader)
+	must(t, err)
+	c, err := fabric.NewCodec(k)
+	must(t, err)
+	return c
+}
+
+// observer records what the loop reports. Its methods run on the loop
+// goroutine; tests read through the accessors.
+type observer struct {
+	mu       sync.Mutex
+	finals   map[host.SessionID]host.SessionStatus
+	chunks   map[host.SessionID][]host.ExternalToolStreamChunk
+	rejected map[string]int
+	onFinal  func(host.SessionStatus)
+}
+
+func newObserver() *observer {
+	return &observer{
+		finals:   make(map[host.SessionID]host.SessionStatus),
+		chunks:   make(map[host.SessionID][]host.ExternalToolStreamChunk),
+		rejected: make(map[string]int),
+	}
+}
+
+func (o *observer) seen(s host.SessionStatus) {
+	if s.State != host.SessionSuspended {
+		o.SessionChanged(s)
+	}
+}
+
+func (o *observer) SessionChanged(s host.SessionStatus) {
+	if s.State == host.SessionSuspended {
+		return
+	}
+	o.mu.Lock()
+	o.finals[s.ID] = s
+	f := o.onFinal
+	o.mu.Unlock()
+	if f != nil {
+		f(s)
+	}
+}
+
+func (o *observer) Chunk(id host.SessionID, c host.ExternalToolStreamChunk) {
+	o.mu.Lock()
+	o.chunks[id] = append(o.chunks[id], c)
+	o.mu.Unlock()
+}
+
+func (o *observer) Audit(host.SessionID, []host.AuditEvent)            {}
+func (o *observer) Dispatched(host.SessionID, host.ExternalInvocation) {}
+
+func (o *observer) Rejected(reason string, _ error) {
+	o.mu.Lock()
+	o.rejected[reason]++
+	o.mu.Unlock()
+}
+
+func (o *observer) final(id host.SessionID) (host.SessionStatus, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s, ok := o.finals[id]
+	return s, ok
+}
+
+func (o *observer) chunksOf(id host.SessionID) []host.ExternalToolStreamChunk {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]host.ExternalToolStreamChunk(nil), o.chunks[id]...)
+}
+
+func (o *observer) rejections(reason string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.rejected[reason]
+}
+
+// effects counts handler runs per idempotency key, outside any worker.
+type effects struct {
+	mu     sync.Mutex
+	byKey  map[string]int
+	total  int
+	starts []attemptRecord
+}
+
+type attemptRecord struct {
+	key      string
+	attempt  uint32
+	started  time.Time
+	returned time.Time
+}
+
+func newEffects() *effects { return &effects{byKey: make(map[string]int)} }
+
+// begin records a run and returns its index for end.
+func (e *effects) begin(c *workeragent.Call) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.byKey[c.IdempotencyKey]++
+	e.total++
+	e.starts = append(e.starts, attemptRecord{key: c.IdempotencyKey, attempt: c.Attempt, started: time.Now()})
+	return len(e.starts) - 1
+}
+
+func (e *effects) end(i int) {
+	e.mu.Lock()
+	e.starts[i].returned = time.Now()
+	e.mu.Unlock()
+}
+
+func (e *effects) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.total
+}
+
+func (e *effects) keys() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]int, len(e.byKey))
+	for k, v := range e.byKey {
+		out[k] = v
+	}
+	return out
+}
+
+func (e *effects) attempts() []attemptRecord {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]attemptRecord(nil), e.starts...)
+}
+
+// counting wraps f so every run is counted before it does anything.
+func counting(e *effects, f func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error)) workeragent.Handler {
+	return workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		i := e.begin(c)
+		defer e.end(i)
+		return f(ctx, c)
+	})
+}
+
+func echo(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
+	return workeragent.Result(c.Input.Text), nil
+}
+
+func hasOutcome(audit []host.AuditEvent, want host.AuditOutcome) bool {
+	for _, ev := range audit {
+		if ev.Outcome == want {
+			return true
+		}
+	}
+	return false
+}
+
+func wantCompleted(t testing.TB, s host.SessionStatus, value string) {
+	t.Helper()
+	if s.State != host.SessionCompleted || s.Value != value {
+		t.Fatalf("session %s = %s %q (error %q), want completed %q", s.ID, s.State, s.Value, s.Error, value)
+	}
+}
+
+func wantValuePrefix(t testing.TB, s host.SessionStatus, prefix string) {
+	t.Helper()
+	if s.State != host.SessionCompleted || !strings.HasPrefix(s.Value, prefix) {
+		t.Fatalf("session %s = %s %q (error %q), want completed with prefix %q", s.ID, s.State, s.Value, s.Error, prefix)
+	}
+}
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,72 @@
+package itest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/workeragent"
+)
+
+// Scenario 4: a worker streams until the host's limit; the host releases
+// the chunks redacted and in order, the worker's writer reports the limit
+// instead of sending more, and the final result still arrives.
+func TestStreamingStopsAtLimitAndResultArrives(t *testing.T) {
+	const maxChunks = 3
+	ht := tool("it.stream")
+	ht.policy = ht.policy.WithStream(host.NewToolStreamPolicy(maxChunks, 64, 1000, 1000))
+	ht.redactor = func(s string) string { return strings.ReplaceAll(s, "secret", "[redacted]") }
+	c := newCluster(t, options{tools: []hostTool{ht}})
+	fx := newEffects()
+	hostSaw := make(chan struct{})
+	limitErr := make(chan error, 1)
+	c.startWorker("w1", func(a *workeragent.Agent) {
+		must(t, a.Handle("it.stream", counting(fx, func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+			sent := 0
+			for i := 1; ; i++ {
+				if err := call.Stream.Write(fmt.Sprintf("part %d secret", i)); err != nil {
+					limitErr <- err
+					break
+				}
+				sent++
+			}
+			// Chunks travel on core NATS and results through the stream;
+			// holding the result until the host saw every chunk keeps the
+			// test about limits, not about which path is faster.
+			select {
+			case <-hostSaw:
+			case <-ctx.Done():
+				return workeragent.Output{}, context.Cause(ctx)
+			}
+			return workeragent.Result(fmt.Sprintf("final after %d", sent)), nil
+		})))
+	})
+	id := c.submit(`await tool.start("it.stream", "go")`)
+	testwait.Until(t, 0, "the host to release every chunk", func() bool { return len(c.obs.chunksOf(id)) == maxChunks })
+	close(hostSaw)
+	wantCompleted(t, c.wait(id, 0), fmt.Sprintf("final after %d", maxChunks))
+	if err := testwait.Receive(t, 0, "the writer's limit error", limitErr); !errors.Is(err, workeragent.ErrStreamLimitExceeded) {
+		t.Fatalf("write past the limit = %v, want ErrStreamLimitExceeded", err)
+	}
+	chunks := c.obs.chunksOf(id)
+	if len(chunks) != maxChunks {
+		t.Fatalf("host released %d chunks, want %d", len(chunks), maxChunks)
+	}
+	for i, ch := range chunks {
+		want := fmt.Sprintf("part %d [redacted]", i+1)
+		if ch.Index != i+1 || ch.Text != want {
+			t.Errorf("chunk %d = #%d %q, want #%d %q", i, ch.Index, ch.Text, i+1, want)
+		}
+	}
+	_, audit := c.status(id)
+	if hasOutcome(audit, host.AuditStreamDenied) {
+		t.Errorf("the host denied a chunk; the worker should have stopped first: %+v", audit)
+	}
+	if fx.count() != 1 {
+		t.Errorf("handler ran %d times, want 1", fx.count())
+	}
+}
