@@ -2,9 +2,25 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/splashfabric/splashfabric/metrics"
+	"github.com/splashfabric/splashfabric/protocol"
 )
 
 var devCommand = command{
@@ -13,35 +29,335 @@ var devCommand = command{
 	help: `
 The zero-setup default: an embedded NATS JetStream node with its data in
 --data-dir, the host loop and HTTP API on --api-addr, and --workers workers
-serving the demo tools. Prints where everything listens and a command to try.`,
+serving the demo tools. Prints where everything listens and a command to try.
+
+The frame key is generated into --data-dir on first run and reused, so
+invocations left in the store stay readable. The API token is generated for
+each run unless --api-token or SPLASH_API_TOKEN gives one. When the default
+API address is taken, dev picks a free port and says which; an address given
+explicitly must be free. Runs until SIGINT or SIGTERM, then drains the
+workers and shuts everything down.`,
 	new: func() runner { return new(devConfig) },
 }
 
+// devHostID is the host id of the dev process; one dev process per data
+// directory is expected, so a fixed id lets a restart pick up its events.
+const devHostID = "dev"
+
+// devKeyFile is the name of the generated frame key inside --data-dir.
+const devKeyFile = "frame.key"
+
 // devConfig holds the flags of `splash dev`.
 type devConfig struct {
+	fs          *flagSet
 	dataDir     string
 	apiAddr     string
 	apiToken    string
 	metricsAddr string
 	workers     int
+	natsPort    int
 }
 
 func (c *devConfig) flags(fs *flagSet) {
+	c.fs = fs
 	fs.stringVar(&c.dataDir, "data-dir", envDataDir, defaultDataDir(), "`directory` for the NATS store and the generated frame key")
-	fs.stringVar(&c.apiAddr, "api-addr", envAPIAddr, defaultAPIAddr, "`address` of the host HTTP API")
+	fs.stringVar(&c.apiAddr, "api-addr", envAPIAddr, defaultAPIAddr, "`address` of the host HTTP API (port 0: any free port)")
 	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` for the host API (empty: generate one and print it)")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
 	fs.intVar(&c.workers, "workers", "SPLASH_DEV_WORKERS", 4, "`number` of workers in the pool")
+	fs.intVar(&c.natsPort, "nats-port", "SPLASH_DEV_NATS_PORT", -1, "client `port` of the embedded NATS node on 127.0.0.1 (-1: any free port)")
 }
 
-func (c *devConfig) run(_ context.Context, _ *app, args []string) error {
+func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
 	}
 	if c.workers < 1 {
 		return fmt.Errorf("%w: --workers %d, want at least 1", errUsage, c.workers)
 	}
-	return errNotYetAvailable
+	if c.natsPort < -1 || c.natsPort > 65535 {
+		return fmt.Errorf("%w: --nats-port %d", errUsage, c.natsPort)
+	}
+	log := a.log
+	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+		return fmt.Errorf("%w: --data-dir: %v", errStart, err)
+	}
+	key, keyPath, err := devKey(c.dataDir)
+	if err != nil {
+		return err
+	}
+	token := c.apiToken
+	if token == "" {
+		if token, err = randomToken(); err != nil {
+			return err
+		}
+	}
+	api, err := c.listenAPI(log)
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+	var metricsL net.Listener
+	if c.metricsAddr != "" {
+		if metricsL, err = listen("metrics-addr", c.metricsAddr); err != nil {
+			return err
+		}
+		defer metricsL.Close()
+	}
+
+	srv, err := c.startNATS(log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	natsURL := srv.ClientURL()
+
+	reg := metrics.NewRegistry()
+	fcfg, err := fabricConfig(1)
+	if err != nil {
+		return err
+	}
+	hostNC, err := nats.Connect(natsURL, nats.Name("splash dev host"), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("%w: nats: %v", errStart, err)
+	}
+	defer hostNC.Close()
+	h, err := startHost(ctx, hostParts{
+		nc: hostNC, key: key, hostID: devHostID, fabric: fcfg, apiToken: token,
+		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"),
+	})
+	if err != nil {
+		return err
+	}
+	defer h.stop()
+
+	// The pool shares one metrics set: its series are the process's, as
+	// a scrape of one dev process sees them.
+	tools := allDemoTools()
+	wm := metrics.NewWorker(reg, metrics.WithTools(tools...))
+	runCtx, cancelWorkers := context.WithCancel(ctx)
+	defer cancelWorkers()
+	var wg sync.WaitGroup
+	var ncs []*nats.Conn
+	defer func() {
+		cancelWorkers()
+		wg.Wait()
+		for _, nc := range ncs {
+			nc.Close()
+		}
+	}()
+	workerErr := make(chan error, c.workers)
+	for i := 1; i <= c.workers; i++ {
+		id := fmt.Sprintf("dev-worker-%d", i)
+		nc, err := nats.Connect(natsURL, nats.Name("splash "+id), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("%w: nats: %v", errStart, err)
+		}
+		ncs = append(ncs, nc)
+		w, err := newWorker(ctx, workerParts{
+			nc: nc, key: key, workerID: id, fabric: fcfg, tools: tools,
+			metrics: wm, log: log.With("component", "worker", "worker_id", id),
+		})
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.run(runCtx); err != nil {
+				workerErr <- fmt.Errorf("%s: %w", id, err)
+			}
+		}()
+		select {
+		case <-w.agent.Ready():
+		case err := <-workerErr:
+			return fmt.Errorf("%w: %v", errStart, err)
+		case <-ctx.Done():
+			return nil
+		}
+	}
+
+	apiURL := "http://" + api.Addr().String()
+	metricsURL := apiURL + "/metrics"
+	if metricsL != nil {
+		metricsURL = "http://" + metricsL.Addr().String() + "/metrics"
+	}
+	printDevBanner(a.stdout, devBanner{
+		natsURL: natsURL, dataDir: c.dataDir, keyPath: keyPath, apiURL: apiURL,
+		metricsURL: metricsURL, token: token, generated: c.apiToken == "",
+		workers: c.workers, tools: tools,
+	})
+	log.Info("dev ready", "api_url", apiURL, "nats_url", natsURL, "metrics_url", metricsURL,
+		"data_dir", c.dataDir, "workers", c.workers)
+
+	select {
+	case <-ctx.Done():
+		log.Info("dev stopping", "reason", context.Cause(ctx))
+	case err := <-h.serveErr:
+		return fmt.Errorf("%w: http: %v", errStart, err)
+	case err := <-workerErr:
+		return fmt.Errorf("worker stopped: %w", err)
+	}
+	// Deferred in reverse: the workers drain, the host stops, then NATS.
+	return nil
+}
+
+// listenAPI opens --api-addr. Only the default address falls back to a
+// free port when taken (another dev process, say); an address the user
+// chose is theirs to fix.
+func (c *devConfig) listenAPI(log *slog.Logger) (net.Listener, error) {
+	l, err := net.Listen("tcp", c.apiAddr)
+	if err == nil {
+		return l, nil
+	}
+	if c.fs.isSet("api-addr") || !errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%w: --api-addr %s: %v", errStart, c.apiAddr, err)
+	}
+	host, _, _ := net.SplitHostPort(c.apiAddr)
+	l, err2 := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err2 != nil {
+		return nil, fmt.Errorf("%w: --api-addr %s: %v", errStart, c.apiAddr, err)
+	}
+	log.Warn("default API address in use, picked another", "wanted", c.apiAddr, "addr", l.Addr().String())
+	return l, nil
+}
+
+// startNATS runs the embedded JetStream node on loopback with its store in
+// the data directory.
+func (c *devConfig) startNATS(log *slog.Logger) (*server.Server, error) {
+	opts := &server.Options{
+		ServerName: "splash-dev",
+		Host:       "127.0.0.1",
+		Port:       c.natsPort,
+		JetStream:  true,
+		StoreDir:   filepath.Join(c.dataDir, "nats"),
+		NoSigs:     true,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNats, err)
+	}
+	// The node's notices (banner, JetStream limits) drown the dev banner;
+	// its warnings still show.
+	fatal := attachNatsLogger(srv, slog.New(minLevel{a: log.Handler(), min: slog.LevelWarn}).With("component", "nats"))
+	srv.Start()
+	fail := func(format string, v ...any) error {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return fmt.Errorf("%w: "+format, append([]any{errNats}, v...)...)
+	}
+	select {
+	case msg := <-fatal:
+		return nil, fail("%s", msg)
+	default:
+	}
+	if !srv.ReadyForConnections(30 * time.Second) {
+		return nil, fail("not accepting connections")
+	}
+	if !srv.JetStreamEnabled() {
+		return nil, fail("JetStream did not start")
+	}
+	return srv, nil
+}
+
+// devKey loads the data directory's frame key, generating it on first
+// run. The file is created exclusively so two dev processes starting at
+// once cannot end up with different keys.
+func devKey(dir string) (protocol.SessionKey, string, error) {
+	path := filepath.Join(dir, devKeyFile)
+	if _, err := os.Stat(path); err == nil {
+		key, err := loadKey(path)
+		return key, path, err
+	}
+	key, err := protocol.GenerateSessionKey(rand.Reader)
+	if err != nil {
+		return protocol.SessionKey{}, "", fmt.Errorf("%w: frame key: %v", errStart, err)
+	}
+	b := key.Bytes()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		key, err := loadKey(path)
+		return key, path, err
+	}
+	if err != nil {
+		return protocol.SessionKey{}, "", fmt.Errorf("%w: %v", errKeyFile, err)
+	}
+	_, werr := fmt.Fprintln(f, hex.EncodeToString(b[:]))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return protocol.SessionKey{}, "", fmt.Errorf("%w: %q: %v", errKeyFile, path, werr)
+	}
+	return key, path, nil
+}
+
+// randomToken returns a fresh API token: 128 bits, hex.
+func randomToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("%w: api token: %v", errStart, err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// devBanner is what dev prints on stdout once everything listens.
+type devBanner struct {
+	natsURL, dataDir, keyPath, apiURL, metricsURL, token string
+	generated                                            bool
+	workers                                              int
+	tools                                                []string
+}
+
+func printDevBanner(w io.Writer, b devBanner) {
+	self := "splash"
+	// Under `go run` the binary lives in a build cache directory; the
+	// commands to try must be ones the reader can paste.
+	if exe, err := os.Executable(); err == nil && strings.Contains(exe, "go-build") {
+		self = "go run ./cmd/splash"
+	}
+	token := b.token
+	if !b.generated {
+		token = "$SPLASH_API_TOKEN"
+	}
+	run := fmt.Sprintf("%s run --api-url %s --api-token %s", self, b.apiURL, token)
+	fmt.Fprintf(w, "splash dev is running\n")
+	fmt.Fprintf(w, "  nats:    %s\n", b.natsURL)
+	fmt.Fprintf(w, "  data:    %s\n", b.dataDir)
+	fmt.Fprintf(w, "  key:     %s\n", b.keyPath)
+	fmt.Fprintf(w, "  api:     %s\n", b.apiURL)
+	fmt.Fprintf(w, "  metrics: %s\n", b.metricsURL)
+	if b.generated {
+		fmt.Fprintf(w, "  token:   %s\n", b.token)
+	} else {
+		fmt.Fprintf(w, "  token:   (from --api-token or SPLASH_API_TOKEN)\n")
+	}
+	fmt.Fprintf(w, "  workers: %d, serving %s\n", b.workers, strings.Join(b.tools, ", "))
+	fmt.Fprintf(w, "\nTry:\n")
+	fmt.Fprintf(w, "  %s -e 'await tool.start(\"demo.upper\", \"hello\")'\n", run)
+	fmt.Fprintf(w, "  %s -e 'await tool.start(\"demo.stream\", \"5\")'\n", run)
+	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
+}
+
+// minLevel drops records below min; it quiets a chatty component without
+// changing the process's log level.
+type minLevel struct {
+	a   slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.a.Enabled(ctx, l)
+}
+func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.a.Handle(ctx, r) }
+func (m minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{a: m.a.WithAttrs(attrs), min: m.min}
+}
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{a: m.a.WithGroup(name), min: m.min}
 }
 
 // defaultDataDir keeps dev data out of the working tree, under the user's

@@ -3,16 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/metrics"
 )
 
 var hostCommand = command{
 	name:    "host",
 	summary: "run a host: the script runtime, its loop and the HTTP API",
 	help: `
-Connects to NATS at --nats-url, seals frames with the key in --key-file and
-serves the HTTP API on --api-addr, loopback by default. Scripts are submitted
-to it with 'splash run'.`,
+Connects to NATS at --nats-url, seals frames with the key in --key-file,
+provisions the streams and serves the HTTP API on --api-addr, loopback by
+default, with /metrics on the same listener unless --metrics-addr is given.
+/readyz answers 200 once NATS is connected and the streams exist. Scripts
+are submitted to it with 'splash run'. Runs until SIGINT or SIGTERM, then
+closes open event streams, stops the loop and exits 0.`,
 	new: func() runner { return new(hostConfig) },
 }
 
@@ -24,6 +31,7 @@ type hostConfig struct {
 	apiToken    string
 	hostID      string
 	metricsAddr string
+	replicas    int
 }
 
 func (c *hostConfig) flags(fs *flagSet) {
@@ -34,11 +42,65 @@ func (c *hostConfig) flags(fs *flagSet) {
 	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` clients must present (prefer the variable: flags show in process lists)")
 	fs.stringVar(&c.hostID, "host-id", envHostID, host, "`id` of this host in subjects and audit logs")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
+	registerReplicas(fs, &c.replicas)
 }
 
-func (c *hostConfig) run(_ context.Context, _ *app, args []string) error {
+func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
 	}
-	return errNotYetAvailable
+	if c.apiToken == "" {
+		return fmt.Errorf("%w: no API token (--api-token or %s)", errUsage, envAPIToken)
+	}
+	if err := fabric.ValidateHostID(c.hostID); err != nil {
+		return fmt.Errorf("%w: --host-id: %v", errUsage, err)
+	}
+	cfg, err := fabricConfig(c.replicas)
+	if err != nil {
+		return err
+	}
+	key, err := loadKey(c.keyFile)
+	if err != nil {
+		return err
+	}
+	log := a.log.With("component", "host", "host_id", c.hostID)
+	api, err := listen("api-addr", c.apiAddr)
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+	var metricsL net.Listener
+	if c.metricsAddr != "" {
+		if metricsL, err = listen("metrics-addr", c.metricsAddr); err != nil {
+			return err
+		}
+		defer metricsL.Close()
+	}
+	nc, err := connectNATS(ctx, c.nats, "splash host "+c.hostID, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	h, err := startHost(ctx, hostParts{
+		nc: nc, key: key, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken,
+		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log,
+	})
+	if err != nil {
+		return err
+	}
+	attrs := []any{"api_url", "http://" + api.Addr().String(), "nats_url", nc.ConnectedUrlRedacted(), "replicas", cfg.Replicas}
+	if metricsL != nil {
+		attrs = append(attrs, "metrics_addr", metricsL.Addr().String())
+	}
+	log.Info("host ready", attrs...)
+	select {
+	case <-ctx.Done():
+		log.Info("host stopping", "reason", context.Cause(ctx))
+		h.stop()
+		log.Info("host stopped")
+		return nil
+	case err := <-h.serveErr:
+		h.stop()
+		return fmt.Errorf("%w: http: %v", errStart, err)
+	}
 }

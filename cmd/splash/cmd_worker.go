@@ -2,17 +2,28 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"time"
+
+	"github.com/splashfabric/splashfabric/metrics"
+	"github.com/splashfabric/splashfabric/workeragent"
 )
 
 var workerCommand = command{
 	name:    "worker",
 	summary: "run a worker serving tools from the invocation streams",
 	help: `
-Connects to NATS at --nats-url, pulls invocations of the tools in --tools,
-verifies and seals frames with the key in --key-file, and runs up to
---concurrency calls at once.`,
+Connects to NATS at --nats-url, pulls invocations of the tools in --tools
+(the demo tools: demo.echo, demo.upper, demo.sleep, demo.flaky,
+demo.ratelimited, demo.stream, demo.json.sum, demo.ledger), verifies and
+seals frames with the key in --key-file, and runs up to --concurrency calls
+of each tool at once. Serves /metrics and /healthz on --metrics-addr. On
+SIGINT or SIGTERM it stops pulling, lets running calls finish for
+--drain-grace, then cancels the rest and hands them back to the stream for
+another worker.`,
 	new: func() runner { return new(workerConfig) },
 }
 
@@ -24,19 +35,23 @@ type workerConfig struct {
 	workerID    string
 	concurrency int
 	metricsAddr string
+	replicas    int
+	drainGrace  time.Duration
 }
 
 func (c *workerConfig) flags(fs *flagSet) {
 	host, _ := os.Hostname()
 	c.nats.register(fs)
 	fs.stringVar(&c.keyFile, "key-file", envKeyFile, "", "`file` holding the frame key as 64 hex digits")
-	fs.listVar(&c.tools, "tools", envTools, nil, "comma-separated `tools` to serve")
+	fs.listVar(&c.tools, "tools", envTools, allDemoTools(), "comma-separated `tools` to serve")
 	fs.stringVar(&c.workerID, "worker-id", envWorkerID, host, "`id` of this worker in results and audit logs")
-	fs.intVar(&c.concurrency, "concurrency", "SPLASH_WORKER_CONCURRENCY", 4, "`number` of calls run at once")
-	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "127.0.0.1:9464", "`address` for /metrics (empty: off)")
+	fs.intVar(&c.concurrency, "concurrency", "SPLASH_WORKER_CONCURRENCY", 4, "`number` of calls of each tool run at once")
+	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "127.0.0.1:9464", "`address` for /metrics and /healthz (empty: off)")
+	fs.durationVar(&c.drainGrace, "drain-grace", "SPLASH_WORKER_DRAIN_GRACE", workeragent.DefaultDrainGrace, "how long running calls may finish after a signal before they are cancelled and handed back")
+	registerReplicas(fs, &c.replicas)
 }
 
-func (c *workerConfig) run(_ context.Context, _ *app, args []string) error {
+func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
 	}
@@ -46,5 +61,78 @@ func (c *workerConfig) run(_ context.Context, _ *app, args []string) error {
 	if c.concurrency < 1 {
 		return fmt.Errorf("%w: --concurrency %d, want at least 1", errUsage, c.concurrency)
 	}
-	return errNotYetAvailable
+	if c.drainGrace <= 0 {
+		return fmt.Errorf("%w: --drain-grace %v, want > 0", errUsage, c.drainGrace)
+	}
+	if err := checkTools(c.tools); err != nil {
+		return err
+	}
+	cfg, err := fabricConfig(c.replicas)
+	if err != nil {
+		return err
+	}
+	key, err := loadKey(c.keyFile)
+	if err != nil {
+		return err
+	}
+	log := a.log.With("component", "worker", "worker_id", c.workerID)
+	reg := metrics.NewRegistry()
+	m := metrics.NewWorker(reg, metrics.WithTools(c.tools...))
+	var srv *http.Server
+	serveErr := make(chan error, 1)
+	if c.metricsAddr != "" {
+		l, err := listen("metrics-addr", c.metricsAddr)
+		if err != nil {
+			return err
+		}
+		srv = &http.Server{Handler: workerMux(metrics.Handler(reg)), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- err
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		log.Info("metrics listening", "addr", l.Addr().String())
+	}
+	nc, err := connectNATS(ctx, c.nats, "splash worker "+c.workerID, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	w, err := newWorker(ctx, workerParts{
+		nc: nc, key: key, workerID: c.workerID, fabric: cfg, tools: c.tools,
+		concurrency: c.concurrency, drainGrace: c.drainGrace, metrics: m, log: log,
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.run(runCtx) }()
+	select {
+	case <-w.agent.Ready():
+		log.Info("worker ready", "tools", c.tools, "concurrency", c.concurrency)
+	case err := <-done:
+		return fmt.Errorf("%w: worker: %v", errStart, err)
+	}
+	select {
+	case err := <-serveErr:
+		cancel()
+		<-done
+		return fmt.Errorf("%w: metrics: %v", errStart, err)
+	case err := <-done:
+		if ctx.Err() == nil {
+			return fmt.Errorf("worker stopped: %v", err)
+		}
+		if err != nil {
+			return fmt.Errorf("drain: %w", err)
+		}
+		log.Info("worker stopped")
+		return nil
+	}
 }

@@ -23,4 +23,8 @@ var (
 
 	// errUnhealthy marks a health endpoint that did not answer 2xx.
 	errUnhealthy = errors.New("unhealthy")
+
+	// errStart marks a host, worker or dev process that could not start
+	// one of its parts (NATS connection, streams, listeners).
+	errStart = errors.New("start")
 )

@@ -1,0 +1,30 @@
+package apiclient
+
+import "github.com/splashfabric/splashfabric/httpapi"
+
+// The wire types are the server's own, so the two sides cannot disagree on
+// a field name; docs/api.md describes each.
+type (
+	// SubmitRequest is a script with its grants and limits.
+	SubmitRequest = httpapi.SubmitRequest
+	// Session is a session's state, result and live operations.
+	Session = httpapi.Session
+	// Operation is one live operation of a session.
+	Operation = httpapi.Operation
+	// AuditLog is a session's audit events, oldest first.
+	AuditLog = httpapi.AuditLog
+	// AuditEntry is one audit event.
+	AuditEntry = httpapi.AuditEntry
+	// Chunk is one released (redacted) piece of a streaming tool's output.
+	Chunk = httpapi.Chunk
+	// CancelResponse is the host's answer to a cancel: requested, not yet
+	// done.
+	CancelResponse = httpapi.CancelResponse
+)
+
+// Session states, as Session.State reports them.
+const (
+	StateSuspended = "suspended"
+	StateCompleted = "completed"
+	StateFailed    = "failed"
+)

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/splashfabric/splashfabric/demotools"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+)
+
+// TestDevRunsScripts runs the binary as the README does: `splash dev` in
+// the background, `splash run` against it, then a scrape of /metrics and
+// a SIGTERM.
+func TestDevRunsScripts(t *testing.T) {
+	const token = "test-token"
+	dev := startSplash(t, "dev", "--log-format", "json", "--data-dir", t.TempDir(),
+		"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "2")
+	rec := dev.waitRecord(t, "dev ready")
+	apiURL, _ := rec["api_url"].(string)
+	if !strings.HasPrefix(apiURL, "http://127.0.0.1:") {
+		t.Fatalf("dev ready: api_url %q", apiURL)
+	}
+	testwait.Until(t, 0, "/readyz 200", func() bool {
+		resp, err := http.Get(apiURL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
+	tests := []struct {
+		name     string
+		source   string
+		wantCode int
+		want     []string // lines stdout must contain
+		refuse   string   // text stdout must not contain
+	}{
+		{name: "upper", source: `await tool.start("demo.upper", "hello")`, want: []string{"HELLO"}},
+		// Chunks travel on core NATS and the result on JetStream, so a
+		// chunk can lose the race to its own result and be dropped as
+		// late (fabric.RejectReplayed); only the result is certain here.
+		{name: "stream", source: `await tool.start("demo.stream", "4")`,
+			want: []string{"streamed 4 chunks"}, refuse: demotools.Secret},
+		{name: "retries", source: `await tool.start("demo.flaky", "2")`, want: []string{"ok after 2"}},
+		{name: "failure", source: `assert(await tool.start("demo.echo", "a") == "b", "echo said a")`, wantCode: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runSplash(t, "run", "--api-url", apiURL, "--api-token", token, "-e", tt.source)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			if tt.refuse != "" && strings.Contains(stdout, tt.refuse) {
+				t.Errorf("stdout shows %q:\n%s", tt.refuse, stdout)
+			}
+		})
+	}
+
+	// A wrong token is refused and counted.
+	if code, _, _ := runSplash(t, "run", "--api-url", apiURL, "--api-token", "wrong", "-e", "1"); code == 0 {
+		t.Errorf("run with a wrong token exited 0")
+	}
+
+	families := scrape(t, apiURL+"/metrics")
+	checks := []struct {
+		metric, labels string
+		want           float64
+	}{
+		{"splash_operations_started_total", "tool=demo.upper", 1},
+		{"splash_operations_finished_total", "outcome=succeeded,tool=demo.upper", 1},
+		{"splash_operations_finished_total", "outcome=succeeded,tool=demo.stream", 1},
+		{"splash_operations_finished_total", "outcome=succeeded,tool=demo.flaky", 1},
+		{"splash_operations_finished_total", "outcome=succeeded,tool=demo.echo", 1},
+		{"splash_retries_total", "class=transient,tool=demo.flaky", 2},
+		{"splash_operations_pending", "tool=demo.upper", 0},
+		{"splash_operations_claimed", "tool=demo.upper", 0},
+		{"splash_operation_duration_seconds", "tool=demo.upper", 1},
+		{"splash_dispatch_latency_seconds", "tool=demo.flaky", 3},
+		{"splash_sessions_total", "state=completed", 3},
+		{"splash_sessions_total", "state=failed", 1},
+		{"splash_sessions_active", "", 0},
+		{"splash_auth_failures_total", "reason=wrong_token", 1},
+		{"splash_auth_failures_total", "reason=bad_tag", 0},
+		{"splash_worker_invocations_total", "outcome=succeeded,tool=demo.flaky", 1},
+		{"splash_worker_invocations_total", "outcome=retry_transient,tool=demo.flaky", 2},
+		{"splash_worker_handler_duration_seconds", "outcome=succeeded,tool=demo.upper", 1},
+		{"splash_worker_in_flight", "tool=demo.upper", 0},
+		{"splash_worker_up", "", 1},
+		{"splash_worker_serving", "tool=demo.ledger", 1},
+	}
+	for _, c := range checks {
+		if got := value(families, c.metric, c.labels); got != c.want {
+			t.Errorf("%s{%s} = %v, want %v", c.metric, c.labels, got, c.want)
+		}
+	}
+
+	released := value(families, "splash_stream_chunks_total", "source=redacted,tool=demo.stream")
+	late := value(families, "splash_frames_rejected_total", "reason=late")
+	if value(families, "splash_stream_chunks_total", "source=source,tool=demo.stream") != released || released+late != 4 {
+		t.Errorf("stream chunks: %v released and %v late, want 4 in all", released, late)
+	}
+
+	if err := dev.stop(t); err != nil {
+		t.Fatalf("splash dev after SIGTERM: %v\n%s", err, dev.stderr.String())
+	}
+	if !strings.Contains(dev.stderr.String(), `"msg":"dev stopping"`) {
+		t.Errorf("no dev stopping record:\n%s", dev.stderr.String())
+	}
+}
+
+// runSplash runs the binary to completion with a SPLASH_-free environment.
+func runSplash(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(splashBinary(t), args...)
+	cmd.Env = cleanEnv()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String(), errOut.String()
+	}
+	if err != nil {
+		t.Fatalf("run splash: %v", err)
+	}
+	return 0, out.String(), errOut.String()
+}
+
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	return families
+}
+
+// value reads a counter's or gauge's value, or a histogram's count, for the
+// series whose labels are exactly labels ("k=v,k=v", sorted); -1 when absent.
+func value(families map[string]*dto.MetricFamily, name, labels string) float64 {
+	f := families[name]
+	if f == nil {
+		return -1
+	}
+	for _, m := range f.GetMetric() {
+		var parts []string
+		for _, l := range m.GetLabel() {
+			parts = append(parts, l.GetName()+"="+l.GetValue())
+		}
+		if strings.Join(parts, ",") != labels {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return -1
+}
+
+// cleanEnv is the test process's environment without SPLASH_ variables, so
+// the machine running the tests cannot change what they see.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SPLASH_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}

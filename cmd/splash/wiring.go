@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/splashfabric/splashfabric/demotools"
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostobs"
+	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/metrics"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// envReplicas is shared by host and worker: both provision the same
+// streams, and they must agree on their replica count.
+const envReplicas = "SPLASH_REPLICAS"
+
+// shutdownTimeout bounds each part's graceful stop, so a stuck client
+// connection cannot hold the process after a signal.
+const shutdownTimeout = 10 * time.Second
+
+// registerReplicas adds --replicas to a command that provisions streams.
+func registerReplicas(fs *flagSet, p *int) {
+	fs.intVar(p, "replicas", envReplicas, 1, "`replicas` of every stream and bucket: 1 on a single node, 3 in a cluster")
+}
+
+// fabricConfig is the fabric every process of a deployment shares; only
+// the replica count is an operator's choice.
+func fabricConfig(replicas int) (fabric.Config, error) {
+	cfg := fabric.DefaultConfig()
+	cfg.Replicas = replicas
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%w: --replicas %d: %v", errUsage, replicas, err)
+	}
+	return cfg, nil
+}
+
+// connectNATS connects with infinite reconnects. The first connection is
+// retried with backoff until ctx ends, so a host or worker started before
+// its NATS cluster (a compose file bringing everything up at once) waits
+// for it instead of exiting.
+func connectNATS(ctx context.Context, f natsClientFlags, name string, log *slog.Logger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
+		}),
+	}
+	if f.user != "" {
+		opts = append(opts, nats.UserInfo(f.user, f.password))
+	}
+	bo := backoff.NewExponentialBackOff(backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
+	for {
+		nc, err := nats.Connect(f.url, opts...)
+		if err == nil {
+			log.Info("nats connected", "url", nc.ConnectedUrlRedacted())
+			return nc, nil
+		}
+		if errors.Is(err, nats.ErrAuthorization) {
+			return nil, fmt.Errorf("%w: nats %s: %v", errStart, redactURLs(f.url), err)
+		}
+		wait := bo.NextBackOff()
+		log.Warn("nats not reachable, retrying", "url", redactURLs(f.url), "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: nats %s: %v", errStart, redactURLs(f.url), err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// redactURLs hides passwords written into NATS URLs before they are
+// logged.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, u := range parts {
+		if at := strings.LastIndex(u, "@"); at >= 0 {
+			if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
+				parts[i] = u[:scheme+3] + "[redacted]" + u[at:]
+			}
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// provision creates or updates the fabric's streams, retrying until ctx
+// ends: JetStream in a fresh cluster answers only once it elected a
+// meta leader.
+func provision(ctx context.Context, js jetstream.JetStream, cfg fabric.Config, log *slog.Logger) error {
+	bo := backoff.NewExponentialBackOff(backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
+	for {
+		err := fabric.Provision(ctx, js, cfg)
+		if err == nil {
+			return nil
+		}
+		wait := bo.NextBackOff()
+		log.Warn("provisioning streams failed, retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: provision streams: %v", errStart, err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// hostParts is what startHost needs: a connection, the key, and where
+// to listen.
+type hostParts struct {
+	nc       *nats.Conn
+	key      protocol.SessionKey
+	hostID   string
+	fabric   fabric.Config
+	apiToken string
+	// api serves the HTTP API; metrics, when not nil, serves /metrics
+	// alone (otherwise /metrics is on api).
+	api     net.Listener
+	metrics net.Listener
+	reg     *prometheus.Registry
+	log     *slog.Logger
+}
+
+// runningHost is a host's loop, transport and HTTP servers.
+type runningHost struct {
+	log         *slog.Logger
+	transport   *fabric.HostTransport
+	loop        *host.Loop
+	events      *httpapi.Broadcaster
+	servers     []*http.Server
+	serveErr    chan error
+	provisioned atomic.Bool
+}
+
+// startHost provisions the streams and starts the transport, the loop
+// with the demo catalog, and the HTTP API. On error it has closed what it
+// started, but not the listeners' owner's connection.
+func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
+	h := &runningHost{log: p.log, serveErr: make(chan error, 2)}
+	js, err := jetstream.New(p.nc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: jetstream: %v", errStart, err)
+	}
+	if err := provision(ctx, js, p.fabric, p.log); err != nil {
+		return nil, err
+	}
+	h.provisioned.Store(true)
+	obs := hostobs.New(metrics.NewHost(p.reg))
+	h.transport, err = fabric.NewHostTransport(ctx, p.nc, p.fabric, p.hostID, p.key,
+		fabric.WithRejectHandler(func(reason, subject string, err error) {
+			obs.FrameRejected(reason, subject, err)
+			p.log.Warn("frame rejected", "reason", reason, "subject", subject, "err", err)
+		}),
+		fabric.WithErrorHandler(func(err error) { p.log.Warn("transport error", "err", err) }))
+	if err != nil {
+		return nil, fmt.Errorf("%w: host transport: %v", errStart, err)
+	}
+	h.events = httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
+	h.loop, err = host.StartLoop(host.LoopConfig{
+		Transport: h.transport,
+		HostID:    p.hostID,
+		Catalog:   demotools.Catalog,
+		Observer:  httpapi.Tee(h.events, obs),
+	})
+	if err != nil {
+		h.events.Close()
+		_ = h.transport.Close()
+		return nil, fmt.Errorf("%w: host loop: %v", errStart, err)
+	}
+	metricsHandler := metrics.Handler(p.reg)
+	apiCfg := httpapi.Config{
+		Token:  p.apiToken,
+		Events: h.events,
+		Ready: func(ctx context.Context) error {
+			return h.ready(ctx, p.nc, js)
+		},
+		OnAuthFailure: obs.APIAuthFailure,
+		Logger:        p.log,
+		// Prometheus scrapes without credentials; the series hold no
+		// ids or payloads, only bounded labels.
+		PublicMetrics: true,
+	}
+	if p.metrics == nil {
+		apiCfg.Metrics = metricsHandler
+	}
+	h.serve(p.api, httpapi.New(h.loop, apiCfg))
+	if p.metrics != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metricsHandler)
+		h.serve(p.metrics, mux)
+	}
+	return h, nil
+}
+
+// ready is /readyz: NATS connected and the streams in place.
+func (h *runningHost) ready(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+	if !h.provisioned.Load() {
+		return errors.New("streams not provisioned")
+	}
+	if s := nc.Status(); s != nats.CONNECTED {
+		return fmt.Errorf("nats %s", s)
+	}
+	for _, name := range []string{fabric.StreamInvoke, fabric.StreamEvents} {
+		if _, err := js.Stream(ctx, name); err != nil {
+			return fmt.Errorf("stream %s: %v", name, err)
+		}
+	}
+	return nil
+}
+
+func (h *runningHost) serve(l net.Listener, handler http.Handler) {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(h.events.Close)
+	h.servers = append(h.servers, srv)
+	go func() {
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			h.serveErr <- err
+		}
+	}()
+}
+
+// stop shuts the HTTP servers down (ending event streams), then the loop,
+// then the transport; the caller closes the connection afterwards.
+func (h *runningHost) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	for _, srv := range h.servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			h.log.Warn("http shutdown", "err", err)
+			_ = srv.Close()
+		}
+	}
+	h.loop.Stop()
+	if err := h.transport.Close(); err != nil {
+		h.log.Warn("transport close", "err", err)
+	}
+}
+
+// listen opens a TCP listener, naming the flag in the error.
+func listen(flagName, addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --%s %s: %v", errStart, flagName, addr, err)
+	}
+	return l, nil
+}

@@ -1,0 +1,87 @@
+package hostobs_test
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// series reads one series of reg: a counter's or gauge's value, or a
+// histogram's sample count. labels is "k=v,k=v"; a series that does not
+// exist reads as -1, so a test can tell absent from zero.
+func series(t *testing.T, reg *prometheus.Registry, name, labels string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelString(m) != labels {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return -1
+}
+
+func labelString(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		parts = append(parts, l.GetName()+"="+l.GetValue())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// chanTransport is a host.Transport whose worker is the test: published
+// invocations and cancels arrive on channels, and the test answers on
+// events. It stands in for fabric's transport, which is tested against
+// NATS in its own package and end to end by cmd/splash.
+type chanTransport struct {
+	invokes chan protocol.Invoke
+	cancels chan protocol.Cancel
+	events  chan host.Event
+}
+
+func newChanTransport() *chanTransport {
+	return &chanTransport{
+		invokes: make(chan protocol.Invoke, 64),
+		cancels: make(chan protocol.Cancel, 64),
+		events:  make(chan host.Event, 64),
+	}
+}
+
+func (c *chanTransport) Publish(_ context.Context, inv protocol.Invoke) error {
+	c.invokes <- inv
+	return nil
+}
+
+func (c *chanTransport) Cancel(_ context.Context, cl protocol.Cancel) error {
+	c.cancels <- cl
+	return nil
+}
+
+func (c *chanTransport) Events() <-chan host.Event { return c.events }
+
+func (c *chanTransport) send(m protocol.WorkerMessage) {
+	c.events <- host.Event{Kind: host.EventMessage, Message: m, Worker: "w1"}
+}
