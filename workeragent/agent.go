@@ -65,6 +65,12 @@ type Agent struct {
 	// cancelKV holds the cancel records; written by start before any
 	// message arrives.
 	cancelKV jetstream.KeyValue
+	// cancels is the local copy of the cancel records; it has its own
+	// lock, taken after a.mu when both are held.
+	cancels *cancelSet
+	// stopWatch ends the cancel watcher; set by start, called by
+	// teardown.
+	stopWatch context.CancelFunc
 
 	ready  chan struct{} // closed by start once every tool is consuming
 	stopCh chan struct{} // closed once by beginStop
@@ -115,6 +121,7 @@ func New(nc *nats.Conn, cfg Config) (*Agent, error) {
 		codec:   codec,
 		tools:   make(map[string]*tool),
 		running: make(map[*execution]struct{}),
+		cancels: newCancelSet(cfg.Fabric.DedupeHorizon),
 		ready:   make(chan struct{}),
 		stopCh:  make(chan struct{}),
 		idle:    make(chan struct{}),
@@ -272,6 +279,11 @@ func (a *Agent) start(ctx context.Context) error {
 		return fail(err)
 	}
 	a.cancelKV = kv
+	// The watcher is current before the first pull, so the first pickups
+	// already consult memory.
+	if err := a.startCancelWatch(ctx); err != nil {
+		return fail(fmt.Errorf("workeragent: cancel watcher: %w", err))
+	}
 	for _, t := range tools {
 		if err := a.startTool(ctx, t); err != nil {
 			return fail(err)
@@ -367,6 +379,9 @@ func (a *Agent) teardown(wait bool) {
 				a.log.Warn("consumer did not close", "tool", t.name)
 			}
 		}
+	}
+	if a.stopWatch != nil {
+		a.stopWatch()
 	}
 	if wait {
 		a.wg.Wait()

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +22,7 @@ import (
 )
 
 // BenchmarkRoundTrip measures one agent end to end with a no-op tool:
-// seal and publish an invocation, pull, open, cancel-record lookup,
+// seal and publish an invocation, pull, open, cancel check (local copy),
 // journal begin and finish, result published to the events stream, read
 // and opened by the host side. window is the number of calls in flight.
 // The memory journal variant shows what the journal's two KV writes cost.
@@ -57,10 +60,21 @@ func benchRoundTrip(b *testing.B, journalKind string, window int) {
 	defer func() { stop(); <-done }()
 	<-agent.Ready()
 
+	// Atomics: the publish orders the write of a start before its read
+	// in the callback, but only through the network.
+	starts := make([]atomic.Int64, b.N)
+	lat := make([]int64, b.N)
 	answers := make(chan struct{}, window)
 	sub, err := hostNC.Subscribe(fabric.EventsSubject("bench"), func(m *nats.Msg) {
-		if _, _, err := codec.OpenWorker(m.Data); err != nil {
+		msg, _, err := codec.OpenWorker(m.Data)
+		if err != nil {
 			b.Error(err)
+			return
+		}
+		if msg.Result != nil {
+			if i, err := strconv.Atoi(strings.TrimPrefix(msg.Result.RequestID, "r")); err == nil && i < len(lat) {
+				lat[i] = time.Now().UnixNano() - starts[i].Load()
+			}
 		}
 		answers <- struct{}{}
 	})
@@ -71,6 +85,7 @@ func benchRoundTrip(b *testing.B, journalKind string, window int) {
 		inv := protocol.Invoke{RequestID: "r" + strconv.Itoa(i), Tool: "noop", Input: protocol.TextPayload("x"),
 			Attempt: 1, AttemptLimit: 1, IdempotencyKey: "bench/" + strconv.Itoa(i)}
 		data, _ := codec.SealInvoke(inv)
+		starts[i].Store(time.Now().UnixNano())
 		m := nats.NewMsg(subject)
 		m.Data = data
 		m.Header.Set(fabric.HeaderMsgID, fabric.MsgID(inv.IdempotencyKey, 1))
@@ -96,5 +111,10 @@ func benchRoundTrip(b *testing.B, journalKind string, window int) {
 			sent++
 		}
 	}
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+	b.ReportMetric(float64(lat[b.N*50/100])/1e3, "p50_µs")
+	b.ReportMetric(float64(lat[min(b.N-1, b.N*99/100)])/1e3, "p99_µs")
 }

@@ -2,6 +2,7 @@ package workeragent
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -11,11 +12,12 @@ import (
 
 // onCancel runs on the cancel subscription's callback goroutine. Every agent
 // of the pool hears every request for its tools; only one holding the named
-// attempt acts on it. A call not yet at its handler is caught when it gets
-// there (the host writes the cancel record before it broadcasts, and an
-// execution registers before it reads the record, so one of the two always
-// sees the request); a running one is cancelled, or answered unsupported if
-// its tool is not cancellable; a finished one has its result on the way.
+// attempt acts on it. The request is also noted in the local copy of the
+// cancel records, so a call not yet at its handler is caught when it gets
+// there (an execution registers before it consults the copy, so one of the
+// two always sees the request); a running one is cancelled, or answered
+// unsupported if its tool is not cancellable; a finished one has its
+// result on the way.
 func (a *Agent) onCancel(t *tool, m *nats.Msg) {
 	c, err := a.codec.OpenCancel(m.Data)
 	if err == nil && c.Tool != t.name {
@@ -28,6 +30,9 @@ func (a *Agent) onCancel(t *tool, m *nats.Msg) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// Noted under a.mu: a pickup registers under a.mu before it consults
+	// the set, so it either sees this note or is found below.
+	a.cancels.note(c, time.Now())
 	for e := range a.running {
 		if fabric.Covers(c, e.inv) {
 			a.cancelLocked(e, c)

@@ -99,24 +99,32 @@ func (e *execution) process() {
 		a.mu.Unlock()
 	}()
 
-	// The cancel record and the journal are independent reads; doing
-	// them at once saves a round trip on every call.
+	// The local copy of the cancel records answers at once; only when it
+	// cannot be trusted (just after a reconnect) is the bucket read, in
+	// parallel with the journal, which it is independent of.
 	type lookup struct {
 		recorded bool
 		err      error
 	}
-	cancelled := make(chan lookup, 1)
-	a.goTracked(func() {
-		ctx, cancel := opContext()
-		defer cancel()
-		ok, err := a.cancelRecorded(ctx, inv)
-		cancelled <- lookup{ok, err}
-	})
+	var cancelled chan lookup
+	recorded, sure := a.cancelNoted(inv)
+	if !sure {
+		cancelled = make(chan lookup, 1)
+		a.goTracked(func() {
+			ctx, cancel := opContext()
+			defer cancel()
+			ok, err := a.cancelRecorded(ctx, inv)
+			cancelled <- lookup{ok, err}
+		})
+	}
 	owner := a.cfg.WorkerID + "/" + strconv.FormatUint(a.owner.Add(1), 10)
 	ctx, cancel := opContext()
 	claim, err := a.cfg.Journal.Begin(ctx, inv.IdempotencyKey, owner, a.cfg.LeaseDuration)
 	cancel()
-	l := <-cancelled
+	var l lookup
+	if cancelled != nil {
+		l = <-cancelled
+	}
 	if err == nil && l.err != nil && claim.Outcome == idempotency.Fresh {
 		// Without knowing whether the call was cancelled it must not run;
 		// give the key back so the redelivery starts fresh. A taken-over
@@ -133,7 +141,12 @@ func (e *execution) process() {
 		_ = e.msg.NakWithDelay(a.cfg.HeartbeatInterval)
 		return
 	}
-	recorded := l.recorded
+	// Look once more: the journal's round trip gave a record stored just
+	// before the pull time to reach the watcher.
+	if !recorded {
+		recorded, _ = a.cancelNoted(inv)
+	}
+	recorded = recorded || l.recorded
 	e.claim = claim
 	switch claim.Outcome {
 	case idempotency.Done:
@@ -333,10 +346,40 @@ func (e *execution) giveBack() {
 
 func (e *execution) finish(r idempotency.Result) { e.finishAt(r, 1) }
 
-// finishAt stores r and then answers with it as frame k: the journal is
-// written first, so a redelivery after a lost answer replays r instead of
-// running the tool again.
+// finishAt stores r and answers with it as frame k. The journal write and
+// the answer go out together when the journal vouches that r fits, which
+// saves a round trip per call; the invocation is acked only once both are
+// stored, so a redelivery after a lost answer replays r instead of running
+// the tool again. Otherwise the journal is written first, because a
+// refused result changes the answer.
 func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
+	if f, ok := e.a.cfg.Journal.(idempotency.Fitter); ok && f.Fits(r) {
+		finished := make(chan error, 1)
+		e.a.goTracked(func() {
+			ctx, cancel := opContext()
+			defer cancel()
+			finished <- e.a.cfg.Journal.Finish(ctx, e.claim, r)
+		})
+		published := e.publishAnswer(e.messageOf(r), k, then...)
+		err := <-finished
+		switch {
+		case errors.Is(err, idempotency.ErrLeaseLost):
+			// The answer is out, but the key has another holder now:
+			// the redelivery meets that holder in the journal, and the
+			// host keeps the first answer of the attempt.
+			e.a.log.Warn("lease lost before finish", "request", e.inv.RequestID)
+			_ = e.msg.Nak()
+			return
+		case err != nil:
+			e.a.log.Warn("journal finish failed", "request", e.inv.RequestID, "err", err)
+		}
+		if published {
+			_ = e.msg.Ack()
+		} else {
+			_ = e.msg.Nak()
+		}
+		return
+	}
 	ctx, cancel := opContext()
 	err := e.a.cfg.Journal.Finish(ctx, e.claim, r)
 	if errors.Is(err, idempotency.ErrResultTooLarge) {
@@ -392,6 +435,16 @@ func (e *execution) messageOf(r idempotency.Result) protocol.WorkerMessage {
 // acks the invocation once the stream has stored them; on failure the
 // invocation is redelivered and the journal replays the stored answer.
 func (e *execution) answer(msg protocol.WorkerMessage, k uint32, then ...protocol.WorkerMessage) {
+	if e.publishAnswer(msg, k, then...) {
+		_ = e.msg.Ack()
+	} else {
+		_ = e.msg.Nak()
+	}
+}
+
+// publishAnswer publishes msg and its follow-ups as frames k, k+1, …; it
+// reports whether msg itself was stored.
+func (e *execution) publishAnswer(msg protocol.WorkerMessage, k uint32, then ...protocol.WorkerMessage) bool {
 	if k == 0 {
 		k = 1
 	}
@@ -401,10 +454,9 @@ func (e *execution) answer(msg protocol.WorkerMessage, k uint32, then ...protoco
 			e.a.stats.publishErrors.Add(1)
 			e.a.log.Warn("publish answer failed", "request", e.inv.RequestID, "err", err)
 			if i == 0 {
-				_ = e.msg.Nak()
-				return
+				return false
 			}
 		}
 	}
-	_ = e.msg.Ack()
+	return true
 }

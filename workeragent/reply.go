@@ -70,8 +70,15 @@ func (a *Agent) publishEvent(e *execution, msg protocol.WorkerMessage, k uint32)
 	}
 }
 
+// cancelNoted consults the local copy of the cancel records; sure is false
+// when a miss cannot be trusted and the bucket must be read.
+func (a *Agent) cancelNoted(inv protocol.Invoke) (covered, sure bool) {
+	return a.cancels.covers(inv, a.reconnects())
+}
+
 // cancelRecorded reports whether the host recorded a cancellation covering
-// inv. A record that fails authentication is counted and ignored.
+// inv, reading the bucket. A record that fails authentication is counted
+// and ignored.
 func (a *Agent) cancelRecorded(ctx context.Context, inv protocol.Invoke) (bool, error) {
 	_, ok, err := fabric.LookupCancel(ctx, a.cancelKV, a.codec, inv)
 	if errors.Is(err, fabric.ErrForged) {
