@@ -60,15 +60,6 @@ func newFabricEnv(t *testing.T) *fabricEnv {
 	if err := fabric.Provision(ctx, js, fcfg); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := nc.Subscribe(fabric.ChunksSubject(testHostID), func(m *nats.Msg) {
-		if msg, _, err := codec.OpenWorker(m.Data); err == nil && msg.Chunk != nil {
-			e.chunks <- *msg.Chunk
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	cons, err := js.OrderedConsumer(ctx, fabric.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{fabric.EventsSubject(testHostID)},
 	})
@@ -76,7 +67,12 @@ func newFabricEnv(t *testing.T) *fabricEnv {
 		t.Fatal(err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if msg, _, err := codec.OpenWorker(m.Data()); err == nil && msg.Result != nil {
+		msg, _, err := codec.OpenWorker(m.Data())
+		switch {
+		case err != nil:
+		case msg.Chunk != nil:
+			e.chunks <- *msg.Chunk
+		case msg.Result != nil:
 			e.results <- *msg.Result
 		}
 	})

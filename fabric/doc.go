@@ -34,8 +34,8 @@
 // NewHostTransport returns the host.Transport that host.Loop drives. Publish
 // and Cancel never wait for the server: publish acknowledgements are
 // watched by one goroutine and a failure comes back on Events as
-// host.EventPublishFailed. Worker frames arrive on a durable consumer of
-// the host's events subject and on a core subscription of its chunks
+// host.EventPublishFailed. Worker frames (chunks and terminal events alike)
+// arrive in publish order on one durable consumer of the host's events
 // subject; each is authenticated, checked against a per-request replay
 // window, and only then handed to Events. Rejected frames are dropped and
 // counted (Rejected, WithRejectHandler). Close stops every goroutine the

@@ -15,17 +15,18 @@ import (
 
 // HostTransport is the host.Transport over NATS JetStream.
 //
-// Goroutines: the events consumer callback and the chunks subscription
-// callback (both owned by nats.go, stopped in Close), and one ack watcher
-// started here. All three write Events; Close waits for them before it
-// closes the channel.
+// Goroutines: the events consumer callback (owned by nats.go, stopped in
+// Close) and one ack watcher started here. Both write Events; Close waits
+// for them before it closes the channel.
 //
-// Terminal events are read through a durable consumer named
+// Chunks and terminal events are read through one durable consumer named
 // "host_<host id>" rather than an ordered one: the server keeps its
 // position, so events published while the host is disconnected or
 // restarting are delivered when a transport with the same host id comes
 // back, and an event is acked only after it was handed to Events. Two live
-// hosts must therefore never share a host id.
+// hosts must therefore never share a host id. Workers publish a call's
+// chunks and its result to the same stream subject, so the consumer hands
+// them over in publish order and a chunk never trails its result.
 type HostTransport struct {
 	hostID string
 	codec  *Codec
@@ -49,8 +50,7 @@ type HostTransport struct {
 	closed bool
 	active sync.WaitGroup
 
-	cc  jetstream.ConsumeContext
-	sub *nats.Subscription
+	cc jetstream.ConsumeContext
 
 	window  *replayWindow
 	rejects rejectCounter
@@ -124,15 +124,10 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 	if err != nil {
 		return nil, fmt.Errorf("fabric: events consumer of %q: %w", hostID, err)
 	}
-	t.sub, err = nc.Subscribe(ChunksSubject(hostID), t.onChunk)
-	if err != nil {
-		return nil, fmt.Errorf("fabric: chunks of %q: %w", hostID, err)
-	}
 	t.cc, err = cons.Consume(t.onEvent,
 		jetstream.PullMaxMessages(500),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { t.reportError(err) }))
 	if err != nil {
-		_ = t.sub.Unsubscribe()
 		return nil, fmt.Errorf("fabric: consume events of %q: %w", hostID, err)
 	}
 	go t.watch()
@@ -263,7 +258,7 @@ func (t *HostTransport) onEvent(m jetstream.Msg) {
 		return
 	}
 	defer t.active.Done()
-	msg, ok := t.open(m.Data(), m.Subject(), false)
+	msg, ok := t.open(m.Data(), m.Subject())
 	if !ok {
 		_ = m.Term()
 		return
@@ -274,30 +269,13 @@ func (t *HostTransport) onEvent(m jetstream.Msg) {
 	}
 }
 
-// onChunk handles one core chunk.
-func (t *HostTransport) onChunk(m *nats.Msg) {
-	if !t.enter() {
-		return
-	}
-	defer t.active.Done()
-	msg, ok := t.open(m.Data, m.Subject, true)
-	if !ok {
-		return
-	}
-	t.emit(host.Event{Kind: host.EventMessage, Message: msg, Worker: m.Header.Get(HeaderWorker)})
-}
-
-// open authenticates a worker frame, checks that its kind belongs on the
-// subject it came on (chunks on the chunks subject, terminal events on the
-// events subject) and applies the replay window.
-func (t *HostTransport) open(data []byte, subject string, chunk bool) (protocol.WorkerMessage, bool) {
+// open authenticates a worker frame (a chunk, result or cancel
+// disposition; OpenWorker refuses other kinds) and applies the replay
+// window.
+func (t *HostTransport) open(data []byte, subject string) (protocol.WorkerMessage, bool) {
 	msg, seq, err := t.codec.OpenWorker(data)
 	if err != nil {
 		t.reject(classify(err), subject, err)
-		return protocol.WorkerMessage{}, false
-	}
-	if (msg.Kind == protocol.KindChunk) != chunk {
-		t.reject(RejectKind, subject, wrongKind(msg.Kind, "another kind on "+subject))
 		return protocol.WorkerMessage{}, false
 	}
 	reqID, _, _ := workerBinding(msg)
@@ -347,12 +325,11 @@ func (t *HostTransport) enter() bool {
 // consumer, so Close returns even on a broken connection.
 const stopTimeout = 5 * time.Second
 
-// Close stops the consumer, the subscription and the watcher, waits for
+// Close stops the consumer and the watcher, waits for
 // every callback in flight, and closes Events. Publishes still awaiting
 // their ack are not reported; their message ids make a republish by the
 // next transport safe. Close is idempotent.
 func (t *HostTransport) Close() error {
-	var err error
 	t.closeOnce.Do(func() {
 		t.mu.Lock()
 		t.closed = true
@@ -363,14 +340,10 @@ func (t *HostTransport) Close() error {
 		case <-t.cc.Closed():
 		case <-time.After(stopTimeout):
 		}
-		err = t.sub.Unsubscribe()
-		if err == nats.ErrConnectionClosed || err == nats.ErrBadSubscription {
-			err = nil
-		}
 		t.active.Wait()
 		<-t.watcherDone
 		t.js.CleanupPublisher()
 		close(t.events)
 	})
-	return err
+	return nil
 }

@@ -62,7 +62,7 @@ func eventsStreamConfig(cfg Config) jetstream.StreamConfig {
 	dup := min(cfg.DuplicateWindow, cfg.EventsMaxAge)
 	return jetstream.StreamConfig{
 		Name:        StreamEvents,
-		Description: "Splash terminal events, one subject per host",
+		Description: "Splash chunks and terminal events, one subject per host",
 		Subjects:    []string{eventsPrefix + ">"},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     cfg.Storage,

@@ -24,10 +24,12 @@ const (
 	RejectSequence = "sequence"
 	// RejectInvalid: an authentic frame whose message breaks a rule.
 	RejectInvalid = "invalid_message"
-	// RejectKind: a kind that does not belong on the subject it came on.
+	// RejectKind: a kind that does not belong where it came. HostTransport
+	// no longer reports it, as chunks and terminal events share one
+	// subject; observers still map the name.
 	RejectKind = "unexpected_kind"
 	// RejectReplayed: a sequence not greater than the last accepted for its
-	// request. A chunk overtaken by its own result also lands here.
+	// request, such as a redelivered chunk of a request already finished.
 	RejectReplayed = "replayed"
 )
 

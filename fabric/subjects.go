@@ -16,7 +16,7 @@ import (
 const (
 	// StreamInvoke is the work-queue stream of invocations.
 	StreamInvoke = "SPLASH_INVOKE"
-	// StreamEvents holds terminal events until their host acks them.
+	// StreamEvents holds chunks and terminal events until their host acks them.
 	StreamEvents = "SPLASH_EVENTS"
 	// BucketCancel is the KV bucket of cancel records.
 	BucketCancel = "splash_cancel"
@@ -29,7 +29,6 @@ const (
 const (
 	invokePrefix    = "splash.invoke."
 	eventsPrefix    = "splash.events."
-	chunksPrefix    = "splash.chunks."
 	cancelPrefix    = "splash.cancel."
 	reconcilePrefix = "splash.reconcile."
 	cancelKVPrefix  = "$KV." + BucketCancel + "."
@@ -38,7 +37,7 @@ const (
 // Header names set on fabric messages.
 const (
 	// HeaderHost names the host that waits for an invocation's answer;
-	// workers reply to EventsSubject and ChunksSubject of it.
+	// workers send its chunks and terminal events to EventsSubject of it.
 	HeaderHost = "Splash-Host"
 	// HeaderWorker names the worker that sent an event, for status and
 	// metrics; it is not authenticated.
@@ -93,13 +92,11 @@ func isTokenByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
-// EventsSubject is where workers JetStream-publish the terminal events for
-// hostID. hostID must pass ValidateHostID.
+// EventsSubject is where workers JetStream-publish the chunks and terminal
+// events for hostID. Both share the subject so that the stream stores a
+// call's chunks and its result in publish order and the host's one
+// consumer delivers them in that order. hostID must pass ValidateHostID.
 func EventsSubject(hostID string) string { return eventsPrefix + hostID }
-
-// ChunksSubject is where workers core-publish progress chunks for hostID.
-// hostID must pass ValidateHostID.
-func ChunksSubject(hostID string) string { return chunksPrefix + hostID }
 
 // CancelSubject is the core broadcast subject of tool's cancellations. tool
 // must pass protocol.ValidateToolName.
@@ -122,6 +119,13 @@ func MsgID(idempotencyKey string, attempt uint32) string {
 // so a worker that sends the same answer twice stores it once.
 func EventMsgID(requestID string, attempt uint32, kind protocol.MessageKind) string {
 	return "r/" + requestID + "/" + strconv.FormatUint(uint64(attempt), 10) + "/" + string(kind)
+}
+
+// ChunkMsgID is the Nats-Msg-Id of worker frame k of an attempt when that
+// frame is a chunk, "r/<request>/<attempt>/chunk-<k>": a republish of the
+// same frame is stored once, and the id never equals a terminal event's.
+func ChunkMsgID(requestID string, attempt, k uint32) string {
+	return EventMsgID(requestID, attempt, protocol.MessageKind("chunk-"+strconv.FormatUint(uint64(k), 10)))
 }
 
 // CancelKey is the KV key of requestID's cancel record: hex SHA-256, since

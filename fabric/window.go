@@ -3,8 +3,8 @@ package fabric
 import "sync"
 
 // replayWindow remembers, per request, the highest worker sequence the host
-// accepted. Frames of one request arrive on two goroutines (the events
-// consumer and the chunks subscription), so it has its own mutex.
+// accepted. It has its own mutex so that Forget, called from the loop, and
+// the events consumer callback may touch it at once.
 //
 // A request whose terminal frame was accepted keeps its entry in a ring of
 // the most recent finished requests, so a replay of that terminal frame is

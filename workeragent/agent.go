@@ -30,13 +30,16 @@ const opTimeout = 10 * time.Second
 // goroutines. Every goroutine the agent starts goes through goTracked.
 type Agent struct {
 	// Immutable after New.
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	cfg   Config
-	log   *slog.Logger
-	codec *fabric.Codec
-	stats counters
-	owner atomic.Uint64 // numbers execution owners; any goroutine
+	nc *nats.Conn
+	js jetstream.JetStream
+	// chunkJS publishes chunks only, so its async error handler sees
+	// nothing but chunks and its pending limit never stalls a result.
+	chunkJS jetstream.JetStream
+	cfg     Config
+	log     *slog.Logger
+	codec   *fabric.Codec
+	stats   counters
+	owner   atomic.Uint64 // numbers execution owners; any goroutine
 
 	// mu guards the fields below and the marked fields of each execution.
 	// It is never held across a network wait. Lock order: a.mu, then a
@@ -113,7 +116,7 @@ func New(nc *nats.Conn, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	return &Agent{
+	a := &Agent{
 		nc:      nc,
 		js:      js,
 		cfg:     cfg,
@@ -126,7 +129,14 @@ func New(nc *nats.Conn, cfg Config) (*Agent, error) {
 		stopCh:  make(chan struct{}),
 		idle:    make(chan struct{}),
 		done:    make(chan struct{}),
-	}, nil
+	}
+	a.chunkJS, err = jetstream.New(nc,
+		jetstream.WithPublishAsyncTimeout(opTimeout),
+		jetstream.WithPublishAsyncErrHandler(a.onChunkPublishError))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	return a, nil
 }
 
 // Handle registers h for tool. It must be called before Run.

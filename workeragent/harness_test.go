@@ -66,16 +66,6 @@ func newEnv(t *testing.T) *env {
 	defer cancel()
 	must(t, fabric.Provision(ctx, js, e.fcfg))
 
-	sub, err := nc.Subscribe(fabric.ChunksSubject(e.hostID), func(m *nats.Msg) {
-		msg, _, err := e.codec.OpenWorker(m.Data)
-		if err != nil || msg.Chunk == nil {
-			t.Errorf("chunk frame: %v %+v", err, msg)
-			return
-		}
-		e.chunks <- *msg.Chunk
-	})
-	must(t, err)
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	cons, err := js.OrderedConsumer(ctx, fabric.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{fabric.EventsSubject(e.hostID)},
 	})
@@ -85,6 +75,8 @@ func newEnv(t *testing.T) *env {
 		switch {
 		case err != nil:
 			t.Errorf("event frame: %v", err)
+		case msg.Chunk != nil:
+			e.chunks <- *msg.Chunk
 		case msg.Result != nil:
 			e.results <- *msg.Result
 		case msg.CancelDisp != nil:

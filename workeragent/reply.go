@@ -26,14 +26,38 @@ func (a *Agent) openInvoke(m jetstream.Msg) (protocol.Invoke, string, error) {
 	return inv, host, nil
 }
 
-// publishChunk core-publishes one chunk: chunks are progress, not state, so
-// they skip the stream's write.
+// publishChunk JetStream-publishes one chunk to the host's events subject
+// without waiting for the stream: the call's result follows on the same
+// connection and subject, so the stream stores (and the host's consumer
+// delivers) the chunks before it. A failure arrives later at
+// onChunkPublishError; the message id dedupes a republish of frame k.
 func (a *Agent) publishChunk(e *execution, c protocol.Chunk, k uint32) error {
 	data, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, k, protocol.ChunkMessage(c))
 	if err != nil {
 		return err
 	}
-	return a.nc.Publish(fabric.ChunksSubject(e.host), data)
+	m := nats.NewMsg(fabric.EventsSubject(e.host))
+	m.Data = data
+	m.Header.Set(fabric.HeaderMsgID, fabric.ChunkMsgID(e.inv.RequestID, e.inv.Attempt, k))
+	m.Header.Set(fabric.HeaderWorker, a.cfg.WorkerID)
+	if _, err := a.chunkJS.PublishMsgAsync(m); err != nil {
+		a.chunkPublishFailed(m, err)
+		return err
+	}
+	return nil
+}
+
+// onChunkPublishError is the chunk context's async error handler, run on a
+// client goroutine when the stream refuses a chunk or its ack times out.
+// The chunk is not retried: the host sees a gap in Chunk.Sequence, and the
+// result still carries the whole answer.
+func (a *Agent) onChunkPublishError(_ jetstream.JetStream, m *nats.Msg, err error) {
+	a.chunkPublishFailed(m, err)
+}
+
+func (a *Agent) chunkPublishFailed(m *nats.Msg, err error) {
+	a.stats.chunkPublishErrors.Add(1)
+	a.log.Warn("chunk not stored", "msg_id", m.Header.Get(fabric.HeaderMsgID), "err", err)
 }
 
 // eventKind names a terminal event in its message id. Dispositions carry

@@ -38,6 +38,10 @@ type Stats struct {
 	// PublishErrors counts terminal events whose publish failed; the job
 	// is redelivered and the stored result replayed.
 	PublishErrors uint64
+	// ChunkPublishErrors counts chunks the events stream did not store
+	// (refused, timed out, or lost in a reconnect). They are not retried;
+	// the host sees a gap in Chunk.Sequence.
+	ChunkPublishErrors uint64
 	// InFlight is how many invocations are being processed right now.
 	InFlight int64
 }
@@ -47,7 +51,7 @@ type Stats struct {
 type counters struct {
 	received, executed, dedupeHits, deferred, takenOver, indeterminate atomic.Uint64
 	forged, redeliveries, cancelledBeforeStart, cancelRequests         atomic.Uint64
-	givenBack, publishErrors                                           atomic.Uint64
+	givenBack, publishErrors, chunkPublishErrors                       atomic.Uint64
 	inFlight                                                           atomic.Int64
 }
 
@@ -65,6 +69,7 @@ func (c *counters) snapshot() Stats {
 		CancelRequests:       c.cancelRequests.Load(),
 		GivenBack:            c.givenBack.Load(),
 		PublishErrors:        c.publishErrors.Load(),
+		ChunkPublishErrors:   c.chunkPublishErrors.Load(),
 		InFlight:             c.inFlight.Load(),
 	}
 }

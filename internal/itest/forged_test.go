@@ -77,7 +77,7 @@ func TestForgedFramesRejected(t *testing.T) {
 	c.republish(eventsSubject, wrongKeyResult, header(nil))
 	wrongKeyChunk, err := otherCodec(t).SealWorker(op.RequestID, 1, 1, protocol.ChunkMessage(protocol.Chunk{RequestID: op.RequestID, Sequence: 1, Text: "forged"}))
 	must(t, err)
-	must(t, c.hostNC.Publish(fabric.ChunksSubject(hostID), wrongKeyChunk))
+	c.republish(eventsSubject, wrongKeyChunk, header(nil))
 	rejected := func() uint64 {
 		r := c.tr.Rejected()
 		return r[fabric.RejectBadTag] + r[fabric.RejectMalformed]
@@ -94,7 +94,7 @@ func TestForgedFramesRejected(t *testing.T) {
 	// The capture holds the forgeries too; the genuine event is the one a
 	// worker sent.
 	var genuineEvent *nats.Msg
-	for _, m := range events.wait(t, 3) {
+	for _, m := range events.wait(t, 4) {
 		if m.Header.Get(fabric.HeaderWorker) != "" {
 			genuineEvent = m
 		}
