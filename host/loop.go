@@ -18,8 +18,9 @@ type LoopConfig struct {
 	Transport Transport
 	// HostID names this host on the fabric; request ids start with it.
 	HostID string
-	// Catalog registers the tools every new session may use. It runs on
-	// the loop goroutine against a fresh Runtime.
+	// Catalog registers the tools every new session may use, against a
+	// fresh Runtime. It runs on the goroutine that calls Submit, so
+	// concurrent submissions call it concurrently.
 	Catalog func(*Runtime) error
 	// Runtime is the template for each session's runtime; Clock is
 	// always the system clock for a loop.

@@ -58,21 +58,28 @@ type OperationStatus struct {
 
 // Submit starts a session and runs its script until it first suspends or
 // ends.
+//
+// The session's runtime is built and its first step evaluated on the
+// caller's goroutine: the runtime belongs to no session yet, so nothing
+// else can touch it, and the script's evaluation (the dearest part of a
+// submission) then runs in parallel across callers instead of holding up
+// every other session on the loop. The loop only takes ownership, claims
+// and publishes.
 func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error) {
-	type answer struct {
-		s   SessionStatus
-		err error
+	select {
+	case <-l.stop:
+		return SessionStatus{}, ErrLoopStopped
+	case <-ctx.Done():
+		return SessionStatus{}, ctx.Err()
+	default:
 	}
-	a, err := call(ctx, l, func(reply chan<- answer) command {
-		return cmdFunc(func(st *loopState) {
-			s, err := st.submit(sub)
-			reply <- answer{s, err}
-		})
-	})
+	rt, res, err := prepareSession(l.cfg, sub)
 	if err != nil {
 		return SessionStatus{}, err
 	}
-	return a.s, a.err
+	return call(ctx, l, func(reply chan<- SessionStatus) command {
+		return cmdFunc(func(st *loopState) { reply <- st.adopt(rt, res) })
+	})
 }
 
 // Status returns a session's snapshot and its audit log so far.
@@ -130,8 +137,10 @@ type cmdFunc func(*loopState)
 
 func (f cmdFunc) run(st *loopState) { f(st) }
 
-func (st *loopState) submit(sub Submission) (SessionStatus, error) {
-	cfg := st.cfg.Runtime
+// prepareSession builds a session's runtime from the loop's template and
+// sub, registers the catalog and evaluates the script's first step.
+func prepareSession(lc LoopConfig, sub Submission) (*Runtime, *EvalResult, error) {
+	cfg := lc.Runtime
 	if sub.Grants != nil {
 		cfg.Grants = sub.Grants
 	}
@@ -145,21 +154,26 @@ func (st *loopState) submit(sub Submission) (SessionStatus, error) {
 		cfg.ExecutionBudget = sub.ExecutionBudget
 	}
 	rt := NewRuntime(cfg)
-	if st.cfg.Catalog != nil {
-		if err := st.cfg.Catalog(rt); err != nil {
-			return SessionStatus{}, fmt.Errorf("host: catalog: %w", err)
+	if lc.Catalog != nil {
+		if err := lc.Catalog(rt); err != nil {
+			return nil, nil, fmt.Errorf("host: catalog: %w", err)
 		}
 	}
 	res, err := rt.Eval(sub.Source)
 	if err != nil {
-		return SessionStatus{}, err
+		return nil, nil, err
 	}
 	if res != nil && errors.Is(res.Err, ErrUnknownTool) {
 		// A script that names a tool the host does not offer is refused
 		// outright rather than kept as a failed session: the caller made
 		// a mistake the API can name.
-		return SessionStatus{}, res.Err
+		return nil, nil, res.Err
 	}
+	return rt, res, nil
+}
+
+// adopt makes rt, whose first step gave res, a session of the loop.
+func (st *loopState) adopt(rt *Runtime, res *EvalResult) SessionStatus {
 	st.nextSession++
 	s := &session{
 		id:      SessionID("s-" + st.incarnation + "-" + strconv.FormatUint(st.nextSession, 36)),
@@ -172,7 +186,7 @@ func (st *loopState) submit(sub Submission) (SessionStatus, error) {
 	st.touch(s)
 	// Claim now so the returned status already lists the dispatches.
 	st.claimAll(s)
-	return st.status(s), nil
+	return st.status(s)
 }
 
 func (st *loopState) cancel(id SessionID, op ExternalToolID) error {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,9 +22,10 @@ import (
 )
 
 // The end-to-end benchmark and, in the same run, the two raw JetStream
-// baselines (no runtime, no journal, no authentication). The harness and
-// the raw runners are the ones of fabric/bench_test.go, kept identical so
-// every figure is measured the same way.
+// baselines (no runtime, no journal, no authentication). The raw runners
+// are the ones of fabric/bench_test.go; the harness here submits from
+// several goroutines (see benchInFlight), and every runner of this file
+// goes through the same harness, so every figure is measured the same way.
 //
 //	go test -run '^$' -bench . -benchtime 3000x ./internal/itest/
 
@@ -35,10 +37,19 @@ type roundTripper interface {
 	Close()
 }
 
+// submitters bounds the goroutines that submit operations.
+const submitters = 4
+
 type newRunner func(b *testing.B, workers int, complete func(id uint64)) roundTripper
 
 // benchInFlight runs b.N operations through r, keeping at most inFlight
 // outstanding, and reports ops/s and the p50/p99 of submit → completion.
+//
+// Up to submitters goroutines submit, each taking a slot before it starts
+// an operation: a script's first step is evaluated on the submitting
+// goroutine (as it is for concurrent API callers), so one submitter alone
+// would measure how fast one goroutine evaluates scripts, not whether the
+// path keeps inFlight operations moving.
 func benchInFlight(b *testing.B, inFlight, workers int, mk newRunner) {
 	n := b.N
 	starts := make([]int64, n)
@@ -46,6 +57,9 @@ func benchInFlight(b *testing.B, inFlight, workers int, mk newRunner) {
 	slots := make(chan struct{}, inFlight)
 	var finished atomic.Int64
 	allDone := make(chan struct{})
+	var failed sync.Once
+	quit := make(chan struct{}) // ends the submitters early on failure
+	fail := func() { failed.Do(func() { close(quit) }) }
 	var seen sync.Map
 	complete := func(id uint64) {
 		if id >= uint64(n) {
@@ -63,25 +77,64 @@ func benchInFlight(b *testing.B, inFlight, workers int, mk newRunner) {
 	r := mk(b, workers, complete)
 	defer r.Close()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	begin := time.Now()
-	for i := range n {
-		slots <- struct{}{}
-		atomic.StoreInt64(&starts[i], time.Now().UnixNano())
-		if err := r.Submit(uint64(i)); err != nil {
-			b.Fatal(err)
-		}
+	var next atomic.Int64
+	var submitErr atomic.Pointer[error]
+	var submitting sync.WaitGroup
+	defer submitting.Wait()
+	defer fail()
+	for range min(inFlight, submitters) {
+		submitting.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || submitErr.Load() != nil {
+					return
+				}
+				select {
+				case slots <- struct{}{}:
+				case <-quit:
+					return
+				}
+				atomic.StoreInt64(&starts[i], time.Now().UnixNano())
+				if err := r.Submit(uint64(i)); err != nil {
+					submitErr.CompareAndSwap(nil, &err)
+					fail()
+					return
+				}
+			}
+		})
 	}
 	select {
 	case <-allDone:
+	case <-quit:
 	case <-time.After(2 * time.Minute):
 		b.Fatalf("%d of %d operations finished", finished.Load(), n)
 	}
 	elapsed := time.Since(begin)
+	cpu := processCPU() - cpu0
 	b.StopTimer()
+	if err := submitErr.Load(); err != nil {
+		b.Fatal(*err)
+	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(float64(lat[n*50/100])/1e3, "p50_µs")
 	b.ReportMetric(float64(lat[min(n-1, n*99/100)])/1e3, "p99_µs")
+	// CPU per operation (this process, which includes the in-process
+	// server) is steadier than ops/s on a shared machine, and it says
+	// whether a run was bound by CPU or by waiting.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu_µs/op")
+	b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores")
+}
+
+// processCPU is the user and system time this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchMatrix(b *testing.B, mk newRunner) {
