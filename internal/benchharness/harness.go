@@ -1,0 +1,119 @@
+package benchharness
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// RoundTripper runs operations for the harness: Submit starts operation id
+// and the runner calls the complete function it was built with, from any
+// goroutine, when that operation's answer reached the host.
+type RoundTripper interface {
+	Submit(id uint64) error
+	Close()
+}
+
+// NewRunner builds a RoundTripper with workers workers that reports each
+// finished operation to complete. Completions for unknown or repeated ids
+// are ignored, so a runner may report at-least-once.
+type NewRunner func(b *testing.B, workers int, complete func(id uint64)) RoundTripper
+
+// completionTimeout bounds one cell so a lost operation fails the run
+// instead of hanging it.
+const completionTimeout = 2 * time.Minute
+
+// InFlight runs b.N operations through the runner mk builds, keeping at
+// most inFlight outstanding, and reports ops/s and the p50/p99 of submit →
+// completion.
+//
+// Every submitter takes a slot before it starts an operation, so the
+// number outstanding never exceeds inFlight whatever the submitter count.
+func InFlight(b *testing.B, inFlight, workers int, mk NewRunner, opts ...Option) {
+	cfg := newConfig(opts)
+	if inFlight < 1 || cfg.submitters < 1 {
+		b.Fatalf("benchharness: inFlight %d, submitters %d: want at least 1 each", inFlight, cfg.submitters)
+	}
+	n := b.N
+	lat := newLatencies(n)
+	slots := make(chan struct{}, inFlight)
+	var finished atomic.Int64
+	allDone := make(chan struct{})
+	var failed sync.Once
+	quit := make(chan struct{}) // ends the submitters early on failure
+	fail := func() { failed.Do(func() { close(quit) }) }
+	var seen sync.Map
+	complete := func(id uint64) {
+		if id >= uint64(n) {
+			return
+		}
+		if _, dup := seen.LoadOrStore(id, struct{}{}); dup {
+			return
+		}
+		lat.finish(int(id))
+		<-slots
+		if finished.Add(1) == int64(n) {
+			close(allDone)
+		}
+	}
+	r := mk(b, workers, complete)
+	defer r.Close()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	begin := time.Now()
+	var next atomic.Int64
+	var submitErr atomic.Pointer[error]
+	var submitting sync.WaitGroup
+	defer submitting.Wait()
+	defer fail()
+	for range min(inFlight, cfg.submitters) {
+		submitting.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || submitErr.Load() != nil {
+					return
+				}
+				select {
+				case slots <- struct{}{}:
+				case <-quit:
+					return
+				}
+				lat.start(int(i))
+				if err := r.Submit(uint64(i)); err != nil {
+					submitErr.CompareAndSwap(nil, &err)
+					fail()
+					return
+				}
+			}
+		})
+	}
+	select {
+	case <-allDone:
+	case <-quit:
+	case <-time.After(completionTimeout):
+		b.Fatalf("%d of %d operations finished", finished.Load(), n)
+	}
+	elapsed := time.Since(begin)
+	cpu := processCPU() - cpu0
+	b.StopTimer()
+	if err := submitErr.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	report(b, cfg, n, elapsed, cpu, lat)
+}
+
+// Matrix runs mk as one sub-benchmark per cell of the grid every benchmark
+// shares, named "inflight=N/workers=M": one operation at a time shows
+// latency, 64 and 512 show whether the path keeps many moving, and one or
+// four workers show whether it scales out.
+func Matrix(b *testing.B, mk NewRunner, opts ...Option) {
+	for _, inFlight := range []int{1, 64, 512} {
+		for _, workers := range []int{1, 4} {
+			b.Run(fmt.Sprintf("inflight=%d/workers=%d", inFlight, workers), func(b *testing.B) {
+				InFlight(b, inFlight, workers, mk, opts...)
+			})
+		}
+	}
+}
