@@ -2,6 +2,7 @@ package workeragent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -281,7 +282,7 @@ func (a *Agent) start(ctx context.Context) error {
 		a.teardown(true)
 		return err
 	}
-	if err := fabric.Provision(ctx, a.js, a.cfg.Fabric); err != nil {
+	if err := a.joinFabric(ctx); err != nil {
 		return fail(err)
 	}
 	kv, err := fabric.CancelBucket(ctx, a.js)
@@ -397,4 +398,22 @@ func (a *Agent) teardown(wait bool) {
 		a.wg.Wait()
 	}
 	close(a.done)
+}
+
+// joinFabric provisions the fabric or, with BindOnly, checks that the host
+// already has: only the stream lookups, which a least-privilege worker user
+// is allowed.
+func (a *Agent) joinFabric(ctx context.Context) error {
+	if !a.cfg.BindOnly {
+		return fabric.Provision(ctx, a.js, a.cfg.Fabric)
+	}
+	for _, name := range []string{fabric.StreamInvoke, fabric.StreamEvents} {
+		if _, err := a.js.Stream(ctx, name); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("%w: %q", ErrNotProvisioned, name)
+			}
+			return fmt.Errorf("workeragent: stream %q: %w", name, err)
+		}
+	}
+	return nil
 }

@@ -41,6 +41,12 @@ type Config struct {
 	// DrainGrace is how long Run lets in-flight calls finish after its
 	// context ends before it cancels them and hands them back.
 	DrainGrace time.Duration
+	// BindOnly makes Run bind to streams and the cancel bucket that must
+	// already exist instead of creating or updating them, so the worker's
+	// NATS user needs no right to change streams it does not own. Run fails
+	// with ErrNotProvisioned while they are missing. The zero value keeps
+	// the provisioning that lets a worker start before any host.
+	BindOnly bool
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
 }

@@ -22,6 +22,9 @@ var (
 	ErrInvalidTool = errors.New("workeragent: invalid tool registration")
 	// ErrDuplicateTool reports a second Handle for the same tool.
 	ErrDuplicateTool = errors.New("workeragent: tool already registered")
+	// ErrNotProvisioned reports Run with Config.BindOnly before the host
+	// created the fabric's streams.
+	ErrNotProvisioned = errors.New("workeragent: fabric not provisioned")
 	// ErrNoTools reports Run on an agent with no registered tool.
 	ErrNoTools = errors.New("workeragent: no tools registered")
 	// ErrAlreadyStarted reports Handle after Run, or a second Run.

@@ -37,6 +37,7 @@ type workerConfig struct {
 	metricsAddr string
 	replicas    int
 	drainGrace  time.Duration
+	provision   bool
 }
 
 func (c *workerConfig) flags(fs *flagSet) {
@@ -48,6 +49,7 @@ func (c *workerConfig) flags(fs *flagSet) {
 	fs.intVar(&c.concurrency, "concurrency", "SPLASH_WORKER_CONCURRENCY", 4, "`number` of calls of each tool run at once")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "127.0.0.1:9464", "`address` for /metrics and /healthz (empty: off)")
 	fs.durationVar(&c.drainGrace, "drain-grace", "SPLASH_WORKER_DRAIN_GRACE", workeragent.DefaultDrainGrace, "how long running calls may finish after a signal before they are cancelled and handed back")
+	fs.boolVar(&c.provision, "provision", "SPLASH_WORKER_PROVISION", true, "create or update the fabric's streams on start (--provision=false: bind to the host's, so the NATS user needs no stream rights)")
 	registerReplicas(fs, &c.replicas)
 }
 
@@ -105,7 +107,7 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	defer nc.Close()
 	w, err := newWorker(ctx, workerParts{
 		nc: nc, key: key, workerID: c.workerID, fabric: cfg, tools: c.tools,
-		concurrency: c.concurrency, drainGrace: c.drainGrace, metrics: m, log: log,
+		concurrency: c.concurrency, drainGrace: c.drainGrace, bindOnly: !c.provision, metrics: m, log: log,
 	})
 	if err != nil {
 		return err

@@ -51,6 +51,7 @@ type workerParts struct {
 	tools       []string
 	concurrency int // per tool; 0 keeps each tool's default
 	drainGrace  time.Duration
+	bindOnly    bool // workeragent.Config.BindOnly
 	metrics     *metrics.Worker
 	log         *slog.Logger
 }
@@ -85,6 +86,7 @@ func newWorker(ctx context.Context, p workerParts) (*worker, error) {
 		Fabric:     p.fabric,
 		Journal:    journal,
 		DrainGrace: p.drainGrace,
+		BindOnly:   p.bindOnly,
 		Logger:     p.log,
 	})
 	if err != nil {

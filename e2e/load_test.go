@@ -1,0 +1,278 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/splashfabric/splashfabric/demotools"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+)
+
+// loadScript makes one demo.ledger call (the effect the audit counts) and
+// one short demo.sleep, so calls are in flight whenever a fault strikes.
+const loadScript = `let n = await tool.start("demo.ledger", "");
+let s = await tool.start("demo.sleep", "150ms");
+n`
+
+// load submits loadScript from a fixed number of clients until stopped.
+type load struct {
+	api *apiClient
+
+	mu       sync.Mutex
+	sessions []string
+	// final holds each session's terminal state as its client saw it: the
+	// host forgets the oldest finished sessions (it keeps 1024), so the
+	// audit cannot ask for every one of them afterwards.
+	final map[string]session
+	// refused counts submissions the host refused or that failed in
+	// transit (the host restarting): they were never accepted, so the
+	// audit does not expect them to finish.
+	refused int
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// startLoad runs clients concurrent submitters, each waiting for its
+// script to reach a terminal state before submitting the next one (a
+// steady number of scripts in flight).
+func startLoad(t *testing.T, api *apiClient, clients int) *load {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &load{api: api, stop: cancel, final: map[string]session{}}
+	for range clients {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for ctx.Err() == nil {
+				// Not ctx: a submission cut off by the end of the load
+				// could have been taken by the host without its id
+				// reaching the audit.
+				s, err := api.submit(context.Background(), loadScript)
+				l.mu.Lock()
+				if err != nil {
+					l.refused++
+				} else {
+					l.sessions = append(l.sessions, s.ID)
+				}
+				l.mu.Unlock()
+				if err != nil {
+					// The host may be restarting; try again shortly.
+					select {
+					case <-ctx.Done():
+					case <-time.After(200 * time.Millisecond):
+					}
+					continue
+				}
+				if fin, ok := waitTerminal(ctx, api, s.ID); ok {
+					l.mu.Lock()
+					l.final[s.ID] = fin
+					l.mu.Unlock()
+				}
+			}
+		}()
+	}
+	t.Cleanup(l.finish)
+	return l
+}
+
+// waitTerminal polls a session until it is terminal (and returns it) or
+// ctx ends.
+func waitTerminal(ctx context.Context, api *apiClient, id string) (session, bool) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s, err := api.session(ctx, id); err == nil && s.terminal() {
+			return s, true
+		}
+		select {
+		case <-ctx.Done():
+			return session{}, false
+		case <-tick.C:
+		}
+	}
+}
+
+// finish stops submitting and waits for the clients to return.
+func (l *load) finish() {
+	l.stop()
+	l.wg.Wait()
+}
+
+// auditCounts is what an audit found, logged by every scenario.
+type auditCounts struct {
+	submitted, refused, completed, failed, indeterminate, timedOut, ledgerKeys int
+	// ledgerOK and sessionsDone are the host's counters the audit compared.
+	ledgerOK, sessionsDone float64
+}
+
+func (c auditCounts) String() string {
+	return fmt.Sprintf("submitted %d (refused %d), completed %d, failed %d (indeterminate %d, timed out %d), ledger keys %d (each exactly once); host metrics: demo.ledger succeeded %v, sessions completed %v",
+		c.submitted, c.refused, c.completed, c.failed, c.indeterminate, c.timedOut, c.ledgerKeys, c.ledgerOK, c.sessionsDone)
+}
+
+// failures says which failed scripts a scenario's audit accepts.
+type failures int
+
+const (
+	// noFailures: every script completes.
+	noFailures failures = iota
+	// faultOutcomes: a script may fail only because a call the fault
+	// struck ended indeterminate (the fabric refuses to run an effect again
+	// when it cannot tell whether an earlier attempt ran it) or timed out
+	// (its only holder was cut off past the tool's deadline), never for
+	// another reason; the host process is the same throughout, so its
+	// metrics must agree exactly.
+	faultOutcomes
+	// anyFailure: scripts may fail with any stated reason (a host restart
+	// fails the scripts it held), and the restarted host's metrics start
+	// from zero.
+	anyFailure
+)
+
+// How a failed script's error names an indeterminate or timed-out call.
+const (
+	indeterminate = "indeterminate"
+	timedOut      = "timed_out"
+)
+
+// audit stops the load and checks the scenario's outcome: every accepted
+// script reaches a terminal state, every demo.ledger effect ran exactly
+// once per idempotency key (no key twice; a failed script's key at most
+// once), and the host's metrics agree with those counts. allow says which
+// failed scripts are accepted; completed ones must always be right.
+func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
+	t.Helper()
+	l.finish()
+	s.logf("load stopped")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	l.mu.Lock()
+	ids := append([]string(nil), l.sessions...)
+	c := auditCounts{submitted: len(ids), refused: l.refused}
+	final := make(map[string]session, len(ids))
+	for id, ss := range l.final {
+		final[id] = ss
+	}
+	l.mu.Unlock()
+	if c.submitted == 0 {
+		t.Fatal("audit: no script was accepted")
+	}
+
+	testwait.Until(t, 3*time.Minute, "every submitted script terminal", func() bool {
+		for _, id := range ids {
+			if _, done := final[id]; done {
+				continue
+			}
+			ss, err := l.api.session(ctx, id)
+			var ae *apiError
+			if errors.As(err, &ae) && ae.Status == 404 {
+				t.Fatalf("session %s unknown to the host: lost", id)
+			}
+			if err != nil || !ss.terminal() {
+				return false
+			}
+			final[id] = ss
+		}
+		return true
+	})
+	for _, ss := range final {
+		switch ss.State {
+		case "completed":
+			c.completed++
+			if ss.Value != "1" {
+				t.Errorf("session %s: ledger answered %q, want 1 (a repeated effect)", ss.ID, ss.Value)
+			}
+		case "failed":
+			c.failed++
+			fault := false
+			switch {
+			case strings.Contains(ss.Error, indeterminate):
+				c.indeterminate++
+				fault = true
+			case strings.Contains(ss.Error, timedOut):
+				c.timedOut++
+				fault = true
+			}
+			switch {
+			case ss.Error == "":
+				t.Errorf("session %s failed without a reason", ss.ID)
+			case allow == noFailures, allow == faultOutcomes && !fault:
+				t.Errorf("session %s failed: %s", ss.ID, ss.Error)
+			}
+		}
+	}
+
+	counts, err := demotools.LedgerCounts(ctx, s.opsJS())
+	if err != nil {
+		t.Fatalf("ledger counts: %v", err)
+	}
+	c.ledgerKeys = len(counts)
+	for key, n := range counts {
+		if n != 1 {
+			t.Errorf("idempotency key %q: effect ran %d times", key, n)
+		}
+	}
+	// Each completed script ran one ledger call; a failed one at most one.
+	// A submission that failed in transit (the host restarting) may still
+	// have been taken and run.
+	most := c.completed + c.failed
+	if allow == anyFailure {
+		most += c.refused
+	}
+	if c.ledgerKeys < c.completed || c.ledgerKeys > most {
+		t.Errorf("ledger holds %d keys for %d completed and %d failed scripts", c.ledgerKeys, c.completed, c.failed)
+	}
+
+	// The host's counters (of the host process now running: a restarted
+	// host starts from zero, so that scenario checks only that they do not
+	// exceed the audit).
+	fams, err := l.api.metrics(ctx)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	ledgerOK := metricSum(fams, "splash_operations_finished_total", map[string]string{"tool": demotools.Ledger, "outcome": "succeeded"})
+	sessionsDone := metricSum(fams, "splash_sessions_total", map[string]string{"state": "completed"})
+	c.ledgerOK, c.sessionsDone = ledgerOK, sessionsDone
+	// An indeterminate or timed-out ledger call may or may not have run its
+	// effect: that is what the outcome says.
+	ledgerUnknown := metricSum(fams, "splash_operations_finished_total", map[string]string{"tool": demotools.Ledger, "outcome": indeterminate}) +
+		metricSum(fams, "splash_operations_finished_total", map[string]string{"tool": demotools.Ledger, "outcome": timedOut})
+	switch allow {
+	case noFailures:
+		if int(ledgerOK) != c.ledgerKeys {
+			t.Errorf("metrics: %v demo.ledger operations succeeded, ledger holds %d keys", ledgerOK, c.ledgerKeys)
+		}
+	case faultOutcomes:
+		if int(ledgerOK) > c.ledgerKeys || c.ledgerKeys > int(ledgerOK+ledgerUnknown) {
+			t.Errorf("metrics: %v demo.ledger operations succeeded and %v indeterminate or timed out, ledger holds %d keys", ledgerOK, ledgerUnknown, c.ledgerKeys)
+		}
+	}
+	if allow != anyFailure {
+		if int(sessionsDone) != c.completed {
+			t.Errorf("metrics: %v sessions completed, audit found %d", sessionsDone, c.completed)
+		}
+	} else if int(ledgerOK) > c.ledgerKeys || int(sessionsDone) > c.completed {
+		t.Errorf("metrics: %v ledger successes and %v completed sessions exceed the audit's %d and %d", ledgerOK, sessionsDone, c.ledgerKeys, c.completed)
+	}
+	if p := metricSum(fams, "splash_operations_pending", nil) + metricSum(fams, "splash_operations_claimed", nil); p != 0 {
+		t.Errorf("metrics: %v operations still pending or claimed after the audit", p)
+	}
+	s.logf("audit: %v", c)
+	return c
+}
+
+// during runs for d, failing the test if ctx ends first.
+func during(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-time.After(d):
+	case <-t.Context().Done():
+		t.Fatal("test ended while waiting")
+	}
+}

@@ -1,0 +1,317 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/demotools"
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// Load of every scenario: loadClients scripts in flight at once.
+const loadClients = 8
+
+// hostID is SPLASH_HOST_ID of the compose host.
+const hostID = "host1"
+
+// cluster brings the whole stack up with workers workers and returns it
+// with an API client once the ledger's bucket answers reads.
+func cluster(t *testing.T, workers int) (*stack, *apiClient) {
+	t.Helper()
+	requireImplemented(t)
+	s := newStack(t)
+	s.up(workers)
+	s.ledgerReady()
+	return s, newAPIClient(s.apiURL(), s.apiToken())
+}
+
+// ledgerReady creates demo.ledger's bucket as the workers would on their
+// first call (same configuration, so theirs is a no-op) and waits until a
+// read answers: right after creation a clustered bucket may answer "no
+// responders", which demo.ledger, run once per key, would report as the
+// failure of a script's only attempt.
+func (s *stack) ledgerReady() {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.t.Context(), time.Minute)
+	defer cancel()
+	js := s.opsJS()
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      demotools.LedgerBucket,
+		Description: "demo.ledger effect counts by idempotency key",
+	})
+	if err != nil {
+		s.t.Fatalf("ledger bucket: %v", err)
+	}
+	testwait.Until(s.t, time.Minute, "ledger bucket answers reads", func() bool {
+		_, err := kv.Get(ctx, "e2e-ready")
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	})
+	s.logf("ledger bucket ready")
+}
+
+// TestScenarioIntruders (scenario 7): a client without NATS credentials and
+// clients with credentials but the wrong frame key try to publish
+// invocations and results. The first is refused at the connection, the
+// others' frames are rejected and counted, and nothing runs.
+func TestScenarioIntruders(t *testing.T) {
+	s, api := cluster(t, 1)
+	ctx := t.Context()
+	before, err := api.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// 1. No credentials: the connection itself is refused.
+	if _, err := nats.Connect(s.natsURLs(), nats.NoReconnect()); err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+		t.Fatalf("anonymous connect: %v, want an authorization violation", err)
+	}
+
+	wrong, err := protocol.GenerateSessionKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec, err := fabric.NewCodec(wrong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const forged = 5
+
+	// 2. Host credentials, wrong key: invocations reach the stream, and
+	// the worker refuses every one.
+	hnc, err := s.connect("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hjs, err := jetstream.New(hnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range forged {
+		inv := protocol.Invoke{
+			RequestID: fmt.Sprintf("intruder-%d", i), Tool: demotools.Ledger, Input: protocol.TextPayload(""),
+			CallIndex: 1, Attempt: 1, AttemptLimit: 1, IdempotencyKey: fmt.Sprintf("intruder/%d", i), OutputLimit: 1024,
+		}
+		data, err := codec.SealInvoke(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := nats.NewMsg("splash.invoke." + demotools.Ledger)
+		m.Data = data
+		m.Header.Set(fabric.HeaderMsgID, fabric.MsgID(inv.IdempotencyKey, inv.Attempt))
+		m.Header.Set(fabric.HeaderHost, hostID)
+		if _, err := hjs.PublishMsg(ctx, m); err != nil {
+			t.Fatalf("publish forged invocation: %v", err)
+		}
+	}
+	ojs := s.opsJS()
+	testwait.Until(t, time.Minute, "forged invocations consumed", func() bool {
+		c, err := ojs.Consumer(ctx, fabric.StreamInvoke, fabric.ConsumerName(demotools.Ledger))
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Consumer >= forged
+	})
+
+	// 3. Worker credentials: publishing an invocation is refused by the
+	// server; forged results (wrong key) reach the host, which
+	// rejects and counts them.
+	v := &violations{}
+	wnc, err := s.connect("worker", nats.ErrorHandler(v.handler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wnc.Publish("splash.invoke."+demotools.Ledger, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	_ = wnc.Flush()
+	testwait.Until(t, 10*time.Second, "worker refused publishing an invocation", func() bool {
+		return v.has("splash.invoke." + demotools.Ledger)
+	})
+	wjs, err := jetstream.New(wnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range forged {
+		rid := fmt.Sprintf("intruder-%d", i)
+		res, err := codec.SealWorker(rid, 1, 2, protocol.ResultMessage(protocol.Result{
+			RequestID: rid, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &protocol.WorkerPayload{Format: protocol.FormatText, Text: "1"},
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := nats.NewMsg(fabric.EventsSubject(hostID))
+		m.Data = res
+		m.Header.Set(fabric.HeaderMsgID, fabric.EventMsgID(rid, 1, protocol.KindResult))
+		if _, err := wjs.PublishMsg(ctx, m); err != nil {
+			t.Fatalf("publish forged result: %v", err)
+		}
+	}
+	testwait.Until(t, time.Minute, "host counted the forged frames", func() bool {
+		after, err := api.metrics(ctx)
+		if err != nil {
+			return false
+		}
+		got := metricSum(after, "splash_auth_failures_total", map[string]string{"reason": "bad_tag"}) -
+			metricSum(before, "splash_auth_failures_total", map[string]string{"reason": "bad_tag"})
+		return got >= forged
+	})
+
+	// 4. The API refuses a missing or wrong token.
+	for _, tok := range []string{"", "wrong-token"} {
+		err := api.do(ctx, "POST", "/v1/sessions", tok, map[string]any{"source": `await tool.start("demo.ledger", "")`}, nil)
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.Status != 401 {
+			t.Errorf("submit with token %q: %v, want 401", tok, err)
+		}
+	}
+
+	// Nothing ran: no effect, no operation, no session.
+	counts, err := demotools.LedgerCounts(ctx, ojs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 0 {
+		t.Errorf("ledger ran for intruders: %v", counts)
+	}
+	after, err := api.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range []string{"splash_operations_started_total", "splash_operations_finished_total", "splash_sessions_total"} {
+		if d := metricSum(after, fam, nil) - metricSum(before, fam, nil); d != 0 {
+			t.Errorf("%s moved by %v", fam, d)
+		}
+	}
+	tokenFailures := metricSum(after, "splash_auth_failures_total", map[string]string{"reason": "missing_token"}) +
+		metricSum(after, "splash_auth_failures_total", map[string]string{"reason": "wrong_token"})
+	t.Logf("intruders: 1 anonymous connection, %d forged invocations, %d forged results, 1 worker invocation, 2 API calls refused; host auth failures bad_tag=%v, token=%v",
+		forged, forged, metricSum(after, "splash_auth_failures_total", map[string]string{"reason": "bad_tag"}), tokenFailures)
+}
+
+// TestScenarioScale (scenario 1): the pool grows from one worker to five
+// and shrinks back to one under load.
+func TestScenarioScale(t *testing.T) {
+	s, api := cluster(t, 1)
+	l := startLoad(t, api, loadClients)
+	during(t, 8*time.Second)
+	s.up(5)
+	if n := len(s.containers("worker")); n != 5 {
+		t.Fatalf("%d workers, want 5", n)
+	}
+	during(t, 10*time.Second)
+	s.up(1)
+	if n := len(s.containers("worker")); n != 1 {
+		t.Fatalf("%d workers, want 1", n)
+	}
+	during(t, 8*time.Second)
+	audit(t, s, l, noFailures)
+}
+
+// TestScenarioKillWorker (scenario 2): a worker is killed (SIGKILL) while
+// it holds calls; its calls are redelivered and finish elsewhere, once.
+func TestScenarioKillWorker(t *testing.T) {
+	s, api := cluster(t, 3)
+	l := startLoad(t, api, loadClients)
+	during(t, 6*time.Second)
+	victim := s.containers("worker")[0]
+	if out, err := execDocker("kill", victim); err != nil {
+		t.Fatalf("docker kill: %v %s", err, out)
+	}
+	s.logf("killed worker %.12s", victim)
+	// The load goes on; the victim's calls are redelivered once the ack
+	// wait (30s) passes, which the audit waits for.
+	during(t, 20*time.Second)
+	audit(t, s, l, noFailures)
+}
+
+// TestScenarioNATSNodeDown (scenario 3): one NATS node stops mid-load and
+// comes back.
+func TestScenarioNATSNodeDown(t *testing.T) {
+	s, api := cluster(t, 3)
+	l := startLoad(t, api, loadClients)
+	during(t, 8*time.Second)
+	s.mustCompose("stop", "--timeout", "5", "n2")
+	during(t, 15*time.Second)
+	s.mustCompose("start", "n2")
+	s.waitHealthy(2 * time.Minute)
+	during(t, 10*time.Second)
+	// A journal write cut off by the node going away may have taken the
+	// lease without the worker hearing so; the next attempt then finds a
+	// lease nobody finished and fails the call as indeterminate rather
+	// than risk running the effect twice.
+	audit(t, s, l, faultOutcomes)
+}
+
+// TestScenarioPartitionWorker (scenario 4): a worker is cut off the network
+// while it holds calls, then reconnected.
+func TestScenarioPartitionWorker(t *testing.T) {
+	s, api := cluster(t, 3)
+	l := startLoad(t, api, loadClients)
+	during(t, 8*time.Second)
+	victim := s.containers("worker")[0]
+	network := s.project + "_fabric"
+	if out, err := execDocker("network", "disconnect", network, victim); err != nil {
+		t.Fatalf("network disconnect: %v %s", err, out)
+	}
+	s.logf("worker %.12s cut off", victim)
+	during(t, 35*time.Second)
+	if out, err := execDocker("network", "connect", network, victim); err != nil {
+		t.Fatalf("network connect: %v %s", err, out)
+	}
+	s.waitHealthy(2 * time.Minute)
+	during(t, 8*time.Second)
+	// The calls the victim held can only be redelivered once the ack wait
+	// (30s) passes, which is also demo.sleep's deadline: those end timed
+	// out, with that reason, and none runs twice.
+	audit(t, s, l, faultOutcomes)
+}
+
+// TestScenarioRollingRestart (scenario 5): every worker restarts, one at a
+// time, under load.
+func TestScenarioRollingRestart(t *testing.T) {
+	s, api := cluster(t, 3)
+	l := startLoad(t, api, loadClients)
+	during(t, 5*time.Second)
+	for _, id := range s.containers("worker") {
+		if out, err := execDocker("restart", "--time", "15", id); err != nil {
+			t.Fatalf("docker restart: %v %s", err, out)
+		}
+		s.waitHealthy(2 * time.Minute)
+	}
+	during(t, 5*time.Second)
+	audit(t, s, l, noFailures)
+}
+
+// TestScenarioRestartHost (scenario 6): the host restarts under load.
+// Scripts it held fail with a queryable reason or finish; none is lost and
+// no worker effect is repeated.
+func TestScenarioRestartHost(t *testing.T) {
+	pending(t, "the host keeps sessions only in memory: after `docker-compose restart host` under load, GET /v1/sessions/{id} of a script the previous host process accepted answers 404 unknown_session (seen 2026-12-02, 8 clients, e.g. s-host1-5584a0e722bd-7h), so suspended scripts are lost instead of failing with a queryable status; needs the host to persist or tombstone its sessions across restarts")
+	s, api := cluster(t, 3)
+	l := startLoad(t, api, loadClients)
+	during(t, 8*time.Second)
+	s.mustCompose("restart", "--timeout", "15", "host")
+	s.waitHealthy(2 * time.Minute)
+	api.setBase(s.apiURL())
+	s.logf("host restarted, API at %s", api.baseURL())
+	during(t, 10*time.Second)
+	audit(t, s, l, anyFailure)
+}
+
+func execDocker(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := execCommand(ctx, "docker", args...)
+	return out, err
+}
