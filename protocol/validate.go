@@ -10,63 +10,58 @@ import (
 // it before it spends a sequence number and Open calls it after the tag has
 // been checked, so neither end ever acts on a message of the wrong shape.
 func (m WorkerMessage) Validate() error {
-	set := 0
-	for _, p := range []bool{m.Invoke != nil, m.Cancel != nil, m.Chunk != nil, m.Result != nil,
-		m.CancelDisp != nil, m.Reconcile != nil, m.Reconciled != nil} {
-		if p {
-			set++
-		}
-	}
-	var err error
-	var ok bool
-	switch m.Kind {
-	case KindInvoke:
-		ok = m.Invoke != nil
-		if ok {
-			err = m.Invoke.Validate()
-		}
-	case KindCancel:
-		ok = m.Cancel != nil
-		if ok {
-			err = m.Cancel.Validate()
-		}
-	case KindChunk:
-		ok = m.Chunk != nil
-		if ok {
-			err = m.Chunk.Validate()
-		}
-	case KindResult:
-		ok = m.Result != nil
-		if ok {
-			err = m.Result.Validate()
-		}
-	case KindCancelDisposition:
-		ok = m.CancelDisp != nil
-		if ok {
-			err = m.CancelDisp.Validate()
-		}
-	case KindReconcileOperation:
-		ok = m.Reconcile != nil
-		if ok {
-			err = m.Reconcile.Validate()
-		}
-	case KindReconciledOperation:
-		ok = m.Reconciled != nil
-		if ok {
-			err = m.Reconciled.Validate()
-		}
-	default:
+	body, ok, known := m.body()
+	if !known {
 		return fmt.Errorf("%w: unknown kind %q", ErrInvalidMessage, truncateString(string(m.Kind)))
 	}
-	switch {
-	case !ok:
+	if !ok {
 		return fmt.Errorf("%w: kind %q without its payload", ErrInvalidMessage, m.Kind)
-	case set != 1:
+	}
+	if set := m.payloads(); set != 1 {
 		return fmt.Errorf("%w: kind %q carries %d payloads", ErrInvalidMessage, m.Kind, set)
-	case err != nil:
+	}
+	if err := body.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", m.Kind, err)
 	}
 	return nil
+}
+
+// validator is what every payload type implements.
+type validator interface{ Validate() error }
+
+// body returns the payload Kind names; ok is false when that payload is
+// missing (a typed nil in the interface is never returned as usable) and
+// known is false for a kind the protocol does not have.
+func (m WorkerMessage) body() (v validator, ok, known bool) {
+	switch m.Kind {
+	case KindInvoke:
+		return m.Invoke, m.Invoke != nil, true
+	case KindCancel:
+		return m.Cancel, m.Cancel != nil, true
+	case KindChunk:
+		return m.Chunk, m.Chunk != nil, true
+	case KindResult:
+		return m.Result, m.Result != nil, true
+	case KindCancelDisposition:
+		return m.CancelDisp, m.CancelDisp != nil, true
+	case KindReconcileOperation:
+		return m.Reconcile, m.Reconcile != nil, true
+	case KindReconciledOperation:
+		return m.Reconciled, m.Reconciled != nil, true
+	}
+	return nil, false, false
+}
+
+// payloads counts the payload fields that are set.
+func (m WorkerMessage) payloads() int {
+	n := 0
+	for _, set := range [...]bool{m.Invoke != nil, m.Cancel != nil, m.Chunk != nil, m.Result != nil,
+		m.CancelDisp != nil, m.Reconcile != nil, m.Reconciled != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
 }
 
 // Validate checks the format: a text payload carries no JSON, and a JSON
