@@ -379,13 +379,18 @@ func (st *loopState) complete(d *dispatched, res ToolResult) {
 	st.settleIfTerminal(d)
 }
 
-// retain forgets the oldest finished sessions beyond KeepFinished.
+// retain forgets the oldest finished sessions beyond KeepFinished. A
+// finished session that still holds a claimed operation (a dropped
+// promise) goes to the back of the line instead of staying forever, so it
+// is forgotten on a later pass once that operation settles.
 func (st *loopState) retain() {
-	for len(st.finished) > st.cfg.KeepFinished {
+	for excess := len(st.finished) - st.cfg.KeepFinished; excess > 0; excess-- {
 		id := st.finished[0]
 		st.finished = st.finished[1:]
-		if s := st.sessions[id]; s != nil && len(s.ops) == 0 {
-			delete(st.sessions, id)
+		if s := st.sessions[id]; s != nil && len(s.ops) > 0 {
+			st.finished = append(st.finished, id)
+			continue
 		}
+		delete(st.sessions, id)
 	}
 }
