@@ -17,8 +17,8 @@ var (
 	// ErrNotFound matches every 404: no such endpoint, session or
 	// operation.
 	ErrNotFound = errors.New("apiclient: not found")
-	// ErrUnknownSession matches the 404 for a session the host does not
-	// hold (never existed, or forgotten after it finished).
+	// ErrUnknownSession matches the 404 for a session the host cannot
+	// answer for (never existed, or its record expired).
 	ErrUnknownSession = errors.New("apiclient: unknown session")
 	// ErrUnknownOperation matches the 404 for an operation that is not
 	// live (never existed, or already finished).

@@ -28,3 +28,14 @@ const (
 	StateCompleted = "completed"
 	StateFailed    = "failed"
 )
+
+// Codes Session.ErrorCode reports for a failed session whose host process
+// ended while the session was suspended (docs/api.md, "Lost sessions").
+const (
+	// ErrorHostRestarted: the process was killed or crashed; a later
+	// process of the same host answers for the session.
+	ErrorHostRestarted = "host_restarted"
+	// ErrorHostStopped: the process stopped gracefully and recorded the
+	// session as failed.
+	ErrorHostStopped = "host_stopped"
+)

@@ -48,6 +48,7 @@ type session struct {
 	State      string            `json:"state"`
 	Value      string            `json:"value"`
 	Error      string            `json:"error"`
+	ErrorCode  string            `json:"error_code"`
 	Operations []json.RawMessage `json:"operations"`
 }
 

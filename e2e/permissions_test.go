@@ -139,6 +139,7 @@ func TestNATSConfigRefusesUnauthenticated(t *testing.T) {
 // fabricRig is a host transport and a worker agent, each on its own user.
 type fabricRig struct {
 	host       *fabric.HostTransport
+	archive    *fabric.SessionArchive
 	hostViol   *violations
 	workerViol *violations
 	opsJS      jetstream.JetStream
@@ -170,6 +171,11 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 		t.Fatalf("host transport: %v (violations %q)", err, hv.snapshot())
 	}
 	t.Cleanup(func() { _ = tr.Close() })
+	archive, err := fabric.NewSessionArchive(ctx, hnc, cfg)
+	if err != nil {
+		t.Fatalf("session archive: %v (violations %q)", err, hv.snapshot())
+	}
+	t.Cleanup(func() { _ = archive.Close() })
 
 	wnc, wv := connectAs(t, srv, "worker")
 	wjs, err := jetstream.New(wnc)
@@ -219,7 +225,7 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fabricRig{host: tr, hostViol: hv, workerViol: wv, opsJS: ojs, agent: agent}
+	return &fabricRig{host: tr, archive: archive, hostViol: hv, workerViol: wv, opsJS: ojs, agent: agent}
 }
 
 func invocation(n int, tool, input string) protocol.Invoke {
@@ -312,6 +318,27 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 		return ev.Message.Kind == protocol.KindCancelDisposition || resultOf(sleep.RequestID)(ev)
 	})
 
+	// The session archive: an incarnation and a terminal record written
+	// and read back by the host user.
+	inc := host.Incarnation{ID: permHostID + "-0123456789ab", HostID: permHostID, Started: time.Now()}
+	if err := rig.archive.Register(ctx, inc); err != nil {
+		t.Fatalf("register incarnation: %v (violations %q)", err, rig.hostViol.snapshot())
+	}
+	sid := host.SessionID("s-" + inc.ID + "-1")
+	rig.archive.Record(host.SessionStatus{ID: sid, State: host.SessionCompleted, Value: "1", Created: time.Now()})
+	if err := rig.archive.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := rig.archive.Stats(); st.Stored != 1 {
+		t.Fatalf("session archive stats %+v (violations %q)", st, rig.hostViol.snapshot())
+	}
+	if _, err := rig.archive.Incarnation(ctx, inc.ID); err != nil {
+		t.Fatalf("read incarnation: %v", err)
+	}
+	if _, err := rig.archive.Lookup(ctx, "s-"+permHostID+"-0123456789ab-2"); !errors.Is(err, host.ErrUnknownSession) {
+		t.Fatalf("read absent session record: %v (violations %q)", err, rig.hostViol.snapshot())
+	}
+
 	counts, err := demotools.LedgerCounts(ctx, rig.opsJS)
 	if err != nil {
 		t.Fatal(err)
@@ -362,6 +389,11 @@ func TestNATSConfigConfinesRoles(t *testing.T) {
 		{"worker", "create the cancel bucket", "$JS.API.STREAM.CREATE.KV_splash_cancel", false},
 		{"worker", "list streams", "$JS.API.STREAM.NAMES", false},
 		{"worker", "write another bucket", "$KV.other.key", false},
+		{"worker", "write a session record", "$KV.splash_sessions.s.s-perm-host-0123456789ab-1", false},
+		{"worker", "read a session record", "$JS.API.DIRECT.GET.KV_splash_sessions.$KV.splash_sessions.s.s-perm-host-0123456789ab-1", false},
+		{"worker", "read the session bucket by sequence", "$JS.API.STREAM.MSG.GET.KV_splash_sessions", false},
+		{"worker", "watch the session bucket", "$JS.API.CONSUMER.CREATE.KV_splash_sessions.spy", false},
+		{"worker", "delete the session bucket", "$JS.API.STREAM.DELETE.KV_splash_sessions", false},
 		{"worker", "subscribe to invocations", "splash.invoke.>", true},
 		{"worker", "subscribe to other workers' chunks", "splash.chunks.>", true},
 		{"worker", "subscribe to events", "splash.events.>", true},

@@ -37,6 +37,12 @@ type Config struct {
 	// DedupeHorizon is how long an idempotency record and a cancel record
 	// live.
 	DedupeHorizon time.Duration
+	// SessionRetention is how long the splash_sessions bucket keeps a
+	// session's terminal record and a host incarnation's record: for that
+	// long after a session finished, or after the host process that held
+	// it last refreshed its incarnation, GET /v1/sessions/{id} still
+	// answers for it.
+	SessionRetention time.Duration
 	// Storage of streams and buckets; file unless testing.
 	Storage jetstream.StorageType
 }
@@ -44,21 +50,26 @@ type Config struct {
 // DefaultConfig returns the settings of a single-node deployment.
 func DefaultConfig() Config {
 	return Config{
-		Replicas:        1,
-		AckWait:         30 * time.Second,
-		MaxDeliver:      5,
-		MaxAckPending:   10000,
-		DuplicateWindow: 2 * time.Minute,
-		MaxMsgSize:      protocol.DefaultMaxFrameBytes,
-		EventsMaxAge:    24 * time.Hour,
-		DedupeHorizon:   24 * time.Hour,
-		Storage:         jetstream.FileStorage,
+		Replicas:         1,
+		AckWait:          30 * time.Second,
+		MaxDeliver:       5,
+		MaxAckPending:    10000,
+		DuplicateWindow:  2 * time.Minute,
+		MaxMsgSize:       protocol.DefaultMaxFrameBytes,
+		EventsMaxAge:     24 * time.Hour,
+		DedupeHorizon:    24 * time.Hour,
+		SessionRetention: 24 * time.Hour,
+		Storage:          jetstream.FileStorage,
 	}
 }
 
 // minMsgSize keeps MaxMsgSize above what an empty invocation frame needs,
 // so a typo cannot make every publish fail.
 const minMsgSize = 1024
+
+// minSessionRetention keeps the incarnation refresh (a quarter of the
+// retention) from turning into a stream of writes.
+const minSessionRetention = 4 * time.Second
 
 // Validate reports the first field out of range, wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
@@ -79,6 +90,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: EventsMaxAge %v, want > 0", ErrInvalidConfig, c.EventsMaxAge)
 	case c.DedupeHorizon <= 0:
 		return fmt.Errorf("%w: DedupeHorizon %v, want > 0", ErrInvalidConfig, c.DedupeHorizon)
+	case c.SessionRetention < minSessionRetention:
+		return fmt.Errorf("%w: SessionRetention %v, want >= %v", ErrInvalidConfig, c.SessionRetention, minSessionRetention)
 	case c.Storage != jetstream.FileStorage && c.Storage != jetstream.MemoryStorage:
 		return fmt.Errorf("%w: Storage %v", ErrInvalidConfig, c.Storage)
 	}

@@ -2,6 +2,7 @@ package fabric_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/splashfabric/splashfabric/fabric"
 )
@@ -23,6 +24,9 @@ func TestConfigValidate(t *testing.T) {
 		{"tiny max msg size", func(c *fabric.Config) { c.MaxMsgSize = 10 }, fabric.ErrInvalidConfig},
 		{"zero events max age", func(c *fabric.Config) { c.EventsMaxAge = 0 }, fabric.ErrInvalidConfig},
 		{"zero dedupe horizon", func(c *fabric.Config) { c.DedupeHorizon = 0 }, fabric.ErrInvalidConfig},
+		{"zero session retention", func(c *fabric.Config) { c.SessionRetention = 0 }, fabric.ErrInvalidConfig},
+		{"session retention below the floor", func(c *fabric.Config) { c.SessionRetention = time.Second }, fabric.ErrInvalidConfig},
+		{"short session retention", func(c *fabric.Config) { c.SessionRetention = 4 * time.Second }, nil},
 		{"unknown storage", func(c *fabric.Config) { c.Storage = 7 }, fabric.ErrInvalidConfig},
 	}
 	for _, tt := range tests {

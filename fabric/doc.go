@@ -8,7 +8,7 @@
 // Every process that joins the fabric calls Provision with the same Config
 // before anything else; it creates or updates SPLASH_INVOKE (work queue,
 // one subject per tool), SPLASH_EVENTS (terminal events, one subject per
-// host) and the splash_cancel bucket. A worker then calls EnsureToolConsumer
+// host), the splash_cancel bucket and the splash_sessions bucket. A worker then calls EnsureToolConsumer
 // for each tool it serves:
 //
 //	js, _ := jetstream.New(nc)
@@ -40,6 +40,14 @@
 // window, and only then handed to Events. Rejected frames are dropped and
 // counted (Rejected, WithRejectHandler). Close stops every goroutine the
 // transport started and then closes Events.
+//
+// # The session archive
+//
+// NewSessionArchive returns the host.SessionArchive over splash_sessions
+// that a host passes as host.LoopConfig.Archive: terminal session records
+// written asynchronously (Record never waits for the server) and the
+// host's incarnations, so a restarted host answers for the sessions an
+// earlier process held. Close it after the loop's Stop, which flushes it.
 //
 // docs/topology.md describes every subject, stream, header and sequence.
 package fabric

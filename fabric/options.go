@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
-// Option tunes client-side behaviour of a HostTransport; server-side
-// resources are set by Config.
+// Option tunes client-side behaviour of a HostTransport or a
+// SessionArchive; server-side resources are set by Config. An option that
+// does not apply to one of them (the event buffer and replay memory, for
+// an archive) is accepted and ignored.
 type Option func(*options) error
 
 type options struct {
@@ -41,7 +43,9 @@ func WithEventBuffer(n int) Option {
 }
 
 // WithMaxPending bounds publishes awaiting their acknowledgement (default
-// 4096); beyond it Publish stalls briefly and then fails.
+// 4096); beyond it Publish stalls briefly and then fails. For a
+// SessionArchive it also bounds the records waiting for its writer; beyond
+// it Record drops the record and counts it.
 func WithMaxPending(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
@@ -89,7 +93,9 @@ func WithRejectHandler(f func(reason, subject string, err error)) Option {
 }
 
 // WithErrorHandler receives failures that have no Event kind: a cancel
-// record that was not stored, or a consumer error. It must not block.
+// record that was not stored, or a consumer error; for a SessionArchive, a
+// session record that was dropped or not stored, or an incarnation that
+// could not be refreshed. It must not block.
 func WithErrorHandler(f func(error)) Option {
 	return func(o *options) error {
 		o.onError = f

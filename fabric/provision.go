@@ -20,8 +20,8 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, defaultTimeout)
 }
 
-// Provision creates or updates the invocation stream, the events stream and
-// the cancel bucket to match cfg. It is idempotent; a changed cfg updates
+// Provision creates or updates the invocation stream, the events stream,
+// the cancel bucket and the session bucket to match cfg. It is idempotent; a changed cfg updates
 // the resources in place, except for what JetStream cannot change (storage
 // type, retention), which fails with the server's error.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
@@ -38,6 +38,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	}
 	if _, err := js.CreateOrUpdateKeyValue(ctx, cancelBucketConfig(cfg)); err != nil {
 		return fmt.Errorf("fabric: provision %s: %w", BucketCancel, err)
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, sessionBucketConfig(cfg)); err != nil {
+		return fmt.Errorf("fabric: provision %s: %w", BucketSessions, err)
 	}
 	return nil
 }
@@ -83,6 +86,18 @@ func cancelBucketConfig(cfg Config) jetstream.KeyValueConfig {
 		Replicas:    cfg.Replicas,
 		// A cancel record is one sealed frame.
 		MaxValueSize: cfg.MaxMsgSize,
+	}
+}
+
+func sessionBucketConfig(cfg Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:       BucketSessions,
+		Description:  "Splash session archive: s.<session id> = terminal status, i.<incarnation> = host process",
+		History:      1,
+		TTL:          cfg.SessionRetention,
+		Storage:      cfg.Storage,
+		Replicas:     cfg.Replicas,
+		MaxValueSize: sessionValueBytes(cfg),
 	}
 }
 

@@ -23,6 +23,11 @@ const (
 	// streamCancel is the stream behind BucketCancel, named by the KV
 	// convention.
 	streamCancel = "KV_" + BucketCancel
+	// BucketSessions is the KV bucket of the host's session archive:
+	// terminal session records and host incarnations.
+	BucketSessions = "splash_sessions"
+	// streamSessions is the stream behind BucketSessions.
+	streamSessions = "KV_" + BucketSessions
 )
 
 // Subject prefixes; each is followed by a tool name or a host id.
@@ -32,6 +37,7 @@ const (
 	cancelPrefix    = "splash.cancel."
 	reconcilePrefix = "splash.reconcile."
 	cancelKVPrefix  = "$KV." + BucketCancel + "."
+	sessionKVPrefix = "$KV." + BucketSessions + "."
 )
 
 // Header names set on fabric messages.

@@ -29,13 +29,22 @@ type LoopConfig struct {
 	// (exponential, multiplier 2, jitter ±50%). Zero picks 100ms and 30s.
 	RetryInitial time.Duration
 	RetryMax     time.Duration
-	// KeepFinished is how many finished sessions stay queryable; 0 picks
-	// 1024. The oldest finished session is forgotten first.
+	// KeepFinished is how many finished sessions stay in memory, with
+	// their audit logs; 0 picks 1024. The oldest finished session is
+	// forgotten first; with an Archive, Status still answers for it.
 	KeepFinished int
 	// Observer, if set, is told of every change the loop makes, on the
 	// loop goroutine; it must not block. Metrics and live streams hook
 	// in here.
 	Observer Observer
+	// Archive, if set, keeps every session's terminal status and the
+	// host's incarnations, so Status still answers for a session the
+	// loop forgot (retention) or that an earlier process of this host
+	// held (a restart). Nil keeps sessions in memory only.
+	Archive SessionArchive
+	// ArchiveTimeout bounds registering the incarnation at StartLoop and
+	// the archive's flush at Stop; zero picks 10s.
+	ArchiveTimeout time.Duration
 }
 
 // Observer receives the loop's notifications. Calls happen on the loop
@@ -68,6 +77,10 @@ type Loop struct {
 	stop chan struct{}
 	done chan struct{}
 
+	// incarnation is set by StartLoop and never changes; any goroutine
+	// may read it.
+	incarnation Incarnation
+
 	// Everything below is owned by the run goroutine.
 	st *loopState
 }
@@ -92,8 +105,11 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	if cfg.KeepFinished <= 0 {
 		cfg.KeepFinished = 1024
 	}
-	var incarnation [6]byte
-	if _, err := rand.Read(incarnation[:]); err != nil {
+	if cfg.ArchiveTimeout <= 0 {
+		cfg.ArchiveTimeout = defaultArchiveTimeout
+	}
+	var random [incarnationHexLen / 2]byte
+	if _, err := rand.Read(random[:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrEntropyUnavailable, err)
 	}
 	l := &Loop{
@@ -101,17 +117,41 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 		cmds: make(chan command),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
+		// Request and session ids carry a random incarnation so that
+		// events left in the stream by an earlier run of the same host
+		// id never match an operation of this one, and so that a session
+		// id tells which process accepted it.
+		incarnation: Incarnation{
+			ID:      cfg.HostID + "-" + hex.EncodeToString(random[:]),
+			HostID:  cfg.HostID,
+			Started: time.Now(),
+		},
 	}
-	// Request ids carry a random incarnation so that events left in the
-	// stream by an earlier run of the same host id never match an
-	// operation of this one.
-	l.st = newLoopState(cfg, cfg.HostID+"-"+hex.EncodeToString(incarnation[:]))
+	if a := cfg.Archive; a != nil {
+		// Before any session exists: once a session id of this
+		// incarnation is out, a later process must be able to tell that
+		// this incarnation was real.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ArchiveTimeout)
+		err := a.Register(ctx, l.incarnation)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%w: registering incarnation %s: %w (without it, a later process of this host could not tell this one's lost sessions from ids that never existed)",
+				ErrArchiveUnavailable, l.incarnation.ID, err)
+		}
+	}
+	l.st = newLoopState(cfg, l.incarnation.ID)
 	go l.run()
 	return l, nil
 }
 
-// Stop ends the loop and waits for it. Sessions still suspended stay as
-// they are; their operations are not cancelled.
+// Incarnation returns the process lifetime this loop's session and request
+// ids carry.
+func (l *Loop) Incarnation() Incarnation { return l.incarnation }
+
+// Stop ends the loop and waits for it. Operations of sessions still
+// suspended are not cancelled. With an Archive, each such session is
+// recorded as failed with ErrHostStopped and the archive is flushed,
+// bounded by ArchiveTimeout, before Stop returns.
 func (l *Loop) Stop() {
 	select {
 	case <-l.stop:
@@ -142,6 +182,7 @@ func (l *Loop) run() {
 		}
 		select {
 		case <-l.stop:
+			l.archiveOnStop()
 			return
 		case c := <-l.cmds:
 			c.run(st)
@@ -159,6 +200,22 @@ func (l *Loop) run() {
 		}
 		st.flush()
 	}
+}
+
+// archiveOnStop records the sessions still suspended and flushes the
+// archive. It runs on the loop goroutine after its last step, so no
+// command can change a session meanwhile.
+func (l *Loop) archiveOnStop() {
+	a := l.cfg.Archive
+	if a == nil {
+		return
+	}
+	l.st.archiveSuspended()
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
+	defer cancel()
+	// A failed flush is the archive's to report: a killed host leaves
+	// the same gap, which Status covers with ErrHostRestarted.
+	_ = a.Flush(ctx)
 }
 
 // command is a request run on the loop goroutine.

@@ -33,11 +33,19 @@ const (
 
 // SessionStatus is a snapshot of one session.
 type SessionStatus struct {
-	ID      SessionID
-	State   SessionState
-	Value   string
+	ID    SessionID
+	State SessionState
+	Value string
+	// Error is the reason of a failed session, as text; Err is the same
+	// reason as an error, matchable with errors.Is (ErrHostRestarted,
+	// ErrHostStopped, ...). A status read back from an archive keeps the
+	// text and only the sentinels its implementation documents.
 	Error   string
+	Err     error
 	Created time.Time
+	// Truncated reports that an archive cut Value or Error to fit its
+	// record bound.
+	Truncated bool
 	// Operations lists the session's live (not yet terminal) operations.
 	Operations []OperationStatus
 }
@@ -83,7 +91,23 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 }
 
 // Status returns a session's snapshot and its audit log so far.
+//
+// With an Archive, a session the loop does not hold is looked up there, on
+// the caller's goroutine: a finished session the loop forgot answers with
+// its recorded status, a session of an earlier incarnation of this host
+// that has no record answers as failed with ErrHostRestarted. Neither has
+// an audit log any more.
 func (l *Loop) Status(ctx context.Context, id SessionID) (SessionStatus, []AuditEvent, error) {
+	s, audit, err := l.liveStatus(ctx, id)
+	if err == nil || l.cfg.Archive == nil || !errors.Is(err, ErrUnknownSession) {
+		return s, audit, err
+	}
+	s, err = l.archived(ctx, id)
+	return s, nil, err
+}
+
+// liveStatus asks the loop for a session it holds.
+func (l *Loop) liveStatus(ctx context.Context, id SessionID) (SessionStatus, []AuditEvent, error) {
 	type answer struct {
 		s     SessionStatus
 		audit []AuditEvent
@@ -211,7 +235,7 @@ func (st *loopState) status(s *session) SessionStatus {
 	if r := s.result; r != nil {
 		switch {
 		case r.Err != nil:
-			out.State, out.Error = SessionFailed, r.Err.Error()
+			out.State, out.Err, out.Error = SessionFailed, r.Err, r.Err.Error()
 		case !r.Suspended:
 			out.State, out.Value = SessionCompleted, r.Value
 		}

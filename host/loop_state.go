@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -119,6 +120,12 @@ func (st *loopState) flush() {
 		if !s.done && s.result != nil && !s.result.Suspended {
 			s.done = true
 			st.finished = append(st.finished, s.id)
+			if a := st.cfg.Archive; a != nil {
+				// Before retention can forget it, so there is no moment
+				// in which neither the loop nor the archive's queue
+				// holds it.
+				a.Record(archivable(st.status(s)))
+			}
 			st.retain()
 		}
 		if o := st.cfg.Observer; o != nil {
@@ -288,6 +295,13 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 	if d == nil {
 		if late := st.settled[requestID]; late != nil && m.Kind == protocol.KindResult {
 			st.lateResult(late, m.Result)
+			return
+		}
+		if !strings.HasPrefix(requestID, st.incarnation+"-") && strings.HasPrefix(requestID, st.cfg.HostID+"-") {
+			// Its session died with that process (ErrHostRestarted or
+			// ErrHostStopped): the answer is dropped, and the call is
+			// never dispatched again, so its effect cannot repeat.
+			st.reject("unknown_request", fmt.Errorf("%w: %q was dispatched by an earlier process of this host", ErrUnknownOperation, requestID))
 			return
 		}
 		st.reject("unknown_request", fmt.Errorf("%w: %q", ErrUnknownOperation, requestID))

@@ -85,8 +85,33 @@ var errorCodes = []errorCode{
 	{host.ErrNotClaimed, http.StatusConflict, "wrong_state"},
 	{host.ErrScriptRunning, http.StatusConflict, "script_running"},
 	{host.ErrLoopStopped, http.StatusServiceUnavailable, "unavailable"},
+	{host.ErrArchiveUnavailable, http.StatusServiceUnavailable, "archive_unavailable"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout"},
 	{context.Canceled, http.StatusServiceUnavailable, "canceled"},
+}
+
+// sessionErrorCodes name the reasons a session may fail with that a client
+// can act on without parsing the message: the session was lost with the
+// host process that held it. docs/api.md lists them.
+var sessionErrorCodes = []struct {
+	err  error
+	code string
+}{
+	{host.ErrHostRestarted, "host_restarted"},
+	{host.ErrHostStopped, "host_stopped"},
+}
+
+// sessionErrorCode returns the code of a failed session's reason, or "".
+func sessionErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, c := range sessionErrorCodes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return ""
 }
 
 // codeFor returns the status and code for err; anything unmapped is an

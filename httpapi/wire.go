@@ -22,11 +22,16 @@ type SubmitRequest struct {
 
 // Session is a session's snapshot as the API reports it.
 type Session struct {
-	ID         string      `json:"id"`
-	State      string      `json:"state"`
-	Value      *string     `json:"value,omitempty"`
-	Error      string      `json:"error,omitempty"`
-	Created    time.Time   `json:"created"`
+	ID    string  `json:"id"`
+	State string  `json:"state"`
+	Value *string `json:"value,omitempty"`
+	Error string  `json:"error,omitempty"`
+	// ErrorCode is set for a failure the API names with a stable code
+	// (see sessionErrorCodes): host_restarted, host_stopped.
+	ErrorCode string    `json:"error_code,omitempty"`
+	Created   time.Time `json:"created"`
+	// Truncated says the host's archive cut value or error to fit.
+	Truncated  bool        `json:"truncated,omitempty"`
 	Operations []Operation `json:"operations"`
 }
 
@@ -100,7 +105,9 @@ func sessionOf(s host.SessionStatus) Session {
 		ID:         string(s.ID),
 		State:      string(s.State),
 		Error:      s.Error,
+		ErrorCode:  sessionErrorCode(s.Err),
 		Created:    s.Created.UTC(),
+		Truncated:  s.Truncated,
 		Operations: operationsOf(s.Operations),
 	}
 	if s.State == host.SessionCompleted {

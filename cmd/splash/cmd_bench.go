@@ -2,37 +2,137 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
-	"time"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/splashfabric/splashfabric/internal/benchharness"
 )
 
 var benchCommand = command{
 	name:    "bench",
-	summary: "submit scripts at a steady rate and report latency and throughput",
+	summary: "measure the end-to-end path beside two raw JetStream baselines, in one process",
 	new:     func() runner { return new(benchConfig) },
 }
 
 // benchConfig holds the flags of `splash bench`.
 type benchConfig struct {
-	api         apiClientFlags
-	duration    time.Duration
-	concurrency int
-	script      string
+	ops      int
+	inFlight []string
+	workers  []string
+	claimed  bool
 }
 
 func (c *benchConfig) flags(fs *flagSet) {
-	c.api.register(fs)
-	fs.durationVar(&c.duration, "duration", "SPLASH_BENCH_DURATION", 10*time.Second, "how long to keep submitting")
-	fs.intVar(&c.concurrency, "concurrency", "SPLASH_BENCH_CONCURRENCY", 8, "`number` of scripts in flight at once")
-	fs.stringVar(&c.script, "script", "SPLASH_BENCH_SCRIPT", "", "script `file` to submit (empty: a built-in echo script)")
+	fs.intVar(&c.ops, "ops", "SPLASH_BENCH_OPS", 3000, "`number` of operations per cell and runner")
+	fs.listVar(&c.inFlight, "inflight", "SPLASH_BENCH_INFLIGHT", []string{"1", "64", "512"}, "comma-separated operations in flight, one cell each")
+	fs.listVar(&c.workers, "workers", "SPLASH_BENCH_WORKERS", []string{"1", "4"}, "comma-separated worker counts, one cell each")
+	fs.boolVar(&c.claimed, "claimed", "SPLASH_BENCH_CLAIMED", false, "also run a tool that is not idempotent (claimed in the journal before it runs)")
 }
 
-func (c *benchConfig) run(_ context.Context, _ *app, args []string) error {
+// benchRunner is one row of a cell: a name and what it measures.
+type benchRunner struct {
+	name string
+	mk   benchharness.NewRunner
+}
+
+func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
 	}
-	if c.concurrency < 1 || c.duration <= 0 {
-		return fmt.Errorf("%w: --concurrency and --duration must be positive", errUsage)
+	if c.ops < 1 {
+		return fmt.Errorf("%w: --ops must be positive", errUsage)
 	}
-	return errNotYetAvailable
+	inFlight, err := positiveInts("inflight", c.inFlight)
+	if err != nil {
+		return err
+	}
+	workers, err := positiveInts("workers", c.workers)
+	if err != nil {
+		return err
+	}
+	if err := setBenchOps(c.ops); err != nil {
+		return err
+	}
+	runners := []benchRunner{
+		{"(a) core reply", benchharness.CoreReply},
+		{"(b) durable reply", benchharness.DurableReply},
+		{"splash", benchharness.Fabric(benchharness.FabricOptions{Idempotent: true})},
+	}
+	if c.claimed {
+		runners = append(runners, benchRunner{"splash claimed", benchharness.Fabric(benchharness.FabricOptions{})})
+	}
+	fmt.Fprintf(a.stdout, "%d operations per row; ratios are splash against (b) measured just before it\n\n", c.ops)
+	for _, f := range inFlight {
+		for _, w := range workers {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := benchCell(a.stdout, f, w, runners); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// benchCell runs every runner at one in-flight bound and worker count and
+// prints them with the ratios the targets are stated in.
+func benchCell(w io.Writer, inFlight, workers int, runners []benchRunner) error {
+	fmt.Fprintf(w, "in flight %d, workers %d\n", inFlight, workers)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\tops/s ÷ (b)\tp50 ÷ (b)\tp99 ÷ (b)\t")
+	var base testing.BenchmarkResult
+	for _, r := range runners {
+		res := testing.Benchmark(func(b *testing.B) {
+			benchharness.InFlight(b, inFlight, workers, r.mk, benchharness.Submitters(4), benchharness.ReportCPU())
+		})
+		if res.N == 0 {
+			return fmt.Errorf("bench: %s at %d in flight, %d workers failed", r.name, inFlight, workers)
+		}
+		if strings.HasPrefix(r.name, "(b)") {
+			base = res
+		}
+		x := res.Extra
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t", r.name, x["ops/s"], x["p50_µs"], x["p99_µs"], x["cpu_µs/op"])
+		if strings.HasPrefix(r.name, "splash") && base.N > 0 {
+			b := base.Extra
+			fmt.Fprintf(tw, "%.2f\t%.2f\t%.2f\t\n", x["ops/s"]/b["ops/s"], x["p50_µs"]/b["p50_µs"], x["p99_µs"]/b["p99_µs"])
+		} else {
+			fmt.Fprint(tw, "\t\t\t\n")
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// setBenchOps fixes b.N for testing.Benchmark: a cell starts a server and
+// a cluster, so it must run a known number of operations rather than grow
+// N until a time budget is spent.
+func setBenchOps(n int) error {
+	testing.Init()
+	f := flag.Lookup("test.benchtime")
+	if f == nil {
+		return fmt.Errorf("bench: the testing package has no benchtime flag")
+	}
+	return f.Value.Set(strconv.Itoa(n) + "x")
+}
+
+func positiveInts(name string, vs []string) ([]int, error) {
+	out := make([]int, 0, len(vs))
+	for _, v := range vs {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: --%s: %q is not a positive number", errUsage, name, v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

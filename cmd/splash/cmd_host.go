@@ -18,8 +18,11 @@ Connects to NATS at --nats-url, seals frames with the key in --key-file,
 provisions the streams and serves the HTTP API on --api-addr, loopback by
 default, with /metrics on the same listener unless --metrics-addr is given.
 /readyz answers 200 once NATS is connected and the streams exist. Scripts
-are submitted to it with 'splash run'. Runs until SIGINT or SIGTERM, then
-closes open event streams, stops the loop and exits 0.`,
+are submitted to it with 'splash run'. Every finished session is kept in
+the splash_sessions bucket, so a restarted host still answers for the
+sessions an earlier process of the same --host-id held. Runs until SIGINT
+or SIGTERM, then closes open event streams, records the sessions still
+suspended as failed (host_stopped), stops the loop and exits 0.`,
 	new: func() runner { return new(hostConfig) },
 }
 

@@ -54,7 +54,8 @@ func TestExitStatus(t *testing.T) {
 		{name: "host needs a token", args: []string{"host"}, wantCode: 2, wantStderr: "no API token"},
 		{name: "dev needs a worker", args: []string{"dev", "--workers", "0"}, wantCode: 2, wantStderr: "--workers"},
 		{name: "routes need a cluster port", args: []string{"nats", "--routes", "nats-route://a:6222"}, wantCode: 2, wantStderr: "--cluster-port"},
-		{name: "bench not yet available", args: []string{"bench"}, wantCode: 1, wantStderr: "not yet available"},
+		{name: "bench needs positive in-flight bounds", args: []string{"bench", "--inflight", "1,0"}, wantCode: 2, wantStderr: "--inflight"},
+		{name: "bench needs operations", args: []string{"bench", "--ops", "0"}, wantCode: 2, wantStderr: "--ops"},
 		{name: "help", args: []string{"help"}, wantCode: 0},
 		{name: "help on an unknown command", args: []string{"help", "bogus"}, wantCode: 2, wantStderr: `unknown command "bogus"`},
 	}

@@ -11,10 +11,6 @@ var (
 	// exits 2 and prints the command's usage.
 	errUsage = errors.New("usage")
 
-	// errNotYetAvailable is returned by commands whose flags are in place
-	// but whose body is not written yet.
-	errNotYetAvailable = errors.New("not yet available")
-
 	// errKeyFile marks a key file that cannot be read or holds no valid key.
 	errKeyFile = errors.New("key file")
 

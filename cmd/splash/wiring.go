@@ -144,6 +144,7 @@ type hostParts struct {
 type runningHost struct {
 	log         *slog.Logger
 	transport   *fabric.HostTransport
+	archive     *fabric.SessionArchive
 	loop        *host.Loop
 	events      *httpapi.Broadcaster
 	servers     []*http.Server
@@ -174,18 +175,29 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: host transport: %v", errStart, err)
 	}
+	// Sessions outlive the process in splash_sessions: a restarted host
+	// still answers for the ones the previous process held.
+	h.archive, err = fabric.NewSessionArchive(ctx, p.nc, p.fabric,
+		fabric.WithErrorHandler(func(err error) { p.log.Warn("session archive", "err", err) }))
+	if err != nil {
+		_ = h.transport.Close()
+		return nil, fmt.Errorf("%w: session archive: %v", errStart, err)
+	}
 	h.events = httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
-	h.loop, err = host.StartLoop(host.LoopConfig{
+	h.loop, err = startLoop(ctx, host.LoopConfig{
 		Transport: h.transport,
 		HostID:    p.hostID,
 		Catalog:   demotools.Catalog,
 		Observer:  httpapi.Tee(h.events, obs),
-	})
+		Archive:   h.archive,
+	}, p.log)
 	if err != nil {
 		h.events.Close()
+		_ = h.archive.Close()
 		_ = h.transport.Close()
 		return nil, fmt.Errorf("%w: host loop: %v", errStart, err)
 	}
+	p.log.Info("host incarnation registered", "incarnation", h.loop.Incarnation().ID)
 	metricsHandler := metrics.Handler(p.reg)
 	apiCfg := httpapi.Config{
 		Token:  p.apiToken,
@@ -209,6 +221,26 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		h.serve(p.metrics, mux)
 	}
 	return h, nil
+}
+
+// startLoop starts the loop, retrying while its incarnation cannot be
+// written to the session archive: right after provisioning, a replicated
+// bucket may not answer yet. Each try draws a new incarnation.
+func startLoop(ctx context.Context, cfg host.LoopConfig, log *slog.Logger) (*host.Loop, error) {
+	bo := backoff.NewExponentialBackOff(backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
+	for {
+		l, err := host.StartLoop(cfg)
+		if err == nil || !errors.Is(err, host.ErrArchiveUnavailable) {
+			return l, err
+		}
+		wait := bo.NextBackOff()
+		log.Warn("session archive not writable, retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // ready is /readyz: NATS connected and the streams in place.
@@ -239,7 +271,8 @@ func (h *runningHost) serve(l net.Listener, handler http.Handler) {
 }
 
 // stop shuts the HTTP servers down (ending event streams), then the loop,
-// then the transport; the caller closes the connection afterwards.
+// then the archive and the transport; the caller closes the connection
+// afterwards.
 func (h *runningHost) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
@@ -249,7 +282,15 @@ func (h *runningHost) stop() {
 			_ = srv.Close()
 		}
 	}
+	// The loop records its suspended sessions as stopped and flushes the
+	// archive before Stop returns; only then may the archive close.
 	h.loop.Stop()
+	if st := h.archive.Stats(); st.Failed+st.Dropped > 0 {
+		h.log.Warn("session archive lost records", "failed", st.Failed, "dropped", st.Dropped, "stored", st.Stored)
+	}
+	if err := h.archive.Close(); err != nil {
+		h.log.Warn("session archive close", "err", err)
+	}
 	if err := h.transport.Close(); err != nil {
 		h.log.Warn("transport close", "err", err)
 	}

@@ -22,4 +22,10 @@
 // NATS, and [DurableReply] replies through a results stream and acks the
 // job only once its reply is stored. Both start their own server through
 // internal/natstest.
+//
+// [Fabric] is the whole splash path measured against them: host loop,
+// script session, sealed invocation, worker agent with its KV journal and
+// the sealed terminal event back. `go test -bench` in internal/itest and
+// `splash bench` both run it; a runner needs only a *testing.B, which
+// testing.Benchmark supplies outside a test binary too.
 package benchharness

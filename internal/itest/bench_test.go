@@ -1,8 +1,6 @@
 package itest
 
 import (
-	"context"
-	"fmt"
 	"strconv"
 	"testing"
 
@@ -33,16 +31,21 @@ func benchMatrix(b *testing.B, mk benchharness.NewRunner) {
 	benchharness.Matrix(b, mk, benchharness.Submitters(submitters), benchharness.ReportCPU())
 }
 
-// BenchmarkEndToEnd is the whole path: each operation is one script
-// session, `await tool.start("bench.noop", id)`, submitted through
-// Loop.Submit; the loop claims and publishes the sealed invocation, a
-// worker agent pulls it, consults its KV journal, runs a no-op handler,
-// stores the result and publishes the sealed terminal event; the host
-// transport verifies it and the loop completes the script. Completion is
-// observed through the loop's Observer. It therefore includes creating a
-// runtime and a script VM per operation: a per-operation cost a real
-// submission pays too.
-func BenchmarkEndToEnd(b *testing.B) { benchMatrix(b, newFabricRunner) }
+// BenchmarkEndToEnd is the whole path (see benchharness.Fabric): one
+// script session per operation, the tool registered as idempotent, so the
+// worker takes the journal's fast path. It includes creating a runtime and
+// a script VM per operation: a per-operation cost a real submission pays
+// too.
+func BenchmarkEndToEnd(b *testing.B) {
+	benchMatrix(b, benchharness.Fabric(benchharness.FabricOptions{Idempotent: true}))
+}
+
+// BenchmarkEndToEndClaimed is BenchmarkEndToEnd with a tool that is not
+// idempotent: every call is claimed in the journal before it runs, which
+// is what makes a crash mid-call indeterminate instead of a second effect.
+func BenchmarkEndToEndClaimed(b *testing.B) {
+	benchMatrix(b, benchharness.Fabric(benchharness.FabricOptions{}))
+}
 
 // BenchmarkBaselineCoreReply is baseline (a): publish to a work-queue
 // stream, pull, reply on core NATS, plain ack.
@@ -52,35 +55,6 @@ func BenchmarkBaselineCoreReply(b *testing.B) { benchMatrix(b, benchharness.Core
 // JetStream-published (async) to a results stream the host consumes, and
 // the job is acked once the reply is stored.
 func BenchmarkBaselineDurableReply(b *testing.B) { benchMatrix(b, benchharness.DurableReply) }
-
-type fabricRunner struct {
-	c *cluster
-}
-
-func newFabricRunner(b *testing.B, workers int, complete func(uint64)) benchharness.RoundTripper {
-	c := newCluster(b, options{tools: []hostTool{tool("bench.noop")}, eventBuffer: 4096})
-	c.obs.onFinal = func(s host.SessionStatus) {
-		if id, err := strconv.ParseUint(s.Value, 10, 64); err == nil && s.State == host.SessionCompleted {
-			complete(id)
-		}
-	}
-	for i := range workers {
-		c.startWorker(fmt.Sprintf("w%d", i+1), func(a *workeragent.Agent) {
-			must(b, a.Handle("bench.noop", workeragent.HandlerFunc(echo), workeragent.Concurrency(256)))
-		})
-	}
-	return &fabricRunner{c: c}
-}
-
-func (r *fabricRunner) Submit(id uint64) error {
-	_, err := r.c.loop.Submit(context.Background(), host.Submission{
-		Source: `const r = await tool.start("bench.noop", "` + strconv.FormatUint(id, 10) + `"); r`,
-	})
-	return err
-}
-
-// Close leaves teardown to the cluster's cleanups.
-func (r *fabricRunner) Close() {}
 
 // TestJetStreamWritesPerOperation counts the stream writes one successful
 // operation costs, from the sequence deltas of every stream it touches:
@@ -126,7 +100,7 @@ func BenchmarkSessionOnly(b *testing.B) {
 	for b.Loop() {
 		rt := host.NewRuntime(host.Config{})
 		must(b, c.catalog(rt))
-		res, err := rt.Eval(`const r = await tool.start("bench.noop", "1"); r`)
+		res, err := rt.Eval(benchharness.NoopScript)
 		if err != nil || !res.Suspended {
 			b.Fatalf("Eval: %+v, %v", res, err)
 		}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/splashfabric/splashfabric/apiclient"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+)
+
+// TestDevAnswersForSessionsOfAnEarlierProcess stops `splash dev` while a
+// script waits on a long sleep and starts it again on the same data
+// directory: the new process answers for the old session as failed with
+// host_stopped, and for its finished one as it ended.
+func TestDevAnswersForSessionsOfAnEarlierProcess(t *testing.T) {
+	const token = "test-token"
+	dir := t.TempDir()
+	start := func() (*proc, *apiclient.Client) {
+		dev := startSplash(t, "dev", "--log-format", "json", "--data-dir", dir,
+			"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "1")
+		rec := dev.waitRecord(t, "dev ready")
+		c, err := apiclient.New(rec["api_url"].(string), token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dev, c
+	}
+	dev, c := start()
+	ctx := t.Context()
+	done, err := c.Submit(ctx, apiclient.SubmitRequest{Source: `"finished"`})
+	if err != nil || done.State != apiclient.StateCompleted {
+		t.Fatalf("submit: %+v, %v", done, err)
+	}
+	held, err := c.Submit(ctx, apiclient.SubmitRequest{Source: `await tool.start("demo.sleep", "25s")`})
+	if err != nil || held.State != apiclient.StateSuspended {
+		t.Fatalf("submit: %+v, %v", held, err)
+	}
+	testwait.Until(t, 0, "the sleep claimed", func() bool {
+		s, err := c.Session(ctx, held.ID)
+		return err == nil && len(s.Operations) == 1 && s.Operations[0].State == "claimed"
+	})
+	if err := dev.stop(t); err != nil {
+		t.Fatalf("dev exit: %v", err)
+	}
+
+	dev, c = start()
+	defer func() {
+		if err := dev.stop(t); err != nil {
+			t.Errorf("dev exit: %v", err)
+		}
+	}()
+	lost, err := c.Session(ctx, held.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost.State != apiclient.StateFailed || lost.ErrorCode != apiclient.ErrorHostStopped || !strings.Contains(lost.Error, "stopped") {
+		t.Fatalf("held session after the restart: %+v", lost)
+	}
+	kept, err := c.Session(ctx, done.ID)
+	if err != nil || kept.State != apiclient.StateCompleted || kept.Value == nil || *kept.Value != "finished" {
+		t.Fatalf("finished session after the restart: %+v, %v", kept, err)
+	}
+	if _, err := c.Session(ctx, "s-dev-000000000000-1"); !errors.Is(err, apiclient.ErrUnknownSession) {
+		t.Fatalf("session of an unknown incarnation: %v", err)
+	}
+}

@@ -1,0 +1,325 @@
+package fabric_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+)
+
+// errorLog collects what an archive reports to WithErrorHandler.
+type errorLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (e *errorLog) add(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.errs = append(e.errs, err)
+}
+
+func (e *errorLog) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.errs)
+}
+
+func newArchive(t *testing.T, env *fabricEnv, opts ...fabric.Option) *fabric.SessionArchive {
+	t.Helper()
+	a, err := fabric.NewSessionArchive(testCtx(t), env.nc, env.cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	return a
+}
+
+var created = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestSessionArchiveStoresAndAnswers(t *testing.T) {
+	env := newEnv(t)
+	a := newArchive(t, env)
+	ctx := testCtx(t)
+	inc := host.Incarnation{ID: "h1-0123456789ab", HostID: "h1", Started: created}
+	if err := a.Register(ctx, inc); err != nil {
+		t.Fatal(err)
+	}
+	stopped := fmt.Errorf("%w: 1 operation left", host.ErrHostStopped)
+	records := []host.SessionStatus{
+		{ID: "s-h1-0123456789ab-1", State: host.SessionCompleted, Value: `{"n":1}`, Created: created},
+		{ID: "s-h1-0123456789ab-2", State: host.SessionFailed, Err: stopped, Error: "stopped: 1 operation left", Created: created},
+		{ID: "s-h1-0123456789ab-3", State: host.SessionFailed, Err: errors.New("Error: boom"), Error: "Error: boom", Created: created},
+	}
+	for _, r := range records {
+		a.Record(r)
+	}
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); st.Recorded != 3 || st.Stored != 3 || st.Failed+st.Dropped+st.Truncated != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// A second archive has no memory of the writes: it reads the bucket,
+	// as the next host process does.
+	b := newArchive(t, env)
+	for _, want := range records {
+		got, err := b.Lookup(ctx, want.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", want.ID, err)
+		}
+		if got.ID != want.ID || got.State != want.State || got.Value != want.Value || got.Error != want.Error || !got.Created.Equal(created) || got.Truncated {
+			t.Fatalf("%s: got %+v", want.ID, got)
+		}
+		if (want.Err == nil) != (got.Err == nil) || errors.Is(got.Err, host.ErrHostStopped) != errors.Is(want.Err, host.ErrHostStopped) {
+			t.Fatalf("%s: err %v, want one like %v", want.ID, got.Err, want.Err)
+		}
+	}
+	gotInc, err := b.Incarnation(ctx, inc.ID)
+	if err != nil || gotInc.ID != inc.ID || gotInc.HostID != "h1" || !gotInc.Started.Equal(created) {
+		t.Fatalf("incarnation %+v, %v", gotInc, err)
+	}
+	if _, err := b.Lookup(ctx, "s-h1-0123456789ab-9"); !errors.Is(err, host.ErrUnknownSession) {
+		t.Fatalf("absent session: %v", err)
+	}
+	if _, err := b.Incarnation(ctx, "h1-ffffffffffff"); !errors.Is(err, host.ErrUnknownIncarnation) {
+		t.Fatalf("absent incarnation: %v", err)
+	}
+}
+
+func TestSessionArchiveTruncatesToTheBucketBound(t *testing.T) {
+	env := newEnv(t)
+	a := newArchive(t, env)
+	ctx := testCtx(t)
+	long := strings.Repeat("ä", 100<<10) // 200 KiB of two-byte runes
+	tests := []struct {
+		name string
+		in   host.SessionStatus
+		cut  func(host.SessionStatus) string
+	}{
+		{"value", host.SessionStatus{ID: "s-h-0123456789ab-1", State: host.SessionCompleted, Value: long + "!"}, func(s host.SessionStatus) string { return s.Value }},
+		{"error", host.SessionStatus{ID: "s-h-0123456789ab-2", State: host.SessionFailed, Err: errors.New(long), Error: long}, func(s host.SessionStatus) string { return s.Error }},
+		// Control characters take six bytes each in JSON.
+		{"escaped value", host.SessionStatus{ID: "s-h-0123456789ab-3", State: host.SessionCompleted, Value: strings.Repeat("\x01", 60<<10)}, func(s host.SessionStatus) string { return s.Value }},
+	}
+	for _, tt := range tests {
+		a.Record(tt.in)
+	}
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); st.Stored != uint64(len(tests)) || st.Truncated != uint64(len(tests)) {
+		t.Fatalf("stats %+v", st)
+	}
+	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := kv.Get(ctx, "s."+string(tt.in.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(e.Value()); n > 64<<10 {
+				t.Fatalf("record of %d bytes", n)
+			}
+			got, err := a.Lookup(ctx, tt.in.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept, orig := tt.cut(got), tt.cut(tt.in)
+			if tt.in.Error != "" {
+				var marked bool
+				if kept, marked = strings.CutSuffix(kept, " [truncated]"); !marked {
+					t.Errorf("error does not say it was cut: ...%q", kept[len(kept)-20:])
+				}
+			}
+			if !got.Truncated || kept == "" || !strings.HasPrefix(orig, kept) || len(kept) >= len(orig) || !utf8.ValidString(kept) {
+				t.Fatalf("truncated=%v, kept %d of %d bytes (valid UTF-8 %v)", got.Truncated, len(kept), len(orig), utf8.ValidString(kept))
+			}
+		})
+	}
+}
+
+func TestSessionArchiveRefusesBadIDs(t *testing.T) {
+	env := newEnv(t)
+	errs := &errorLog{}
+	a := newArchive(t, env, fabric.WithErrorHandler(errs.add))
+	ctx := testCtx(t)
+	bad := []string{"", "s.x", "s-*", "s->", "a b", "s-h1\x00", "s-ü", strings.Repeat("s", 300)}
+	for _, id := range bad {
+		t.Run(id[:min(len(id), 8)], func(t *testing.T) {
+			if _, err := a.Lookup(ctx, host.SessionID(id)); !errors.Is(err, host.ErrUnknownSession) {
+				t.Fatalf("Lookup: %v, want ErrUnknownSession", err)
+			}
+			if _, err := a.Incarnation(ctx, id); !errors.Is(err, host.ErrUnknownIncarnation) {
+				t.Fatalf("Incarnation: %v, want ErrUnknownIncarnation", err)
+			}
+			if err := a.Register(ctx, host.Incarnation{ID: id}); !errors.Is(err, host.ErrInvalidInput) {
+				t.Fatalf("Register: %v, want ErrInvalidInput", err)
+			}
+		})
+		a.Record(host.SessionStatus{ID: host.SessionID(id), State: host.SessionCompleted})
+	}
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); st.Dropped != uint64(len(bad)) || st.Stored != 0 || errs.count() != len(bad) {
+		t.Fatalf("stats %+v, %d errors reported", st, errs.count())
+	}
+	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Values() != 0 {
+		t.Fatalf("bucket holds %d values after bad ids", st.Values())
+	}
+}
+
+func TestSessionArchiveRefreshesItsIncarnations(t *testing.T) {
+	env := newEnv(t)
+	env.cfg.SessionRetention = 4 * time.Second
+	if err := fabric.Provision(testCtx(t), env.js, env.cfg); err != nil {
+		t.Fatal(err)
+	}
+	a := newArchive(t, env)
+	ctx := testCtx(t)
+	if err := a.Register(ctx, host.Incarnation{ID: "h1-0123456789ab", HostID: "h1", Started: created}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := kv.Get(ctx, "i.h1-0123456789ab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every quarter of the retention: rewritten before the TTL takes it.
+	testwait.Until(t, 10*time.Second, "the incarnation rewritten", func() bool {
+		e, err := kv.Get(ctx, "i.h1-0123456789ab")
+		return err == nil && e.Revision() > first.Revision()
+	})
+}
+
+func TestSessionArchiveAfterClose(t *testing.T) {
+	env := newEnv(t)
+	errs := &errorLog{}
+	a := newArchive(t, env, fabric.WithErrorHandler(errs.add))
+	_ = a.Close()
+	_ = a.Close()
+	a.Record(host.SessionStatus{ID: "s-h1-0123456789ab-1", State: host.SessionCompleted})
+	if st := a.Stats(); st.Dropped != 1 || errs.count() != 1 {
+		t.Fatalf("stats %+v, %d errors", st, errs.count())
+	}
+	wantErrIs(t, a.Flush(testCtx(t)), nil)
+	wantErrIs(t, a.Register(testCtx(t), host.Incarnation{ID: "h1-0123456789ab"}), fabric.ErrClosed)
+}
+
+func TestNewSessionArchiveNeedsTheBucket(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := srv.Connect()
+	_, err := fabric.NewSessionArchive(testCtx(t), nc, fabric.DefaultConfig())
+	wantErrIs(t, err, jetstream.ErrBucketNotFound)
+	bad := fabric.DefaultConfig()
+	bad.SessionRetention = 0
+	_, err = fabric.NewSessionArchive(testCtx(t), nc, bad)
+	wantErrIs(t, err, fabric.ErrInvalidConfig)
+}
+
+// TestSessionArchiveAcrossLoops runs host loops over the real transport and
+// archive: a session suspended when one process stops gracefully answers
+// host_stopped in the next, one left by a process that lost its archive (as
+// a killed one does) answers host_restarted.
+func TestSessionArchiveAcrossLoops(t *testing.T) {
+	env := newEnv(t)
+	ctx := testCtx(t)
+	start := func() (*host.Loop, *fabric.SessionArchive, func()) {
+		tr, err := fabric.NewHostTransport(ctx, env.nc, env.cfg, "h1", testKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := fabric.NewSessionArchive(ctx, env.nc, env.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := host.StartLoop(host.LoopConfig{
+			Transport: tr, HostID: "h1", Archive: a,
+			Catalog: func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("text.remote")) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, a, func() { l.Stop(); _ = a.Close(); _ = tr.Close() }
+	}
+	submit := func(l *host.Loop) host.SessionID {
+		s, err := l.Submit(ctx, host.Submission{Source: `await tool.start("text.remote", "x")`})
+		if err != nil || s.State != host.SessionSuspended {
+			t.Fatalf("submit: %+v, %v", s, err)
+		}
+		return s.ID
+	}
+
+	l1, _, stop1 := start()
+	graceful := submit(l1)
+	stop1()
+
+	l2, a2, stop2 := start()
+	killed := submit(l2)
+	// A kill: the archive goes before the loop can record anything.
+	_ = a2.Close()
+	stop2()
+
+	l3, _, stop3 := start()
+	defer stop3()
+	for _, tt := range []struct {
+		id   host.SessionID
+		want error
+	}{{graceful, host.ErrHostStopped}, {killed, host.ErrHostRestarted}} {
+		st, _, err := l3.Status(ctx, tt.id)
+		if err != nil || st.State != host.SessionFailed || !errors.Is(st.Err, tt.want) {
+			t.Fatalf("%s: %+v, %v; want failed with %v", tt.id, st, err, tt.want)
+		}
+	}
+	if _, _, err := l3.Status(ctx, "s-h1-000000000000-1"); !errors.Is(err, host.ErrUnknownSession) {
+		t.Fatalf("unknown incarnation: %v", err)
+	}
+}
+
+func TestProvisionCreatesTheSessionBucket(t *testing.T) {
+	env := newEnv(t)
+	ctx := testCtx(t)
+	changed := env.cfg
+	changed.SessionRetention = time.Hour
+	changed.MaxMsgSize = 16 << 10
+	if err := fabric.Provision(ctx, env.js, changed); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
+	if st.TTL() != time.Hour || st.History() != 1 || info.Config.MaxMsgSize != 16<<10 || info.Config.Storage != jetstream.FileStorage {
+		t.Fatalf("bucket ttl %v history %d max %d", st.TTL(), st.History(), info.Config.MaxMsgSize)
+	}
+}

@@ -1,0 +1,192 @@
+package fabric
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+// Keys of the splash_sessions bucket: "s.<session id>" holds a session's
+// terminal record, "i.<incarnation>" a host process's.
+const (
+	sessionKeyPrefix     = "s."
+	incarnationKeyPrefix = "i."
+)
+
+// maxArchiveIDBytes bounds a session id or incarnation used as a key; a
+// host's own ids ("s-" + a 128-byte host id + 29 bytes) stay well inside.
+const maxArchiveIDBytes = 256
+
+// maxSessionValueBytes caps one record of the session bucket: the bucket
+// keeps a record per finished session for SessionRetention, so a script
+// value larger than this is cut rather than stored whole.
+const maxSessionValueBytes = 64 << 10
+
+// recordHeadroom is left free in a record for the headers of its publish
+// (Nats-Expected-Stream), which JetStream counts against MaxValueSize.
+const recordHeadroom = 256
+
+// sessionValueBytes is the bucket's MaxValueSize for cfg.
+func sessionValueBytes(cfg Config) int32 { return min(cfg.MaxMsgSize, maxSessionValueBytes) }
+
+// truncatedMark ends an Error that was cut to fit.
+const truncatedMark = " [truncated]"
+
+// archiveKey returns prefix+id when id is a valid key token, one of
+// [A-Za-z0-9_-] like a host id, and at most maxArchiveIDBytes long. The
+// check keeps a hostile id from naming another key or a wildcard.
+func archiveKey(prefix, id string) (string, bool) {
+	if id == "" || len(id) > maxArchiveIDBytes {
+		return "", false
+	}
+	for i := 0; i < len(id); i++ {
+		if !isTokenByte(id[i]) {
+			return "", false
+		}
+	}
+	return prefix + id, true
+}
+
+// sessionRecord is the stored form of a terminal host.SessionStatus. It
+// is not sealed: the bucket is the host user's alone (deploy/nats), and it
+// holds what the host's API serves anyway.
+type sessionRecord struct {
+	ID        string    `json:"id"`
+	State     string    `json:"state"`
+	Value     string    `json:"value,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Kind      string    `json:"kind,omitempty"`
+	Created   time.Time `json:"created"`
+	Truncated bool      `json:"truncated,omitempty"`
+}
+
+// incarnationRecord is the stored form of a host.Incarnation.
+type incarnationRecord struct {
+	ID      string    `json:"id"`
+	HostID  string    `json:"host_id"`
+	Started time.Time `json:"started"`
+}
+
+// errorKinds are the host sentinels a record keeps across processes, by
+// stored name; any other reason comes back as its text alone.
+var errorKinds = []struct {
+	err  error
+	kind string
+}{
+	{host.ErrHostStopped, "host_stopped"},
+	{host.ErrHostRestarted, "host_restarted"},
+}
+
+// archivedError is a failure read back from a record: the original text,
+// matching the sentinel its kind names.
+type archivedError struct {
+	msg  string
+	kind error
+}
+
+func (e *archivedError) Error() string { return e.msg }
+func (e *archivedError) Unwrap() error { return e.kind }
+
+func kindOf(err error) string {
+	for _, k := range errorKinds {
+		if errors.Is(err, k.err) {
+			return k.kind
+		}
+	}
+	return ""
+}
+
+func errorOfKind(kind, msg string) error {
+	for _, k := range errorKinds {
+		if k.kind == kind {
+			return &archivedError{msg: msg, kind: k.err}
+		}
+	}
+	return errors.New(msg)
+}
+
+// encodeSession returns s's record in at most limit bytes, cutting Value
+// first and then Error (marked) when it would not fit; cut reports that it
+// did.
+func encodeSession(s host.SessionStatus, limit int) (data []byte, cut bool, err error) {
+	rec := sessionRecord{
+		ID: string(s.ID), State: string(s.State), Value: s.Value, Error: s.Error,
+		Kind: kindOf(s.Err), Created: s.Created.UTC(), Truncated: s.Truncated,
+	}
+	if b, err := json.Marshal(rec); err != nil || len(b) <= limit {
+		return b, false, err
+	}
+	rec.Truncated = true
+	// Each field is cut to what is left once the record around it is
+	// encoded, measured by its JSON cost, so one pass per field fits.
+	fields := []struct {
+		p    *string
+		mark string
+	}{{&rec.Value, ""}, {&rec.Error, truncatedMark}}
+	for _, f := range fields {
+		if *f.p == "" {
+			continue
+		}
+		orig := *f.p
+		// A non-empty stand-in, so omitempty keeps the field's key in
+		// the measure.
+		stand := f.mark + "x"
+		*f.p = stand
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return nil, false, err
+		}
+		*f.p = jsonPrefix(orig, limit-len(b)+len(stand)-len(f.mark)) + f.mark
+		if b, err = json.Marshal(rec); err != nil || len(b) <= limit {
+			return b, true, err
+		}
+	}
+	return nil, false, fmt.Errorf("fabric: session record of %q does not fit in %d bytes", truncate(string(s.ID)), limit)
+}
+
+// jsonPrefix returns the longest prefix of s, cut between runes, whose
+// encoding as a JSON string body takes at most budget bytes.
+func jsonPrefix(s string, budget int) string {
+	used := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		used += jsonCost(r, size)
+		if used > budget {
+			return s[:i]
+		}
+		i += size
+	}
+	return s
+}
+
+// jsonCost bounds from above what encoding/json writes for one rune of
+// size bytes: control characters, HTML-sensitive characters, the JSON
+// line separators and invalid bytes become \uXXXX escapes.
+func jsonCost(r rune, size int) int {
+	switch {
+	case r == utf8.RuneError && size == 1, r < 0x20, r == '<', r == '>', r == '&', r == '\u2028', r == '\u2029':
+		return 6
+	case r == '"', r == '\\':
+		return 2
+	}
+	return size
+}
+
+func decodeSession(data []byte) (host.SessionStatus, error) {
+	var rec sessionRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return host.SessionStatus{}, fmt.Errorf("fabric: session record: %w", err)
+	}
+	s := host.SessionStatus{
+		ID: host.SessionID(rec.ID), State: host.SessionState(rec.State), Value: rec.Value,
+		Error: rec.Error, Created: rec.Created, Truncated: rec.Truncated,
+	}
+	if rec.State == string(host.SessionFailed) {
+		s.Err = errorOfKind(rec.Kind, rec.Error)
+	}
+	return s, nil
+}

@@ -1,0 +1,172 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Errors of the session archive. They are declared beside the interface
+// they belong to; every other sentinel of the package lives in errors.go.
+var (
+	// ErrHostRestarted is the reason of a session whose host process ended
+	// while the session was suspended and did not record its outcome (it
+	// was killed or crashed): a later process of the same host answers for
+	// it from the archive.
+	ErrHostRestarted = errors.New("host: host restarted while the session was suspended")
+	// ErrHostStopped is the reason of a session that was suspended when its
+	// host process stopped gracefully (Loop.Stop).
+	ErrHostStopped = errors.New("host: host stopped while the session was suspended")
+	// ErrArchiveUnavailable reports a session archive that could not be
+	// written or read: StartLoop fails with it when the incarnation cannot
+	// be registered, Status when a lookup fails.
+	ErrArchiveUnavailable = errors.New("host: session archive unavailable")
+	// ErrUnknownIncarnation is returned by SessionArchive.Incarnation for
+	// an incarnation that was never registered (or has expired).
+	ErrUnknownIncarnation = errors.New("host: unknown incarnation")
+)
+
+// SessionArchive keeps what a host must still be able to say about its
+// sessions once the loop no longer holds them: the terminal status of each
+// finished session, and the incarnations (process lifetimes) of the host,
+// so a session of an earlier incarnation that has no terminal record is
+// known to have been lost to a restart rather than never to have existed.
+//
+// The loop calls Record on its own goroutine, so Record must not block: an
+// implementation queues the write and reports failures itself. Lookup and
+// Incarnation are called on the goroutine of the Status caller, never on
+// the loop's.
+type SessionArchive interface {
+	// Register stores inc before the loop takes any session. StartLoop
+	// waits for it, bounded by LoopConfig.ArchiveTimeout.
+	Register(ctx context.Context, inc Incarnation) error
+	// Record queues the terminal status s (completed or failed) for
+	// storage, without blocking.
+	Record(s SessionStatus)
+	// Lookup returns the recorded terminal status of id, with
+	// ErrUnknownSession when there is none (or id cannot name one).
+	Lookup(ctx context.Context, id SessionID) (SessionStatus, error)
+	// Incarnation returns the registered incarnation id, with
+	// ErrUnknownIncarnation when there is none.
+	Incarnation(ctx context.Context, id string) (Incarnation, error)
+	// Flush waits until every status recorded before the call is stored
+	// (or its write failed), or ctx ends.
+	Flush(ctx context.Context) error
+}
+
+// Incarnation is one lifetime of a host process: its session ids are
+// "s-<ID>-<n>" and its request ids "<ID>-<n>".
+type Incarnation struct {
+	// ID is "<host id>-<12 hex digits>", drawn at random by StartLoop.
+	ID string
+	// HostID is the loop's LoopConfig.HostID.
+	HostID string
+	// Started is when the loop started.
+	Started time.Time
+}
+
+// defaultArchiveTimeout bounds registering an incarnation and the flush
+// at Stop when LoopConfig.ArchiveTimeout is zero.
+const defaultArchiveTimeout = 10 * time.Second
+
+// incarnationHexLen is the length of the random part of an incarnation.
+const incarnationHexLen = 12
+
+// sessionIncarnation returns the incarnation of id when id has the shape
+// of a session id of hostID ("s-<host id>-<12 hex>-<base 36 counter>").
+// The host id may hold '-', so the parse anchors on the known host id and
+// then requires exactly the two fields that follow it.
+func sessionIncarnation(hostID string, id SessionID) (string, bool) {
+	rest, ok := strings.CutPrefix(string(id), "s-"+hostID+"-")
+	if !ok || len(rest) < incarnationHexLen+2 || rest[incarnationHexLen] != '-' {
+		return "", false
+	}
+	for i := range incarnationHexLen {
+		if c := rest[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return "", false
+		}
+	}
+	// A uint64 in base 36 has at most 13 digits.
+	n := rest[incarnationHexLen+1:]
+	if len(n) > 13 {
+		return "", false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return "", false
+		}
+	}
+	return hostID + "-" + rest[:incarnationHexLen], true
+}
+
+// archived answers Status for a session the loop does not hold. It runs on
+// the caller's goroutine.
+func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error) {
+	unknown := fmt.Errorf("%w: %q", ErrUnknownSession, id)
+	inc, ok := sessionIncarnation(l.cfg.HostID, id)
+	if !ok {
+		// Not a session id of this host: the archive is not asked, so
+		// a malformed id never reaches it.
+		return SessionStatus{}, unknown
+	}
+	a := l.cfg.Archive
+	s, err := a.Lookup(ctx, id)
+	switch {
+	case err == nil:
+		return s, nil
+	case !errors.Is(err, ErrUnknownSession):
+		return SessionStatus{}, fmt.Errorf("%w: session %q: %w", ErrArchiveUnavailable, id, err)
+	case inc == l.incarnation.ID:
+		// This process never had it, or forgot it before its record was
+		// stored.
+		return SessionStatus{}, unknown
+	}
+	rec, err := a.Incarnation(ctx, inc)
+	switch {
+	case errors.Is(err, ErrUnknownIncarnation):
+		return SessionStatus{}, unknown
+	case err != nil:
+		return SessionStatus{}, fmt.Errorf("%w: incarnation %q: %w", ErrArchiveUnavailable, inc, err)
+	}
+	cause := fmt.Errorf("%w: the host process %s (started %s) ended without recording the session's outcome, so it was killed or crashed; operations it had dispatched were not cancelled and may have run, once",
+		ErrHostRestarted, rec.ID, rec.Started.UTC().Format(time.RFC3339))
+	return SessionStatus{
+		ID:    id,
+		State: SessionFailed,
+		Err:   cause,
+		Error: cause.Error(),
+		// The session's own creation time was not kept; the start of the
+		// process that accepted it is the closest bound there is.
+		Created: rec.Started,
+	}, nil
+}
+
+// stoppedStatus is the terminal status recorded for a session still
+// suspended when the loop stops.
+func (st *loopState) stoppedStatus(s *session) SessionStatus {
+	out := st.status(s)
+	cause := fmt.Errorf("%w: the host process %s stopped with %d of the session's operations dispatched; they were not cancelled and may still run, once",
+		ErrHostStopped, st.incarnation, len(out.Operations))
+	out.State, out.Err, out.Error, out.Value = SessionFailed, cause, cause.Error(), ""
+	return archivable(out)
+}
+
+// archiveSuspended records every session still suspended as failed with
+// ErrHostStopped. It runs on the loop goroutine as the loop ends.
+func (st *loopState) archiveSuspended() {
+	for _, s := range st.sessions {
+		if !s.done {
+			st.cfg.Archive.Record(st.stoppedStatus(s))
+		}
+	}
+}
+
+// archivable is the part of a terminal status an archive keeps: a finished
+// session's operations that are still live (dropped promises) belong to
+// this process only.
+func archivable(s SessionStatus) SessionStatus {
+	s.Operations = nil
+	return s
+}

@@ -1,0 +1,185 @@
+package benchharness
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workeragent"
+)
+
+// NoopTool is the tool the end-to-end runner calls: its handler returns its
+// input at once, so what is measured is the path, not the work.
+const NoopTool = "bench.noop"
+
+// NoopScript is the script every end-to-end operation runs. It is the same
+// text for every operation, as one automation submitted many times is, so
+// the host compiles it once; operations are told apart by session id.
+const NoopScript = `const r = await tool.start("` + NoopTool + `", "x"); r`
+
+// FabricOptions shape the end-to-end runner.
+type FabricOptions struct {
+	// Idempotent registers the tool as idempotent, so workers take the
+	// journal's fast path (no claim before running, the first result
+	// stored); otherwise every call is claimed in the journal first.
+	Idempotent bool
+	// Concurrency bounds the calls one worker runs at once; zero picks 256.
+	Concurrency int
+}
+
+// Fabric is the whole path as a [NewRunner]: each operation is one script
+// session running [NoopScript] through host.Loop.Submit; the loop claims
+// and publishes the sealed invocation over a fabric.HostTransport, a
+// workeragent.Agent pulls it, consults its KV journal, runs the no-op
+// handler, stores the result and publishes the sealed terminal event; the
+// transport verifies it and the loop completes the script, which the
+// runner sees through the loop's Observer. Everything runs against one
+// in-process server started through internal/natstest.
+func Fabric(o FabricOptions) NewRunner {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 256
+	}
+	return func(b *testing.B, workers int, complete func(id uint64)) RoundTripper {
+		return newFabricRunner(b, o, workers, complete)
+	}
+}
+
+type fabricRunner struct {
+	loop *host.Loop
+
+	// mu guards ids and early: a session can finish before Submit has
+	// recorded which operation it is.
+	mu       sync.Mutex
+	ids      map[host.SessionID]uint64
+	early    map[host.SessionID]struct{}
+	complete func(uint64)
+}
+
+const benchHostID = "bench"
+
+func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(uint64)) *fabricRunner {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := natstest.Start(b)
+	key, err := protocol.GenerateSessionKey(rand.Reader)
+	must(b, err)
+	fcfg := fabric.DefaultConfig()
+	hostNC := srv.Connect()
+	hostJS, err := jetstream.New(hostNC)
+	must(b, err)
+	must(b, fabric.Provision(ctx, hostJS, fcfg))
+	tr, err := fabric.NewHostTransport(ctx, hostNC, fcfg, benchHostID, key, fabric.WithEventBuffer(4096))
+	must(b, err)
+	r := &fabricRunner{ids: make(map[host.SessionID]uint64), early: make(map[host.SessionID]struct{}), complete: complete}
+	policy := host.NewToolPolicy(NoopTool)
+	meta := host.NewToolMetadata("benchmark no-op")
+	r.loop, err = host.StartLoop(host.LoopConfig{
+		Transport: tr,
+		HostID:    benchHostID,
+		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalToolWithMetadata(policy, meta) },
+		Observer:  (*completions)(r),
+	})
+	if err != nil {
+		_ = tr.Close()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		r.loop.Stop()
+		_ = tr.Close()
+	})
+	for i := range workers {
+		startFabricWorker(b, srv, fcfg, key, fmt.Sprintf("w%d", i+1), o)
+	}
+	return r
+}
+
+func startFabricWorker(b *testing.B, srv *natstest.Server, fcfg fabric.Config, key protocol.SessionKey, id string, o FabricOptions) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc := srv.Connect()
+	js, err := jetstream.New(nc)
+	must(b, err)
+	j, err := idempotency.NewKV(ctx, js, idempotency.KVConfig{})
+	must(b, err)
+	a, err := workeragent.New(nc, workeragent.Config{WorkerID: id, Key: key, Fabric: fcfg, Journal: j})
+	must(b, err)
+	opts := []workeragent.ToolOption{workeragent.Concurrency(o.Concurrency)}
+	if o.Idempotent {
+		opts = append(opts, workeragent.Idempotent())
+	}
+	noop := workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		return workeragent.Result(c.Input.Text), nil
+	})
+	must(b, a.Handle(NoopTool, noop, opts...))
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	// Registered after Connect's close of nc, so it runs first.
+	b.Cleanup(func() {
+		stop()
+		<-done
+	})
+	select {
+	case <-a.Ready():
+	case err := <-done:
+		b.Fatalf("worker %s: Run = %v", id, err)
+	case <-ctx.Done():
+		b.Fatalf("worker %s not ready", id)
+	}
+}
+
+func (r *fabricRunner) Submit(id uint64) error {
+	s, err := r.loop.Submit(context.Background(), host.Submission{Source: NoopScript})
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if _, done := r.early[s.ID]; done {
+		delete(r.early, s.ID)
+		r.mu.Unlock()
+		r.complete(id)
+		return nil
+	}
+	r.ids[s.ID] = id
+	r.mu.Unlock()
+	return nil
+}
+
+// Close leaves teardown to the cleanups registered at construction.
+func (r *fabricRunner) Close() {}
+
+// completions is the runner seen as the loop's Observer; only finished
+// sessions matter to it.
+type completions fabricRunner
+
+func (c *completions) SessionChanged(s host.SessionStatus) {
+	if s.State != host.SessionCompleted {
+		return
+	}
+	r := (*fabricRunner)(c)
+	r.mu.Lock()
+	id, ok := r.ids[s.ID]
+	if !ok {
+		r.early[s.ID] = struct{}{}
+		r.mu.Unlock()
+		return
+	}
+	delete(r.ids, s.ID)
+	r.mu.Unlock()
+	r.complete(id)
+}
+
+func (*completions) Chunk(host.SessionID, host.ExternalToolStreamChunk) {}
+func (*completions) Audit(host.SessionID, []host.AuditEvent)            {}
+func (*completions) Dispatched(host.SessionID, host.ExternalInvocation) {}
+func (*completions) Rejected(string, error)                             {}
