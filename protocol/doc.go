@@ -64,7 +64,12 @@
 // encoding/json may not. ParseJSONLine refuses lines over
 // DefaultMaxFrameBytes (ErrFrameTooLarge) before it parses them, and
 // anything that is not exactly one frame (ErrMalformedFrame): unknown or
-// missing fields, trailing data, a newline inside the line.
+// missing fields, trailing data, a newline inside the line. A line spelled
+// exactly as ToJSONLine writes it, and a message body whose keys are
+// spelled as in the struct tags, are read by a small lexer instead of
+// encoding/json; anything else (another layout, a repeated or differently
+// cased key, null, invalid UTF-8) goes to the strict encoding/json decoder,
+// so both paths accept and refuse the same input.
 //
 // # Errors
 //

@@ -1,9 +1,6 @@
 package protocol
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // Validate checks that exactly the payload named by Kind is set and that the
 // payload obeys its own rules (listed on each payload's Validate). Seal calls
@@ -76,7 +73,7 @@ func (p WorkerPayload) Validate() error {
 		if p.Text != "" {
 			return fmt.Errorf("%w: json payload carries text", ErrInvalidMessage)
 		}
-		if !json.Valid(p.JSON) {
+		if !validJSON(p.JSON) {
 			return fmt.Errorf("%w: json payload is not one JSON value", ErrInvalidMessage)
 		}
 	default:
