@@ -1,7 +1,8 @@
 // Package e2e holds the end-to-end tests of Splash Fabric on a real
 // cluster: three `splash nats` nodes with JetStream, a `splash host` and a
 // scalable pool of `splash worker` containers, all from the splash:dev
-// image and brought up with the compose CLI from docker-compose.yml.
+// image, and a Prometheus scraping them (splash-prometheus:dev), brought
+// up with the compose CLI from docker-compose.yml.
 //
 // The package has no API; everything is in its tests:
 //
@@ -12,14 +13,17 @@
 //   - TestNATSConfig… load deploy/nats/splash.conf into an in-process
 //     server and check each NATS user's permissions with the real host
 //     transport and worker agent. They need nothing but Go.
-//   - TestCluster… and TestScenario… build the image
+//   - TestCluster… and TestScenario… build the images
 //     (scripts/build-image.sh), bring a compose project with a unique name
 //     up, run workloads through the host's HTTP API and audit the outcome:
 //     every submitted script reached a terminal state, every demo.ledger
 //     effect ran exactly once per idempotency key (the counts in KV bucket
-//     splash_effects), and the host's metrics agree. The project is taken
-//     down with its volumes even when a test fails, and a failing test
-//     prints the compose logs.
+//     splash_effects), and the host's metrics agree. The scale scenario
+//     also asks the compose Prometheus (its HTTP API, /api/v1/query) that
+//     the host and every worker replica are up targets after each change
+//     of the pool, and that the counters it scraped match the host's
+//     /metrics and the audit. The project is taken down with its volumes
+//     even when a test fails, and a failing test prints the compose logs.
 //
 // The Docker tests run only when SPLASH_E2E is 1 or require, so a plain
 // `go test ./...` stays quick. With 1 they skip, saying why, when no Docker
@@ -27,6 +31,6 @@
 // the fabric cannot pass yet skips with "pending: <reason>" unless
 // SPLASH_E2E_PENDING is set. They also skip while
 // the image's `splash host` or `splash worker` still answers "not yet
-// available". Set SPLASH_E2E_SKIP_BUILD=1 to reuse an image already built
+// available". Set SPLASH_E2E_SKIP_BUILD=1 to reuse the images already built
 // and SPLASH_E2E_KEEP=1 to leave a failed project running for inspection.
 package e2e

@@ -199,8 +199,9 @@ func (s *stack) compose(timeout time.Duration, args ...string) (string, error) {
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, composeCmd[0], full...)
 	cmd.Dir = repoRoot(s.t)
-	// A free loopback port for the API, the image the harness built.
-	cmd.Env = append(os.Environ(), "SPLASH_API_PORT=", "SPLASH_IMAGE="+image(), "COMPOSE_INTERACTIVE_NO_CLI=1")
+	// Free loopback ports for the API and Prometheus, the image the
+	// harness built.
+	cmd.Env = append(os.Environ(), "SPLASH_API_PORT=", "SPLASH_PROMETHEUS_PORT=", "SPLASH_IMAGE="+image(), "COMPOSE_INTERACTIVE_NO_CLI=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s %s: %w\n%s", composeCmd[0], strings.Join(args, " "), err, out)

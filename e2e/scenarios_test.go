@@ -200,22 +200,38 @@ func TestScenarioIntruders(t *testing.T) {
 }
 
 // TestScenarioScale (scenario 1): the pool grows from one worker to five
-// and shrinks back to one under load.
+// and shrinks back to one under load. The compose Prometheus follows both
+// changes (every host and worker target up, the removed ones gone), and
+// what it scraped from the host agrees with the host's /metrics and the
+// audit.
 func TestScenarioScale(t *testing.T) {
 	s, api := cluster(t, 1)
+	prom := s.prometheus()
 	l := startLoad(t, api, loadClients)
 	during(t, 8*time.Second)
 	s.up(5)
 	if n := len(s.containers("worker")); n != 5 {
 		t.Fatalf("%d workers, want 5", n)
 	}
-	during(t, 10*time.Second)
+	// At least 10s at five workers, and as long as Prometheus takes to
+	// discover and scrape them (up to a refresh and a scrape interval).
+	atFive := time.Now().Add(10 * time.Second)
+	s.waitScrapeTargets(prom)
+	during(t, time.Until(atFive))
 	s.up(1)
 	if n := len(s.containers("worker")); n != 1 {
 		t.Fatalf("%d workers, want 1", n)
 	}
 	during(t, 8*time.Second)
-	audit(t, s, l, noFailures)
+	c := audit(t, s, l, noFailures)
+
+	s.waitScrapeTargets(prom)
+	if got := s.waitPromAgrees(prom, api, "splash_operations_finished_total", map[string]string{"tool": demotools.Ledger, "outcome": "succeeded"}); got != c.ledgerOK || int(got) != c.ledgerKeys {
+		t.Errorf("prometheus: %v demo.ledger operations succeeded; the audit scraped %v and counted %d ledger keys", got, c.ledgerOK, c.ledgerKeys)
+	}
+	if got := s.waitPromAgrees(prom, api, "splash_sessions_total", map[string]string{"state": "completed"}); int(got) != c.completed {
+		t.Errorf("prometheus: %v sessions completed, the audit found %d", got, c.completed)
+	}
 }
 
 // TestScenarioKillWorker (scenario 2): a worker is killed (SIGKILL) while

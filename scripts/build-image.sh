@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the static splash binary and the splash image in one command.
+# Builds the static splash binary and the splash image in one command, and
+# then the compose cluster's Prometheus image.
 #
 #   scripts/build-image.sh [tag]     (default tag: splash:dev)
 #
@@ -7,6 +8,10 @@
 # CGO_ENABLED=0 and staged in .build/image/, which .dockerignore lets into
 # an otherwise empty build context, and removed afterwards. Set GOARCH to build for another
 # platform.
+#
+# The Prometheus image is tagged $SPLASH_PROMETHEUS_IMAGE (default
+# splash-prometheus:dev), the name docker-compose.yml runs; see
+# scripts/build-prometheus-image.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,3 +35,5 @@ echo "== docker build -t $tag"
 docker build -t "$tag" .
 
 echo "== $tag: $(docker run --rm "$tag" version)"
+
+scripts/build-prometheus-image.sh "${SPLASH_PROMETHEUS_IMAGE:-splash-prometheus:dev}"
