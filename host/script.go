@@ -16,11 +16,10 @@ import (
 // slice. All fields belong to the goroutine that owns the Runtime, except
 // what budgetTimer documents.
 type scriptEngine struct {
-	r        *Runtime
-	vm       *goja.Runtime // nil until needed, and after an interrupt left it unusable
-	api      *scriptAPI    // the vm's bindings; rebuilt with it
-	programs programCache
-	budget   *budgetTimer
+	r      *Runtime
+	vm     *goja.Runtime // nil until needed, and after an interrupt left it unusable
+	api    *scriptAPI    // the vm's bindings; rebuilt with it
+	budget budgetTimer
 
 	// main is the promise of the running script's async body; nil when
 	// no script is suspended.
@@ -73,11 +72,7 @@ const maxCallStackSize = 4096
 func (r *Runtime) Eval(source string) (*EvalResult, error) {
 	e, _ := r.script.(*scriptEngine)
 	if e == nil {
-		e = &scriptEngine{
-			r:        r,
-			programs: programCache{},
-			budget:   newBudgetTimer(r.execBudget),
-		}
+		e = &scriptEngine{r: r, budget: newBudgetTimer(r.execBudget)}
 		r.setScript(e)
 	}
 	return e.eval(source)
@@ -87,7 +82,7 @@ func (e *scriptEngine) eval(source string) (*EvalResult, error) {
 	if e.active {
 		return nil, fmt.Errorf("%w: suspended at its await", ErrScriptRunning)
 	}
-	prg, err := e.programs.get(source)
+	prg, err := sharedPrograms.get(source)
 	if err != nil {
 		return &EvalResult{Err: syntaxError(source, err)}, nil
 	}

@@ -20,13 +20,16 @@ const (
 )
 
 // scriptAPI holds the bindings one vm gives a script, and the builtins
-// they lean on, looked up once per vm.
+// they lean on.
 type scriptAPI struct {
-	e         *scriptEngine
-	vm        *goja.Runtime
+	e  *scriptEngine
+	vm *goja.Runtime
+	// errorCtor is the vm's Error, taken before any script runs so that
+	// host errors stay genuine Errors whatever a script later assigns to
+	// the global.
 	errorCtor goja.Constructor
+	// stringify is made on first use (see stringifyJSON).
 	stringify goja.Callable
-	parse     goja.Callable
 }
 
 // bindScriptAPI installs the granted capabilities as globals of vm. An
@@ -36,18 +39,15 @@ type scriptAPI struct {
 func bindScriptAPI(e *scriptEngine, vm *goja.Runtime, grants []string) *scriptAPI {
 	a := &scriptAPI{e: e, vm: vm}
 	a.errorCtor, _ = goja.AssertConstructor(vm.Get("Error"))
-	jsonObj := vm.Get("JSON").ToObject(vm)
-	a.stringify, _ = goja.AssertFunction(jsonObj.Get("stringify"))
-	a.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
 	if slices.Contains(grants, GrantTool) {
 		tool := vm.NewObject()
-		for name, f := range map[string]func(goja.FunctionCall) goja.Value{
-			"start":      a.start,
-			"start_json": a.startJSON,
-			"call":       a.call,
-			"call_json":  a.callJSON,
-		} {
-			_ = tool.DefineDataProperty(name, vm.ToValue(f), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+		// Method values, not closures: goja names a Go function after
+		// it, and tool.start.name has always been the method's name.
+		for _, m := range [...]struct {
+			name string
+			f    func(goja.FunctionCall) goja.Value
+		}{{"start", a.start}, {"start_json", a.startJSON}, {"call", a.call}, {"call_json", a.callJSON}} {
+			_ = tool.DefineDataProperty(m.name, vm.ToValue(m.f), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 		}
 		a.defineGlobal(GrantTool, tool)
 	}
@@ -129,6 +129,9 @@ func (a *scriptAPI) assert(c goja.FunctionCall) goja.Value {
 // "undefined".
 func (a *scriptAPI) stringArg(c goja.FunctionCall, i int, fn, what string) string {
 	v := c.Argument(i)
+	if s, ok := v.(goja.String); ok {
+		return s.String() // a primitive string, read without boxing it
+	}
 	s, ok := v.Export().(string)
 	if !ok {
 		panic(a.vm.NewTypeError(fmt.Sprintf("%s: %s must be a string, got %s", fn, what, a.typeOf(v))))
@@ -136,11 +139,11 @@ func (a *scriptAPI) stringArg(c goja.FunctionCall, i int, fn, what string) strin
 	return s
 }
 
-// jsonArg serialises a JSON tool input with the script's own
-// JSON.stringify, so keys keep their order and numbers their form.
+// jsonArg serialises a JSON tool input as JSON.stringify does, so keys
+// keep their order and numbers their form.
 func (a *scriptAPI) jsonArg(c goja.FunctionCall, i int, fn string) json.RawMessage {
 	v := c.Argument(i)
-	out, err := a.stringify(goja.Undefined(), v)
+	out, err := a.stringifyJSON(v)
 	if err != nil {
 		panic(err) // a throwing toJSON, or an interrupt: let goja propagate it
 	}
@@ -148,19 +151,6 @@ func (a *scriptAPI) jsonArg(c goja.FunctionCall, i int, fn string) json.RawMessa
 		panic(a.vm.NewTypeError(fmt.Sprintf("%s: input %s is not JSON-serialisable", fn, a.typeOf(v))))
 	}
 	return json.RawMessage(out.String())
-}
-
-// parseJSON turns a JSON tool output into a script value.
-func (a *scriptAPI) parseJSON(text string) (goja.Value, error) {
-	v, err := a.parse(goja.Undefined(), a.vm.ToValue(text))
-	if err != nil {
-		var ex *goja.Exception
-		if errors.As(err, &ex) {
-			return nil, errors.New(a.describe(ex.Value()))
-		}
-		return nil, err
-	}
-	return v, nil
 }
 
 // newError makes a script Error; cause, when given, is what a ScriptError
@@ -196,7 +186,7 @@ func (a *scriptAPI) completionText(v goja.Value) (string, error) {
 	if _, isFunc := goja.AssertFunction(v); isFunc {
 		return v.String(), nil
 	}
-	out, err := a.stringify(goja.Undefined(), v)
+	out, err := a.stringifyJSON(v)
 	if err != nil {
 		return "", fmt.Errorf("script result is not JSON-serialisable: %w", err)
 	}

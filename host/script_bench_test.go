@@ -54,3 +54,21 @@ func scriptBenchRuntime(b *testing.B) *Runtime {
 	}
 	return r
 }
+
+// BenchmarkScriptSession is one whole script session per operation, as the
+// loop runs a submission: a fresh runtime, registration, Eval of the same
+// source every time, claim, completion and the script resuming. Unlike
+// BenchmarkScriptedLifecycle it pays for a new vm each time.
+func BenchmarkScriptSession(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		r := scriptBenchRuntime(b)
+		if res, err := r.Eval(`const r = await tool.start("text.remote", "x"); r`); err != nil || !res.Suspended {
+			b.Fatalf("Eval: %+v, %v", res, err)
+		}
+		inv, _ := r.ClaimNextExternalTool()
+		if res, err := r.CompleteExternalTool(inv.ID, Ok("done")); err != nil || !res.Completed() {
+			b.Fatalf("complete: %+v, %v", res, err)
+		}
+	}
+}

@@ -14,32 +14,30 @@ import (
 // disarm waits for it, so no callback outlives the slice that armed it.
 type budgetTimer struct {
 	budget time.Duration
-	err    error         // what an interrupted script fails with
 	timer  *time.Timer   // nil until the first slice
 	vm     *goja.Runtime // written only while the timer is stopped
-	fired  chan struct{} // the callback's hand-off to disarm
+	fired  chan struct{} // the callback's hand-off to disarm; made with timer
 }
 
-func newBudgetTimer(budget time.Duration) *budgetTimer {
-	return &budgetTimer{
-		budget: budget,
-		err:    fmt.Errorf("%w: a slice of script ran longer than %v", ErrExecutionBudget, budget),
-		fired:  make(chan struct{}, 1),
-	}
+func newBudgetTimer(budget time.Duration) budgetTimer {
+	return budgetTimer{budget: budget}
 }
 
 // arm starts the budget for one slice of vm.
 func (b *budgetTimer) arm(vm *goja.Runtime) {
 	b.vm = vm
 	if b.timer == nil {
+		b.fired = make(chan struct{}, 1)
 		b.timer = time.AfterFunc(b.budget, b.interrupt)
 		return
 	}
 	b.timer.Reset(b.budget)
 }
 
+// interrupt stops the script. Its error is made here rather than up
+// front: most sessions never run out of budget.
 func (b *budgetTimer) interrupt() {
-	b.vm.Interrupt(b.err)
+	b.vm.Interrupt(fmt.Errorf("%w: a slice of script ran longer than %v", ErrExecutionBudget, b.budget))
 	b.fired <- struct{}{}
 }
 

@@ -14,9 +14,6 @@ const (
 	scriptSuffix = "\n})()"
 	// scriptName names the source in stacks and syntax errors.
 	scriptName = "script"
-	// maxCachedPrograms bounds the compiled-program cache; a host usually
-	// evaluates a handful of distinct sources many times.
-	maxCachedPrograms = 64
 )
 
 // compile turns a script into a program whose completion value is the
@@ -91,24 +88,4 @@ func asyncBody(s ast.Statement) *ast.BlockStatement {
 		return nil
 	}
 	return fn.Body
-}
-
-// programCache keeps compiled programs by source: compiling costs far more
-// than running a short script, and goja programs are immutable, so one
-// program serves every Eval of the same text.
-type programCache map[string]*goja.Program
-
-func (c programCache) get(source string) (*goja.Program, error) {
-	if prg, ok := c[source]; ok {
-		return prg, nil
-	}
-	prg, err := compile(source)
-	if err != nil {
-		return nil, err
-	}
-	if len(c) >= maxCachedPrograms {
-		clear(c)
-	}
-	c[source] = prg
-	return prg, nil
 }
