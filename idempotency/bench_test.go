@@ -97,6 +97,38 @@ func BenchmarkKVBeginDone(b *testing.B) {
 	kb.reportWrites(b, before, ops)
 }
 
+// BenchmarkKVStore is the write of an operation run without a claim: one
+// create per key.
+func BenchmarkKVStore(b *testing.B) {
+	kb := newKVBench(b)
+	before, ops := kb.lastSeq(b), 0
+	for b.Loop() {
+		if _, stored, err := kb.j.Store(kb.ctx, fmt.Sprintf("op-%d", ops), "worker-a", textResult("ok")); err != nil || !stored {
+			b.Fatalf("Store: %v, %v", stored, err)
+		}
+		ops++
+	}
+	kb.reportWrites(b, before, ops)
+}
+
+// BenchmarkKVStoreDone is a Store that finds a result stored already and
+// returns it: a refused create and a read, no write.
+func BenchmarkKVStoreDone(b *testing.B) {
+	kb := newKVBench(b)
+	if _, _, err := kb.j.Store(kb.ctx, "op", "worker-a", textResult("first")); err != nil {
+		b.Fatal(err)
+	}
+	before, ops := kb.lastSeq(b), 0
+	for b.Loop() {
+		rec, stored, err := kb.j.Store(kb.ctx, "op", "worker-b", textResult("again"))
+		if err != nil || stored || rec.Result.Payload.Text != "first" {
+			b.Fatalf("Store: %+v, %v, %v", rec, stored, err)
+		}
+		ops++
+	}
+	kb.reportWrites(b, before, ops)
+}
+
 // BenchmarkKVBeginFinishParallel runs many operations in flight on one
 // connection, as a worker pool does.
 func BenchmarkKVBeginFinishParallel(b *testing.B) {

@@ -32,6 +32,31 @@
 // without the caller; the caller must then stop producing effects and
 // must not report its result as the operation's.
 //
+// # Operations that may run twice: Store without a claim
+//
+// A claim protects an operation whose effect must not happen twice. For
+// one that may (a worker tool registered Idempotent), running twice is
+// what its declaration allows, so a claim's round trip before the run
+// buys nothing. Such an operation runs at once and ends with one Store:
+// create-if-absent of the done record.
+//
+//	rec, stored, err := j.Store(ctx, inv.IdempotencyKey, ownerID, result)
+//	// stored: this run's result is the key's result; answer with it.
+//	// !stored: a result was stored earlier (a duplicate or a concurrent
+//	// run got there first); answer with rec.Result instead, so every
+//	// answer under one key is the same.
+//
+// What this gives up: nothing stops a concurrent duplicate from running
+// too (both answers still carry the first stored result), a crash
+// mid-call leaves no record (the redelivery simply runs again), and a
+// duplicate that arrives after completion runs before it learns of the
+// stored result unless the caller reads it first (the worker agent does
+// so for redeliveries and later attempts, which are where duplicates come
+// from). Store over a running or released record overwrites it, so a
+// claim holder racing an unclaimed run loses its lease and replays the
+// stored result; claims and Store may therefore meet on one key, as
+// during a rolling change of a tool's declaration.
+//
 // Only terminal results are stored. A retryable failure is not: the
 // worker Releases the claim (or lets the lease lapse) and the host's next
 // attempt, which carries the same key, finds the operation Fresh.
@@ -83,6 +108,12 @@
 //	Begin, takeover/after release  1 update (after a read)
 //	Renew                 1 update per renewal
 //	Finish, Release       1 update
+//	Store, new key        1 create
+//	Store, result stored  0 (a refused create, then a read)
+//	Store, over a claim   1 update (after a refused create and a read)
+//
+// A claimed operation therefore costs two writes (Begin, Finish) plus one
+// per renewal; an unclaimed one costs one (Store), whatever its length.
 //
 // Conflicts are recognised by jetstream.ErrKeyRevisionMismatch (Update)
 // and jetstream.ErrKeyExists (Create), and by the raw wrong-last-sequence

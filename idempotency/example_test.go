@@ -28,6 +28,26 @@ func ExampleMemory() {
 	// duplicate: done released v1.2
 }
 
+// An operation that may run more than once takes no claim: it runs, then
+// stores its result unless one is stored already. A duplicate that ran
+// too answers with the stored result, so every answer under the key is
+// the same.
+func ExampleMemory_Store() {
+	ctx := context.Background()
+	j := idempotency.NewMemory(nil)
+
+	first := protocol.TextPayload("v1.2 at 10:00:00")
+	rec, stored, _ := j.Store(ctx, "nonce/9", "worker-a", idempotency.Result{Status: idempotency.StatusSucceeded, Payload: &first})
+	fmt.Println("worker-a stored:", stored, rec.Result.Payload.Text)
+
+	again := protocol.TextPayload("v1.2 at 10:00:01")
+	rec, stored, _ = j.Store(ctx, "nonce/9", "worker-b", idempotency.Result{Status: idempotency.StatusSucceeded, Payload: &again})
+	fmt.Println("worker-b stored:", stored, "answers", rec.Result.Payload.Text)
+	// Output:
+	// worker-a stored: true v1.2 at 10:00:00
+	// worker-b stored: false answers v1.2 at 10:00:00
+}
+
 // The life of one operation whose first owner crashed: its lease runs out,
 // a second worker takes over and, because the tool is not idempotent,
 // records the outcome as indeterminate rather than running it again.

@@ -28,6 +28,15 @@ type Journal interface {
 	// is Fresh rather than TakenOver: the operation did not start its
 	// effect, or stopped it cleanly, and may simply run again.
 	Release(ctx context.Context, c Claim) error
+	// Store records r as the terminal result of key without a claim,
+	// unless a result is stored already: the one write of an operation
+	// that may run more than once, which runs without Begin. It returns
+	// the record that holds the key's result afterwards: r's, with stored
+	// true, or the result stored earlier, with stored false, which the
+	// caller answers with instead of r so that every answer under one key
+	// is the same. A running or released record is overwritten; its
+	// holder's later Renew, Finish and Release fail with ErrLeaseLost.
+	Store(ctx context.Context, key, owner string, r Result) (rec Record, stored bool, err error)
 	// Get returns the current record of key, or ErrNotFound.
 	Get(ctx context.Context, key string) (Record, error)
 }
@@ -97,6 +106,16 @@ func validateBegin(key, owner string, lease time.Duration) error {
 		return fmt.Errorf("%w: %q", ErrInvalidOwner, owner)
 	case lease <= 0:
 		return fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	}
+	return nil
+}
+
+func validateStore(key, owner string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
+	case owner == "":
+		return fmt.Errorf("%w: %q", ErrInvalidOwner, owner)
 	}
 	return nil
 }

@@ -192,6 +192,48 @@ func (j *KVJournal) Release(ctx context.Context, c Claim) error {
 	return err
 }
 
+// Store implements Journal. A new key costs one write (create); a key
+// whose result is stored costs a refused create and a read; a running or
+// released record costs a read and one write (update). The size bound is
+// checked before any of them.
+func (j *KVJournal) Store(ctx context.Context, key, owner string, r Result) (Record, bool, error) {
+	if err := validateStore(key, owner); err != nil {
+		return Record{}, false, err
+	}
+	if err := validateResult(r, j.maxResult); err != nil {
+		return Record{}, false, err
+	}
+	sk := StorageKey(key)
+	var cur *Record // nil: believed absent, so try to create
+	for range maxBeginRounds {
+		next, write := storedOver(cur, key, owner, r, j.clock())
+		if !write {
+			return next, false, nil
+		}
+		b, err := j.encode(next)
+		if err != nil {
+			return Record{}, false, err
+		}
+		var rev uint64
+		if cur == nil {
+			rev, err = j.kv.Create(ctx, sk, b)
+		} else {
+			rev, err = j.kv.Update(ctx, sk, b, cur.Revision)
+		}
+		if err == nil {
+			next.Revision = rev
+			return next, true, nil
+		}
+		if !isConflict(err) {
+			return Record{}, false, fmt.Errorf("idempotency: store %q: %w", key, err)
+		}
+		if cur, err = j.read(ctx, key, sk); err != nil {
+			return Record{}, false, err
+		}
+	}
+	return Record{}, false, fmt.Errorf("%w: %q", ErrContended, key)
+}
+
 // Get implements Journal.
 func (j *KVJournal) Get(ctx context.Context, key string) (Record, error) {
 	if key == "" {

@@ -144,6 +144,39 @@ func (m *Memory) Release(ctx context.Context, c Claim) error {
 	return err
 }
 
+// Store implements Journal.
+func (m *Memory) Store(ctx context.Context, key, owner string, r Result) (Record, bool, error) {
+	if err := validateStore(key, owner); err != nil {
+		return Record{}, false, err
+	}
+	if err := validateResult(r, m.maxResult); err != nil {
+		return Record{}, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Record{}, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock()
+	cur, ok, err := m.load(key, now)
+	if err != nil {
+		return Record{}, false, err
+	}
+	var prev *Record
+	if ok {
+		prev = &cur
+	}
+	next, write := storedOver(prev, key, owner, r, now)
+	if !write {
+		return next, false, nil
+	}
+	stored, err := m.store(next, now)
+	if err != nil {
+		return Record{}, false, err
+	}
+	return stored, true, nil
+}
+
 // Get implements Journal.
 func (m *Memory) Get(ctx context.Context, key string) (Record, error) {
 	if key == "" {

@@ -14,8 +14,12 @@ import (
 //	running  --Renew-->            running   (same owner, later expiry)
 //	running  --Finish-->           done
 //	running  --Release-->          released
+//	(none)   --Store-->            done      (no claim)
+//	running  --Store-->            done      (the holder loses its lease)
+//	released --Store-->            done
 //
-// done is terminal until the dedupe horizon removes the record.
+// done is terminal until the dedupe horizon removes the record: Begin
+// replays it, and Store returns it instead of writing.
 type State string
 
 // Record states.
@@ -94,6 +98,26 @@ func decide(cur Record, owner string, lease time.Duration, now time.Time) (next 
 		return next, TakenOver, true
 	}
 	return next, Fresh, true
+}
+
+// storedOver is Store applied to cur, the existing record or nil; write
+// reports whether next must be stored, false when cur already holds a
+// result.
+func storedOver(cur *Record, key, owner string, r Result, now time.Time) (next Record, write bool) {
+	if cur == nil {
+		return Record{Key: key, State: StateDone, Owner: owner, CreatedAt: now, UpdatedAt: now, Result: &r}, true
+	}
+	if cur.State == StateDone {
+		return *cur, false
+	}
+	next = *cur
+	next.State = StateDone
+	next.PreviousOwner = cur.Owner
+	next.Owner = owner
+	next.LeaseExpiresAt = time.Time{}
+	next.UpdatedAt = now
+	next.Result = &r
+	return next, true
 }
 
 func renewed(cur Record, lease time.Duration, now time.Time) Record {

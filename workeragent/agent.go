@@ -26,9 +26,11 @@ const opTimeout = 10 * time.Second
 //
 // Goroutines: Run's caller owns the lifecycle. Consume callbacks (one per
 // tool, run by the JetStream client) hand each message to an execution
-// goroutine; each execution starts one more goroutine for the handler
-// itself. Cancel subscriptions run their callbacks on the client's
-// goroutines. Every goroutine the agent starts goes through goTracked.
+// goroutine, which also runs the handler; its heartbeat is a timer (see
+// heartbeat). Cancel subscriptions run their callbacks on the client's
+// goroutines. Every goroutine the agent starts goes through goTracked,
+// except the heartbeat timer's callback, which works only while its
+// execution waits for it.
 type Agent struct {
 	// Immutable after New.
 	nc *nats.Conn

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,24 +18,51 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
 // BenchmarkRoundTrip measures one agent end to end with a no-op tool:
 // seal and publish an invocation, pull, open, cancel check (local copy),
-// journal begin and finish, result published to the events stream, read
-// and opened by the host side. window is the number of calls in flight.
-// The memory journal variant shows what the journal's two KV writes cost.
+// journal, result published to the events stream, read and opened by the
+// host side. window is the number of calls in flight. tool=claimed is a
+// tool that takes a journal claim (Begin, then Finish beside the answer);
+// tool=idempotent is one registered Idempotent (no claim, one Store before
+// the answer). The memory journal variant shows what the journal's KV
+// writes cost. Besides ops/s and latency it reports cpu_µs/op (the whole
+// process: server, host side and agent) and, for the KV journal,
+// journal_writes/op.
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, journal := range []string{"kv", "memory"} {
-		for _, window := range []int{1, 64, 512} {
-			b.Run(fmt.Sprintf("journal=%s/window=%d", journal, window), func(b *testing.B) { benchRoundTrip(b, journal, window) })
+		for _, tool := range []string{"claimed", "idempotent"} {
+			for _, window := range []int{1, 64, 512} {
+				b.Run(fmt.Sprintf("journal=%s/tool=%s/window=%d", journal, tool, window), func(b *testing.B) {
+					benchRoundTrip(b, journal, tool == "idempotent", window)
+				})
+			}
 		}
 	}
 }
 
-func benchRoundTrip(b *testing.B, journalKind string, window int) {
+// processCPU is the CPU time the process has used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func streamLastSeq(b *testing.B, ctx context.Context, js jetstream.JetStream, name string) uint64 {
+	s, err := js.Stream(ctx, name)
+	must(b, err)
+	info, err := s.Info(ctx)
+	must(b, err)
+	return info.State.LastSeq
+}
+
+func benchRoundTrip(b *testing.B, journalKind string, idempotent bool, window int) {
 	srv := natstest.Start(b)
 	hostNC, workerNC := srv.Connect(), srv.Connect()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -51,9 +79,13 @@ func benchRoundTrip(b *testing.B, journalKind string, window int) {
 	}
 	agent, err := workeragent.New(workerNC, workeragent.Config{WorkerID: "bench", Key: key, Journal: journal})
 	must(b, err)
+	opts := []workeragent.ToolOption{workeragent.Concurrency(max(window, 1))}
+	if idempotent {
+		opts = append(opts, workeragent.Idempotent())
+	}
 	must(b, agent.Handle("noop", workeragent.HandlerFunc(func(context.Context, *workeragent.Call) (workeragent.Output, error) {
 		return workeragent.Result("ok"), nil
-	}), workeragent.Concurrency(max(window, 1))))
+	}), opts...))
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- agent.Run(runCtx) }()
@@ -94,7 +126,13 @@ func benchRoundTrip(b *testing.B, journalKind string, window int) {
 			b.Fatal(err)
 		}
 	}
+	var writes0 uint64
+	if journalKind == "kv" {
+		writes0 = streamLastSeq(b, ctx, workerJS, "KV_"+idempotency.BucketName)
+	}
+	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU(b)
 	start := time.Now()
 	sent := 0
 	for ; sent < min(window, b.N); sent++ {
@@ -112,7 +150,21 @@ func benchRoundTrip(b *testing.B, journalKind string, window int) {
 		}
 	}
 	elapsed := time.Since(start)
+	cpu := processCPU(b) - cpu0
 	b.StopTimer()
+	if journalKind == "kv" {
+		// A claimed call's Finish may still be in flight when the host
+		// has its answer; it has landed once the invocation is acked.
+		cons, err := workerJS.Consumer(ctx, fabric.StreamInvoke, fabric.ConsumerName("noop"))
+		must(b, err)
+		testwait.Until(b, 0, "every invocation acked", func() bool {
+			info, err := cons.Info(ctx)
+			return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+		})
+		writes := streamLastSeq(b, ctx, workerJS, "KV_"+idempotency.BucketName) - writes0
+		b.ReportMetric(float64(writes)/float64(b.N), "journal_writes/op")
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu_µs/op")
 	slices.Sort(lat)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(float64(lat[b.N*50/100])/1e3, "p50_µs")

@@ -42,18 +42,29 @@
 //     and counted, never run.
 //  2. A cancellation recorded before pickup answers acknowledged without
 //     running the handler.
-//  3. The journal's Begin decides: Fresh runs; Done replays the stored
-//     result (a dedupe hit); RunningElsewhere puts the message back until
-//     the other holder's lease would have expired; TakenOver runs again
-//     only for tools registered Idempotent and otherwise answers
-//     indeterminate.
+//  3. The journal decides whether it runs. For most tools Begin claims the
+//     key: Fresh runs; Done replays the stored result (a dedupe hit);
+//     RunningElsewhere puts the message back until the other holder's
+//     lease would have expired; TakenOver answers indeterminate. A tool
+//     registered Idempotent takes no claim and runs at once (a
+//     redelivery or a later attempt first looks for a stored result to
+//     replay).
 //  4. While the handler runs, the agent reports progress to the stream
-//     and renews the lease every HeartbeatInterval. A cancellation request
-//     cancels the handler's context for Cancellable tools and is answered
-//     unsupported for the others, whose call runs on.
-//  5. The terminal result is stored in the journal, then published to the
-//     host's events subject; the invocation is acked when the stream has
-//     stored the event, and redelivered (to replay it) if it could not.
+//     every HeartbeatInterval and renews a claim's lease. A cancellation
+//     request cancels the handler's context for Cancellable tools and is
+//     answered unsupported for the others, whose call runs on.
+//  5. The terminal result is stored in the journal (a claimed call's
+//     Finish goes out beside the answer's publish; an Idempotent tool's
+//     Store comes first and, if a duplicate stored a result before it,
+//     that result is the answer) and published to the host's events
+//     subject; the invocation is acked when the stream has stored the
+//     event, and redelivered (to replay it) if it could not.
+//
+// # Journal writes per call
+//
+// A claimed call costs two journal writes (Begin, Finish) and one per
+// lease renewal; an Idempotent one costs one (Store), however long it
+// runs. Retryable answers are never stored.
 //
 // # Stopping
 //

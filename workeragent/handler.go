@@ -54,9 +54,11 @@ type Call struct {
 	// OutputLimit bounds the terminal result in bytes (zero: no bound
 	// known to the worker).
 	OutputLimit int
-	// TakenOver reports that an earlier holder of this idempotency key
-	// lost its lease without a result: its effect may have happened. Only
-	// tools registered Idempotent are run in that case.
+	// TakenOver reports that an earlier delivery of this attempt ended
+	// without a result, its holder having crashed or stalled past the ack
+	// wait (or been handed back in a drain): its effect may have happened.
+	// Only tools registered Idempotent are run in that case; for the
+	// others the agent answers indeterminate instead.
 	TakenOver bool
 	// Stream sends progress chunks to the host. It is never nil; for a
 	// tool without a stream policy every Write fails with

@@ -14,8 +14,11 @@ type toolSpec struct {
 }
 
 // Idempotent declares that running the tool twice under one idempotency key
-// is safe, so a call whose previous holder crashed is run again rather than
-// reported indeterminate.
+// is safe. Its calls take no journal claim: they run at once and store
+// their result at the end, unless a duplicate stored one first, whose
+// result is then the answer; a call whose previous holder crashed is run
+// again rather than reported indeterminate. Concurrent duplicates may
+// both run.
 func Idempotent() ToolOption { return func(s *toolSpec) { s.idempotent = true } }
 
 // Cancellable declares that the handler honours context cancellation and

@@ -70,22 +70,35 @@ func eventKind(msg protocol.WorkerMessage) protocol.MessageKind {
 	return msg.Kind
 }
 
-// publishEvent JetStream-publishes an event as frame k and waits for the
-// stream to store it. The message id makes a replay of the same answer a
-// no-op within the duplicate window.
-func (a *Agent) publishEvent(e *execution, msg protocol.WorkerMessage, k uint32) error {
-	data, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, k, msg)
+// sendEvent seals msg as frame k (at least 1) and starts its JetStream
+// publish to the host's events subject; the future reports when the
+// stream has stored it. The message id makes a replay of the same answer
+// a no-op within the duplicate window.
+func (a *Agent) sendEvent(e *execution, msg protocol.WorkerMessage, k uint32) (jetstream.PubAckFuture, error) {
+	data, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, max(k, 1), msg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m := nats.NewMsg(fabric.EventsSubject(e.host))
 	m.Data = data
 	m.Header.Set(fabric.HeaderMsgID, fabric.EventMsgID(e.inv.RequestID, e.inv.Attempt, eventKind(msg)))
 	m.Header.Set(fabric.HeaderWorker, a.cfg.WorkerID)
-	f, err := a.js.PublishMsgAsync(m)
+	return a.js.PublishMsgAsync(m)
+}
+
+// publishEvent JetStream-publishes an event as frame k and waits for the
+// stream to store it.
+func (a *Agent) publishEvent(e *execution, msg protocol.WorkerMessage, k uint32) error {
+	f, err := a.sendEvent(e, msg, k)
 	if err != nil {
 		return err
 	}
+	return awaitStored(f)
+}
+
+// awaitStored waits for the stream's answer to a publish; the client's
+// async publish timeout (opTimeout) bounds the wait.
+func awaitStored(f jetstream.PubAckFuture) error {
 	select {
 	case <-f.Ok():
 		return nil

@@ -11,13 +11,15 @@ type Stats struct {
 	// Executed counts handler runs.
 	Executed uint64
 	// DedupeHits counts invocations answered from the journal's stored
-	// result instead of running the handler again.
+	// result instead of their own: replayed without running, or, for an
+	// Idempotent tool, run but beaten to the journal by a duplicate.
 	DedupeHits uint64
 	// Deferred counts invocations put back because another holder of the
 	// same idempotency key was still running it.
 	Deferred uint64
 	// TakenOver counts invocations whose previous holder lost its lease
-	// without a result.
+	// without a result; for Idempotent tools, which take no lease,
+	// redeliveries that found no stored result.
 	TakenOver uint64
 	// Indeterminate counts non-idempotent calls answered indeterminate.
 	Indeterminate uint64

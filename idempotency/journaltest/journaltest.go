@@ -83,6 +83,21 @@ func (e *env) finish(c idempotency.Claim, r idempotency.Result) {
 	}
 }
 
+func (e *env) store(key, owner string, r idempotency.Result, wantStored bool) idempotency.Record {
+	e.t.Helper()
+	rec, stored, err := e.j.Store(e.ctx, key, owner, r)
+	if err != nil {
+		e.t.Fatalf("Store(%q, %q): %v", key, owner, err)
+	}
+	if stored != wantStored {
+		e.t.Fatalf("Store(%q, %q) stored = %v, want %v (record %+v)", key, owner, stored, wantStored, rec)
+	}
+	if rec.Key != key || rec.State != idempotency.StateDone || rec.Result == nil || rec.Revision == 0 {
+		e.t.Fatalf("Store(%q, %q) record = %+v", key, owner, rec)
+	}
+	return rec
+}
+
 func wantErr(t *testing.T, what string, err, want error) {
 	t.Helper()
 	if !errors.Is(err, want) {
@@ -121,6 +136,13 @@ func RunConformance(t *testing.T, f Factory) {
 		{"GetNotFound", testGetNotFound},
 		{"AnyKeyBytes", testAnyKeyBytes},
 		{"CancelledContext", testCancelledContext},
+		{"StoreFresh", testStoreFresh},
+		{"StoreFirstResultWins", testStoreFirstWins},
+		{"ConcurrentStoreOneWins", testConcurrentStore},
+		{"StoreOverRunningClaim", testStoreOverRunning},
+		{"StoreOverReleased", testStoreOverReleased},
+		{"StoreAfterFinish", testStoreAfterFinish},
+		{"InvalidStoreWritesNothing", testInvalidStore},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(setup(t, f)) })
@@ -486,4 +508,147 @@ func testCancelledContext(e *env) {
 	wantErr(e.t, "Begin", err, context.Canceled)
 	_, err = e.j.Get(e.ctx, "op")
 	wantErr(e.t, "Get after cancelled Begin", err, idempotency.ErrNotFound)
+}
+
+func testStoreFresh(e *env) {
+	res := succeeded("ran without a claim")
+	rec := e.store("op", "worker-a", res, true)
+	if rec.Owner != "worker-a" || rec.Claims != 0 || rec.PreviousOwner != "" || !rec.LeaseExpiresAt.IsZero() ||
+		!rec.CreatedAt.Equal(Epoch) || !rec.UpdatedAt.Equal(Epoch) || !reflect.DeepEqual(rec.Result, &res) {
+		e.t.Fatalf("record = %+v", rec)
+	}
+	if g := e.get("op"); g.Revision != rec.Revision || !reflect.DeepEqual(g.Result, &res) {
+		e.t.Fatalf("Get = %+v, want %+v", g, rec)
+	}
+	// Begin sees an ordinary stored result.
+	d := e.begin("op", "worker-b", idempotency.Done)
+	if !reflect.DeepEqual(d.Record.Result, &res) {
+		e.t.Fatalf("Begin replayed %+v", d.Record.Result)
+	}
+}
+
+func testStoreFirstWins(e *env) {
+	first := e.store("op", "worker-a", succeeded("first"), true)
+	e.clock.Advance(Lease)
+	second := e.store("op", "worker-b", idempotency.Result{Status: idempotency.StatusFailed, Error: "second"}, false)
+	if second.Revision != first.Revision || second.Owner != "worker-a" || second.Result.Payload.Text != "first" {
+		e.t.Fatalf("second Store returned %+v, want the first record %+v", second, first)
+	}
+	if g := e.get("op"); g.Revision != first.Revision {
+		e.t.Fatalf("the losing Store wrote: %+v", g)
+	}
+}
+
+func testConcurrentStore(e *env) {
+	const owners = 8
+	for k := range 5 {
+		key := fmt.Sprintf("op-%d", k)
+		type answer struct {
+			owner  string
+			rec    idempotency.Record
+			stored bool
+			err    error
+		}
+		answers := make(chan answer, owners)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range owners {
+			wg.Go(func() {
+				<-start
+				owner := fmt.Sprintf("worker-%d", i)
+				rec, stored, err := e.j.Store(e.ctx, key, owner, succeeded(owner))
+				answers <- answer{owner, rec, stored, err}
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(answers)
+		var winners []string
+		var results []string
+		for a := range answers {
+			if a.err != nil {
+				e.t.Fatalf("%s: Store: %v", key, a.err)
+			}
+			if a.stored {
+				winners = append(winners, a.owner)
+			}
+			results = append(results, a.rec.Result.Payload.Text)
+		}
+		if len(winners) != 1 {
+			e.t.Fatalf("%s: stored by %v, want exactly one", key, winners)
+		}
+		// Every caller answers with the winner's result, the losers too.
+		for _, r := range results {
+			if r != winners[0] {
+				e.t.Fatalf("%s: answers %v, want all %q", key, results, winners[0])
+			}
+		}
+		if g := e.get(key); g.Owner != winners[0] {
+			e.t.Fatalf("%s: stored owner %q, want %q", key, g.Owner, winners[0])
+		}
+	}
+}
+
+func testStoreOverRunning(e *env) {
+	a := e.begin("op", "worker-a", idempotency.Fresh)
+	rec := e.store("op", "worker-b", succeeded("b"), true)
+	if rec.Owner != "worker-b" || rec.PreviousOwner != "worker-a" || rec.Claims != 1 || !rec.LeaseExpiresAt.IsZero() {
+		e.t.Fatalf("record = %+v", rec)
+	}
+	_, err := e.j.Renew(e.ctx, a)
+	wantErr(e.t, "Renew after Store", err, idempotency.ErrLeaseLost)
+	wantErr(e.t, "Finish after Store", e.j.Finish(e.ctx, a, succeeded("a")), idempotency.ErrLeaseLost)
+	wantErr(e.t, "Release after Store", e.j.Release(e.ctx, a), idempotency.ErrLeaseLost)
+	if d := e.begin("op", "worker-c", idempotency.Done); d.Record.Result.Payload.Text != "b" {
+		e.t.Fatalf("Begin replayed %+v", d.Record.Result)
+	}
+}
+
+func testStoreOverReleased(e *env) {
+	a := e.begin("op", "worker-a", idempotency.Fresh)
+	if err := e.j.Release(e.ctx, a); err != nil {
+		e.t.Fatalf("Release: %v", err)
+	}
+	rec := e.store("op", "worker-b", succeeded("b"), true)
+	if rec.PreviousOwner != "worker-a" || rec.Claims != 1 {
+		e.t.Fatalf("record = %+v", rec)
+	}
+}
+
+func testStoreAfterFinish(e *env) {
+	a := e.begin("op", "worker-a", idempotency.Fresh)
+	e.finish(a, succeeded("claimed run"))
+	rec := e.store("op", "worker-b", succeeded("unclaimed run"), false)
+	if rec.Owner != "worker-a" || rec.Result.Payload.Text != "claimed run" {
+		e.t.Fatalf("record = %+v", rec)
+	}
+}
+
+func testInvalidStore(e *env) {
+	tests := []struct {
+		name, key, owner string
+		result           idempotency.Result
+		wantErr          error
+	}{
+		{"empty key", "", "worker-a", succeeded("x"), idempotency.ErrInvalidKey},
+		{"empty owner", "op", "", succeeded("x"), idempotency.ErrInvalidOwner},
+		{"no status", "op", "worker-a", idempotency.Result{}, idempotency.ErrInvalidResult},
+		{"retry status", "op", "worker-a", idempotency.Result{Status: "retry_transient"}, idempotency.ErrInvalidResult},
+		{"too large", "op", "worker-a", succeeded(strings.Repeat("x", MaxResultBytes+1)), idempotency.ErrResultTooLarge},
+	}
+	for _, tc := range tests {
+		_, stored, err := e.j.Store(e.ctx, tc.key, tc.owner, tc.result)
+		wantErr(e.t, tc.name, err, tc.wantErr)
+		if stored {
+			e.t.Fatalf("%s: stored despite %v", tc.name, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	_, _, err := e.j.Store(ctx, "op", "worker-a", succeeded("x"))
+	wantErr(e.t, "cancelled context", err, context.Canceled)
+	_, err = e.j.Get(e.ctx, "op")
+	wantErr(e.t, "Get after rejected Stores", err, idempotency.ErrNotFound)
+	// The size bound is inclusive, as Finish's is.
+	e.store("op", "worker-a", succeeded(strings.Repeat("x", MaxResultBytes)), true)
 }

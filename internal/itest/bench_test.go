@@ -59,35 +59,53 @@ func BenchmarkBaselineDurableReply(b *testing.B) { benchMatrix(b, benchharness.D
 // TestJetStreamWritesPerOperation counts the stream writes one successful
 // operation costs, from the sequence deltas of every stream it touches:
 // the invocation (SPLASH_INVOKE), the terminal event (SPLASH_EVENTS) and
-// the journal's claim and result (KV_splash_idempotency). A cancel-free
+// the journal (KV_splash_idempotency): a claim and the result for a tool
+// that is not idempotent, the result alone for one that is. A cancel-free
 // call writes no cancel record. Acks update consumer state, not streams,
 // so they do not show here.
 func TestJetStreamWritesPerOperation(t *testing.T) {
 	const ops = 20
-	c := newCluster(t, options{tools: []hostTool{tool("bench.noop")}})
-	c.startWorker("w1", func(a *workeragent.Agent) { must(t, a.Handle("bench.noop", workeragent.HandlerFunc(echo))) })
-	streams := []struct {
-		name string
-		want uint64
+	for _, tc := range []struct {
+		name       string
+		idempotent bool
+		journal    uint64
 	}{
-		{fabric.StreamInvoke, 1},
-		{fabric.StreamEvents, 1},
-		{"KV_" + idempotency.BucketName, 2},
-		{"KV_" + fabric.BucketCancel, 0},
-	}
-	before := make([]uint64, len(streams))
-	for i, s := range streams {
-		before[i] = c.streamSeq(s.name)
-	}
-	for i := range ops {
-		wantCompleted(t, c.wait(c.submit(sprintf(`const r = await tool.start("bench.noop", "%d"); r`, i)), 0), strconv.Itoa(i))
-	}
-	for i, s := range streams {
-		delta := c.streamSeq(s.name) - before[i]
-		t.Logf("%s: %d writes for %d operations", s.name, delta, ops)
-		if delta != s.want*ops {
-			t.Errorf("%s: %d writes for %d operations, want %d each", s.name, delta, ops, s.want)
-		}
+		{"claimed", false, 2},
+		{"idempotent", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, options{tools: []hostTool{tool("bench.noop")}})
+			c.startWorker("w1", func(a *workeragent.Agent) {
+				var opts []workeragent.ToolOption
+				if tc.idempotent {
+					opts = append(opts, workeragent.Idempotent())
+				}
+				must(t, a.Handle("bench.noop", workeragent.HandlerFunc(echo), opts...))
+			})
+			streams := []struct {
+				name string
+				want uint64
+			}{
+				{fabric.StreamInvoke, 1},
+				{fabric.StreamEvents, 1},
+				{"KV_" + idempotency.BucketName, tc.journal},
+				{"KV_" + fabric.BucketCancel, 0},
+			}
+			before := make([]uint64, len(streams))
+			for i, s := range streams {
+				before[i] = c.streamSeq(s.name)
+			}
+			for i := range ops {
+				wantCompleted(t, c.wait(c.submit(sprintf(`const r = await tool.start("bench.noop", "%d"); r`, i)), 0), strconv.Itoa(i))
+			}
+			for i, s := range streams {
+				delta := c.streamSeq(s.name) - before[i]
+				t.Logf("%s: %d writes for %d operations", s.name, delta, ops)
+				if delta != s.want*ops {
+					t.Errorf("%s: %d writes for %d operations, want %d each", s.name, delta, ops, s.want)
+				}
+			}
+		})
 	}
 }
 

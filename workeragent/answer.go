@@ -1,0 +1,185 @@
+package workeragent
+
+import (
+	"errors"
+	"math"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// replayFrame numbers a terminal frame replayed from the journal above any
+// frame the original run could have sent in the same attempt, so a host
+// that saw the original chunks still accepts it.
+const replayFrame = math.MaxUint32
+
+// tooLargeResult replaces a result the journal refuses for its size.
+var tooLargeResult = idempotency.Result{Status: idempotency.StatusFailed, Error: "result exceeds the journal's size bound"}
+
+func (e *execution) finish(r idempotency.Result) { e.finishAt(r, 1) }
+
+// finishAt stores r as the call's terminal result and answers as frame k,
+// followed by then. The invocation is acked only once the answer is
+// stored in the events stream, so a redelivery after a lost answer
+// replays (claimed) or stores again and finds (unclaimed) the journal's
+// result instead of changing it.
+func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
+	if !e.claimed() {
+		e.storeAt(r, k, then...)
+		return
+	}
+	j := e.a.cfg.Journal
+	if f, ok := j.(idempotency.Fitter); ok && f.Fits(r) {
+		// The journal vouches that r fits, so the answer and the journal
+		// write go out together, which saves a round trip per call: the
+		// publish is started, the write made, then the publish awaited.
+		fut, err := e.a.sendEvent(e, e.messageOf(r), k)
+		ctx, cancel := opContext()
+		ferr := j.Finish(ctx, e.claim, r)
+		cancel()
+		published := e.awaitAnswer(fut, err, k, then...)
+		switch {
+		case errors.Is(ferr, idempotency.ErrLeaseLost):
+			// The answer is out, but the key has another holder now:
+			// the redelivery meets that holder in the journal, and the
+			// host keeps the first answer of the attempt.
+			e.a.log.Warn("lease lost before finish", "request", e.inv.RequestID)
+			_ = e.msg.Nak()
+			return
+		case ferr != nil:
+			e.a.log.Warn("journal finish failed", "request", e.inv.RequestID, "err", ferr)
+		}
+		e.settle(published)
+		return
+	}
+	// Otherwise the journal is written first, because a refused result
+	// changes the answer.
+	ctx, cancel := opContext()
+	err := j.Finish(ctx, e.claim, r)
+	if errors.Is(err, idempotency.ErrResultTooLarge) {
+		r = tooLargeResult
+		err = j.Finish(ctx, e.claim, r)
+	}
+	cancel()
+	switch {
+	case errors.Is(err, idempotency.ErrLeaseLost):
+		e.a.log.Warn("lease lost before finish", "request", e.inv.RequestID)
+		_ = e.msg.Nak()
+		return
+	case err != nil:
+		// The answer still goes out: the host needs it more than the
+		// journal does, and a later duplicate finds an expired lease.
+		e.a.log.Warn("journal finish failed", "request", e.inv.RequestID, "err", err)
+	}
+	e.answer(e.messageOf(r), k, then...)
+}
+
+// storeAt ends an unclaimed call: r becomes the key's result unless one is
+// stored already, and the answer is whichever is stored, so every answer
+// under one key is the same. The write precedes the answer, rather than
+// going out beside it as a claimed call's does, because its outcome can
+// change the answer.
+func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
+	j := e.a.cfg.Journal
+	key := e.inv.IdempotencyKey
+	owner := e.ownerID()
+	ctx, cancel := opContext()
+	rec, stored, err := j.Store(ctx, key, owner, r)
+	if errors.Is(err, idempotency.ErrResultTooLarge) {
+		r = tooLargeResult
+		rec, stored, err = j.Store(ctx, key, owner, r)
+	}
+	cancel()
+	switch {
+	case err != nil:
+		// The answer still goes out: the host needs it more than the
+		// journal does, and a redelivery may simply run again.
+		e.a.log.Warn("journal store failed", "request", e.inv.RequestID, "err", err)
+	case !stored && rec.Result != nil:
+		// A duplicate (or a concurrent run) stored its result first.
+		e.a.stats.dedupeHits.Add(1)
+		r = *rec.Result
+	}
+	e.answer(e.messageOf(r), k, then...)
+}
+
+// replay answers from a stored record.
+func (e *execution) replay(rec idempotency.Record) {
+	if rec.Result == nil {
+		_ = e.msg.NakWithDelay(e.a.cfg.HeartbeatInterval)
+		return
+	}
+	e.answer(e.messageOf(*rec.Result), replayFrame)
+}
+
+// messageOf is the wire answer for a stored result, bound to this attempt.
+func (e *execution) messageOf(r idempotency.Result) protocol.WorkerMessage {
+	id, att := e.inv.RequestID, e.inv.Attempt
+	if r.Error == "" && r.Status != idempotency.StatusSucceeded && r.Status != idempotency.StatusCancelled {
+		r.Error = string(r.Status)
+	}
+	if r.Status == idempotency.StatusSucceeded && r.Payload == nil {
+		empty := protocol.TextPayload("")
+		r.Payload = &empty
+	}
+	switch r.Status {
+	case idempotency.StatusCancelled:
+		return protocol.CancelReplyMessage(protocol.CancelReply{RequestID: id, Attempt: att, Disposition: protocol.CancelAcknowledged})
+	case idempotency.StatusSucceeded:
+		return protocol.ResultMessage(protocol.Result{RequestID: id, Attempt: att, Status: protocol.ResultSucceeded, Payload: r.Payload})
+	case idempotency.StatusIndeterminate:
+		return protocol.ResultMessage(protocol.Result{RequestID: id, Attempt: att, Status: protocol.ResultIndeterminate, Error: r.Error})
+	default:
+		return protocol.ResultMessage(protocol.Result{RequestID: id, Attempt: att, Status: protocol.ResultFailed, Error: r.Error})
+	}
+}
+
+// answer publishes msg (and then any follow-ups) as terminal events and
+// acks the invocation once the stream has stored them; on failure the
+// invocation is redelivered and the journal replays the stored answer.
+func (e *execution) answer(msg protocol.WorkerMessage, k uint32, then ...protocol.WorkerMessage) {
+	e.settle(e.publishAnswer(msg, k, then...))
+}
+
+// settle acks the invocation once its answer is stored, and otherwise
+// puts it back for redelivery.
+func (e *execution) settle(published bool) {
+	if published {
+		_ = e.msg.Ack()
+	} else {
+		_ = e.msg.Nak()
+	}
+}
+
+// publishAnswer publishes msg and its follow-ups as frames k, k+1, …; it
+// reports whether msg itself was stored.
+func (e *execution) publishAnswer(msg protocol.WorkerMessage, k uint32, then ...protocol.WorkerMessage) bool {
+	fut, err := e.a.sendEvent(e, msg, k)
+	return e.awaitAnswer(fut, err, k, then...)
+}
+
+// awaitAnswer waits until the answer started as frame k (fut, or the
+// error that kept it from starting) is stored, then publishes the
+// follow-ups in order; it reports whether the answer was stored.
+func (e *execution) awaitAnswer(fut jetstream.PubAckFuture, err error, k uint32, then ...protocol.WorkerMessage) bool {
+	if err == nil {
+		err = awaitStored(fut)
+	}
+	if err != nil {
+		e.answerFailed(err)
+		return false
+	}
+	for i, m := range then {
+		if err := e.a.publishEvent(e, m, max(k, 1)+1+uint32(i)); err != nil {
+			e.answerFailed(err)
+		}
+	}
+	return true
+}
+
+func (e *execution) answerFailed(err error) {
+	e.a.stats.publishErrors.Add(1)
+	e.a.log.Warn("publish answer failed", "request", e.inv.RequestID, "err", err)
+}

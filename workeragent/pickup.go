@@ -1,0 +1,147 @@
+package workeragent
+
+import (
+	"errors"
+	"time"
+
+	"github.com/splashfabric/splashfabric/idempotency"
+)
+
+// A pickup decides, before any handler runs, whether this delivery may
+// run: it consults the cancel records and the journal. It reports whether
+// a cancellation was recorded for the call and whether process should go
+// on to the handler; when it should not, the pickup has already answered,
+// deferred or handed the message back.
+
+// pickupClaimed claims the call's key in the journal (Begin), for tools
+// whose effect must not happen twice.
+func (e *execution) pickupClaimed() (recorded, proceed bool) {
+	a, inv := e.a, e.inv
+	// The local copy of the cancel records answers at once; only when it
+	// cannot be trusted (just after a reconnect) is the bucket read, in
+	// parallel with the journal, which it is independent of.
+	type lookup struct {
+		recorded bool
+		err      error
+	}
+	var cancelled chan lookup
+	recorded, sure := a.cancelNoted(inv)
+	if !sure {
+		cancelled = make(chan lookup, 1)
+		a.goTracked(func() {
+			ctx, cancel := opContext()
+			defer cancel()
+			ok, err := a.cancelRecorded(ctx, inv)
+			cancelled <- lookup{ok, err}
+		})
+	}
+	ctx, cancel := opContext()
+	claim, err := a.cfg.Journal.Begin(ctx, inv.IdempotencyKey, e.ownerID(), a.cfg.LeaseDuration)
+	cancel()
+	var l lookup
+	if cancelled != nil {
+		l = <-cancelled
+	}
+	if err == nil && l.err != nil && claim.Outcome == idempotency.Fresh {
+		// Without knowing whether the call was cancelled it must not run;
+		// give the key back so the redelivery starts fresh. A taken-over
+		// claim is left to expire instead: releasing it would erase that
+		// an earlier holder may have produced the effect.
+		e.claim = claim
+		e.releaseClaim()
+	}
+	if err == nil {
+		err = l.err
+	}
+	if err != nil {
+		e.pickupFailed(err)
+		return false, false
+	}
+	// Look once more: the journal's round trip gave a record stored just
+	// before the pull time to reach the watcher.
+	if !recorded {
+		recorded, _ = a.cancelNoted(inv)
+	}
+	recorded = recorded || l.recorded
+	e.claim = claim
+	switch claim.Outcome {
+	case idempotency.Done:
+		a.stats.dedupeHits.Add(1)
+		e.replay(claim.Record)
+		return false, false
+	case idempotency.RunningElsewhere:
+		// Another holder runs this key; come back when its lease would
+		// have expired, by which time it has finished or crashed.
+		a.stats.deferred.Add(1)
+		delay := time.Until(claim.Record.LeaseExpiresAt)
+		delay = min(max(delay, a.cfg.HeartbeatInterval), a.cfg.LeaseDuration)
+		_ = e.msg.NakWithDelay(delay)
+		return false, false
+	case idempotency.TakenOver:
+		// Only tools that must not run twice are claimed, so the effect
+		// of the lost holder is unknown and cannot be repeated.
+		a.stats.takenOver.Add(1)
+		a.stats.indeterminate.Add(1)
+		e.finish(idempotency.Result{
+			Status: idempotency.StatusIndeterminate,
+			Error:  "an earlier holder lost its lease without a result; its effect is unknown",
+		})
+		return false, false
+	}
+	return recorded, true
+}
+
+// pickupUnclaimed readies a call of a tool registered Idempotent. Running
+// it twice is what the registration allows, so it takes no claim: the
+// common pickup costs no journal round trip, and the one write comes at
+// the end (Store, see finishAt). Only a delivery that may repeat an
+// earlier one, a redelivery or a later attempt, reads the journal first,
+// so that a result stored already is replayed instead of run again.
+func (e *execution) pickupUnclaimed() (recorded, proceed bool) {
+	a, inv := e.a, e.inv
+	recorded, sure := a.cancelNoted(inv)
+	if !sure {
+		ctx, cancel := opContext()
+		found, err := a.cancelRecorded(ctx, inv)
+		cancel()
+		if err != nil {
+			e.pickupFailed(err)
+			return false, false
+		}
+		recorded = found
+	}
+	if !e.redelivered && inv.Attempt <= 1 {
+		return recorded, true
+	}
+	ctx, cancel := opContext()
+	rec, err := a.cfg.Journal.Get(ctx, inv.IdempotencyKey)
+	cancel()
+	switch {
+	case err == nil && rec.State == idempotency.StateDone:
+		a.stats.dedupeHits.Add(1)
+		e.replay(rec)
+		return false, false
+	case err != nil && !errors.Is(err, idempotency.ErrNotFound):
+		e.pickupFailed(err)
+		return false, false
+	}
+	if e.redelivered {
+		// The earlier delivery of this attempt was never acked and left
+		// no result: whatever it did may have happened.
+		a.stats.takenOver.Add(1)
+		e.takenOver = true
+	}
+	// The read gave a record stored just before the pull time to reach
+	// the watcher.
+	if !recorded {
+		recorded, _ = a.cancelNoted(inv)
+	}
+	return recorded, true
+}
+
+// pickupFailed puts the message back for a later try: the journal or the
+// cancel bucket could not be read, and running blind is not allowed.
+func (e *execution) pickupFailed(err error) {
+	e.a.log.Warn("pickup failed", "request", e.inv.RequestID, "err", err)
+	_ = e.msg.NakWithDelay(e.a.cfg.HeartbeatInterval)
+}
