@@ -32,9 +32,8 @@ type Journal interface {
 	// unless a result is stored already: the one write of an operation
 	// that may run more than once, which runs without Begin. It returns
 	// the record that holds the key's result afterwards: r's, with stored
-	// true, or the result stored earlier, with stored false, which the
-	// caller answers with instead of r so that every answer under one key
-	// is the same. A running or released record is overwritten; its
+	// true, or the result stored earlier, with stored false, which a
+	// caller that has not answered yet answers with instead of r. A running or released record is overwritten; its
 	// holder's later Renew, Finish and Release fail with ErrLeaseLost.
 	Store(ctx context.Context, key, owner string, r Result) (rec Record, stored bool, err error)
 	// Get returns the current record of key, or ErrNotFound.

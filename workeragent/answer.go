@@ -77,14 +77,18 @@ func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.Wo
 }
 
 // storeAt ends an unclaimed call: r becomes the key's result unless one is
-// stored already, and the answer is whichever is stored, so every answer
-// under one key is the same. The write precedes the answer, rather than
-// going out beside it as a claimed call's does, because its outcome can
-// change the answer.
+// stored already, and the answer is whichever is stored. For a delivery
+// that may repeat an earlier one, the write precedes the answer because
+// its outcome changes the answer; a first delivery goes through
+// storeBeside instead.
 func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
 	j := e.a.cfg.Journal
 	key := e.inv.IdempotencyKey
 	owner := e.ownerID()
+	if f, ok := j.(idempotency.Fitter); ok && f.Fits(r) && !e.redelivered && e.inv.Attempt <= 1 {
+		e.storeBeside(r, k, then...)
+		return
+	}
 	ctx, cancel := opContext()
 	rec, stored, err := j.Store(ctx, key, owner, r)
 	if errors.Is(err, idempotency.ErrResultTooLarge) {
@@ -103,6 +107,29 @@ func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.Wor
 		r = *rec.Result
 	}
 	e.answer(e.messageOf(r), k, then...)
+}
+
+// storeBeside ends the first delivery of a first attempt: nothing can
+// have stored a result for the key before it but a concurrent copy (a
+// republish past the duplicate window), so the answer goes out beside the
+// Store, saving the round trip the sequential order costs every call. If
+// a copy did store first, this answer is already out; the tool is
+// idempotent, so either result is a true answer, the host keeps the first
+// terminal answer of the attempt, and every later duplicate replays the
+// stored one.
+func (e *execution) storeBeside(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
+	fut, err := e.a.sendEvent(e, e.messageOf(r), k)
+	ctx, cancel := opContext()
+	rec, stored, serr := e.a.cfg.Journal.Store(ctx, e.inv.IdempotencyKey, e.ownerID(), r)
+	cancel()
+	published := e.awaitAnswer(fut, err, k, then...)
+	switch {
+	case serr != nil:
+		e.a.log.Warn("journal store failed", "request", e.inv.RequestID, "err", serr)
+	case !stored && rec.Result != nil:
+		e.a.stats.dedupeHits.Add(1)
+	}
+	e.settle(published)
 }
 
 // replay answers from a stored record.

@@ -47,6 +47,9 @@ func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
 			if res := e.result(t); res.Status != protocol.ResultSucceeded {
 				t.Fatalf("result = %+v", res)
 			}
+			// The answer may go out beside its journal write; the ack
+			// follows both.
+			testwait.Until(t, 0, "call acked", func() bool { return e.pending(t, "long") == 0 })
 			if s := a.Stats(); runs.Load() != 1 || s.Redeliveries != 0 {
 				t.Fatalf("runs = %d, stats = %+v", runs.Load(), s)
 			}

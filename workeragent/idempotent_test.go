@@ -57,15 +57,18 @@ func TestIdempotentDuplicateAfterCompletion(t *testing.T) {
 		// again is the duplicate's delivery: its attempt and message id.
 		again    func(inv protocol.Invoke) (protocol.Invoke, string)
 		wantRuns int64
+		// wantText is the duplicate's answer.
+		wantText string
 	}{
 		// A republish under a new message id is a first delivery of
-		// attempt 1: it runs without a claim and loses at the journal.
-		{name: "same attempt republished", wantRuns: 2, again: func(inv protocol.Invoke) (protocol.Invoke, string) {
+		// attempt 1: it runs without a claim, answers beside its Store
+		// and loses at the journal, which keeps the first result.
+		{name: "same attempt republished", wantRuns: 2, wantText: "run-2", again: func(inv protocol.Invoke) (protocol.Invoke, string) {
 			return inv, inv.IdempotencyKey + "/1-again"
 		}},
 		// A later attempt may repeat an earlier one, so it reads the
 		// journal first and replays without running.
-		{name: "later attempt", wantRuns: 1, again: func(inv protocol.Invoke) (protocol.Invoke, string) {
+		{name: "later attempt", wantRuns: 1, wantText: "run-1", again: func(inv protocol.Invoke) (protocol.Invoke, string) {
 			inv.Attempt = 2
 			return inv, inv.IdempotencyKey + "/2"
 		}},
@@ -81,10 +84,11 @@ func TestIdempotentDuplicateAfterCompletion(t *testing.T) {
 			inv := e.newInvoke("idem", "x")
 			e.publish(inv)
 			wantAnswer(t, results, inv, "run-1")
+			// The answer may go out beside its Store; the ack follows both.
+			testwait.Until(t, 0, "first call acked", func() bool { return e.pending(t, "idem") == 0 })
 			dup, msgID := tt.again(inv)
 			e.publishAs(dup, msgID)
-			// Every answer under the key is the first stored result.
-			wantAnswer(t, results, dup, "run-1")
+			wantAnswer(t, results, dup, tt.wantText)
 			testwait.Until(t, 0, "queue empty", func() bool { return e.pending(t, "idem") == 0 })
 			if got := runs.Load(); got != tt.wantRuns {
 				t.Fatalf("runs = %d, want %d", got, tt.wantRuns)
@@ -116,10 +120,18 @@ func TestIdempotentConcurrentDuplicateAnswersFirstStored(t *testing.T) {
 	// No claim holds the key, so the duplicate runs beside the first.
 	e.publishAs(inv, inv.IdempotencyKey+"/1-again")
 	testwait.Receive(t, 0, "second run", started)
+	// Both are first deliveries of attempt 1, so each answers beside its
+	// Store with its own result; the journal keeps the first stored.
 	close(gates[1])
 	wantAnswer(t, results, inv, "run-2")
+	j, err := idempotency.NewKV(context.Background(), e.js, idempotency.KVConfig{})
+	must(t, err)
+	testwait.Until(t, 0, "the second run's result stored", func() bool {
+		rec, err := j.Get(context.Background(), inv.IdempotencyKey)
+		return err == nil && rec.Result != nil
+	})
 	close(gates[0])
-	wantAnswer(t, results, inv, "run-2")
+	wantAnswer(t, results, inv, "run-1")
 	testwait.Until(t, 0, "queue empty", func() bool { return e.pending(t, "idem") == 0 })
 	if s := a.Stats(); s.Executed != 2 || s.DedupeHits != 1 || s.Deferred != 0 {
 		t.Fatalf("stats = %+v", s)
@@ -153,6 +165,9 @@ func TestJournalWritesPerCall(t *testing.T) {
 				t.Fatalf("%s: result = %+v", tt.tool, res)
 			}
 		}
+		// An answer may go out beside its journal write; the ack follows
+		// both.
+		testwait.Until(t, 0, "queue empty", func() bool { return e.pending(t, tt.tool) == 0 })
 		if got := e.journalSeq(t) - before; got != tt.wantWrite*calls {
 			t.Errorf("%s: %d journal writes for %d calls, want %d each", tt.tool, got, calls, tt.wantWrite)
 		}
