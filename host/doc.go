@@ -53,5 +53,17 @@
 //
 // Promises settled by a method are handed to the script engine at the end
 // of that method, once the runtime is consistent, and the script's new
-// state is returned as the method's *EvalResult.
+// state is returned as the method's *EvalResult. Compiled scripts are
+// shared by every runtime of the process (a bounded LRU), so a script
+// submitted many times compiles once.
+//
+// # Sessions across restarts
+//
+// A Loop keeps its sessions in memory. With LoopConfig.Archive set, it
+// hands each finished session's status to the archive without waiting and
+// registers its incarnation at start; Loop.Status then answers a session
+// the loop no longer holds from the archive, and a session of an earlier
+// incarnation that left no record as failed with ErrHostRestarted (or
+// ErrHostStopped after a graceful stop). Package fabric stores the archive
+// in JetStream KV.
 package host

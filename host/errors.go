@@ -102,3 +102,22 @@ func (e *StateError) Unwrap() []error {
 	}
 	return []error{e.Err, ErrWrongState}
 }
+
+// Errors of the session archive (see SessionArchive).
+var (
+	// ErrHostRestarted is the reason of a session whose host process ended
+	// while the session was suspended and did not record its outcome (it
+	// was killed or crashed): a later process of the same host answers for
+	// it from the archive.
+	ErrHostRestarted = errors.New("host: host restarted while the session was suspended")
+	// ErrHostStopped is the reason of a session that was suspended when its
+	// host process stopped gracefully (Loop.Stop).
+	ErrHostStopped = errors.New("host: host stopped while the session was suspended")
+	// ErrArchiveUnavailable reports a session archive that could not be
+	// written or read: StartLoop fails with it when the incarnation cannot
+	// be registered, Status when a lookup fails.
+	ErrArchiveUnavailable = errors.New("host: session archive unavailable")
+	// ErrUnknownIncarnation is returned by SessionArchive.Incarnation for
+	// an incarnation that was never registered (or has expired).
+	ErrUnknownIncarnation = errors.New("host: unknown incarnation")
+)
