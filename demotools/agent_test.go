@@ -95,7 +95,7 @@ func newFabricEnv(t *testing.T) *fabricEnv {
 	if err := demotools.Register(agent); err != nil {
 		t.Fatal(err)
 	}
-	if err := demotools.RegisterLedger(agent, js); err != nil {
+	if err := demotools.RegisterLedger(agent, js, 1); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())

@@ -44,6 +44,6 @@
 // the server can read LedgerCounts and see whether the journal kept the
 // effect to once per key. It needs JetStream and is registered apart:
 //
-//	if err := demotools.RegisterLedger(agent, js); err != nil { ... }
+//	if err := demotools.RegisterLedger(agent, js, 1); err != nil { ... }
 //	counts, err := demotools.LedgerCounts(ctx, js) // idempotency key -> runs
 package demotools

@@ -29,7 +29,8 @@ type ledgerEntry struct {
 // ledger is the demo.ledger handler: one increment per run, so a test
 // reading LedgerCounts sees exactly how often the effect happened.
 type ledger struct {
-	js jetstream.JetStream
+	js       jetstream.JetStream
+	replicas int
 
 	// mu guards kv. It is held across the bucket's creation, once, so
 	// concurrent first calls do not race to create it.
@@ -37,18 +38,30 @@ type ledger struct {
 	kv jetstream.KeyValue
 }
 
+// LedgerBucketConfig is LedgerBucket's configuration with the given
+// replicas (below 1 means 1). The counter must survive what the fabric
+// survives, so in a cluster it has the fabric's replicas: a bucket on one
+// node would fail every call while that node is down.
+func LedgerBucketConfig(replicas int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      LedgerBucket,
+		Description: "demo.ledger effect counts by idempotency key",
+		Replicas:    max(replicas, 1),
+	}
+}
+
 // RegisterLedger registers demo.ledger on r: a tool that is deliberately
 // not idempotent, which increments a counter keyed by the call's
-// idempotency key in bucket LedgerBucket (created on first use) and
-// answers the new count. Run under the agent's journal, every key ends at
-// 1 however often the call is delivered; a count above 1 is a duplicated
-// effect.
-func RegisterLedger(r Registrar, js jetstream.JetStream) error {
+// idempotency key in bucket LedgerBucket (created on first use with
+// LedgerBucketConfig(replicas)) and answers the new count. Run under the
+// agent's journal, every key ends at 1 however often the call is
+// delivered; a count above 1 is a duplicated effect.
+func RegisterLedger(r Registrar, js jetstream.JetStream, replicas int) error {
 	if js == nil {
 		return fmt.Errorf("%w: nil JetStream for %q", ErrNeedsJetStream, Ledger)
 	}
 	s, _ := lookup(Ledger)
-	l := &ledger{js: js}
+	l := &ledger{js: js, replicas: replicas}
 	if err := r.Handle(Ledger, workeragent.HandlerFunc(l.handle), s.options()...); err != nil {
 		return fmt.Errorf("demotools: register %q: %w", Ledger, err)
 	}
@@ -73,10 +86,7 @@ func (l *ledger) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if l.kv != nil {
 		return l.kv, nil
 	}
-	kv, err := l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      LedgerBucket,
-		Description: "demo.ledger effect counts by idempotency key",
-	})
+	kv, err := l.js.CreateOrUpdateKeyValue(ctx, LedgerBucketConfig(l.replicas))
 	if err != nil {
 		return nil, fmt.Errorf("demotools: ledger bucket %q: %w", LedgerBucket, err)
 	}

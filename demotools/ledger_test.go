@@ -39,7 +39,7 @@ func ledgerHandler(t *testing.T, js jetstream.JetStream) workeragent.Handler {
 		h = got
 		return nil
 	})
-	if err := demotools.RegisterLedger(r, js); err != nil {
+	if err := demotools.RegisterLedger(r, js, 1); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -128,7 +128,7 @@ func TestLedgerErrors(t *testing.T) {
 	if err := demotools.RegisterLedger(handleFunc(func(string, workeragent.Handler, ...workeragent.ToolOption) error {
 		t.Fatal("registered without JetStream")
 		return nil
-	}), nil); !errors.Is(err, demotools.ErrNeedsJetStream) {
+	}), nil, 1); !errors.Is(err, demotools.ErrNeedsJetStream) {
 		t.Fatalf("nil JetStream: %v", err)
 	}
 

@@ -38,7 +38,7 @@ func TestClusterNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := fabric.DefaultConfig()
-	cfg.Replicas = 3
+	cfg.Replicas = clusterReplicas
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := fabric.Provision(ctx, hjs, cfg); err != nil {

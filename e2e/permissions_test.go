@@ -195,7 +195,7 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 	if err := demotools.Register(agent); err != nil {
 		t.Fatal(err)
 	}
-	if err := demotools.RegisterLedger(agent, wjs); err != nil {
+	if err := demotools.RegisterLedger(agent, wjs, 1); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())

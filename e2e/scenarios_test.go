@@ -35,6 +35,10 @@ func cluster(t *testing.T, workers int) (*stack, *apiClient) {
 	return s, newAPIClient(s.apiURL(), s.apiToken())
 }
 
+// clusterReplicas is the replicas of every stream and bucket in the compose
+// cluster (SPLASH_REPLICAS in docker-compose.yml).
+const clusterReplicas = 3
+
 // ledgerReady creates demo.ledger's bucket as the workers would on their
 // first call (same configuration, so theirs is a no-op) and waits until a
 // read answers: right after creation a clustered bucket may answer "no
@@ -45,10 +49,7 @@ func (s *stack) ledgerReady() {
 	ctx, cancel := context.WithTimeout(s.t.Context(), time.Minute)
 	defer cancel()
 	js := s.opsJS()
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      demotools.LedgerBucket,
-		Description: "demo.ledger effect counts by idempotency key",
-	})
+	kv, err := js.CreateOrUpdateKeyValue(ctx, demotools.LedgerBucketConfig(clusterReplicas))
 	if err != nil {
 		s.t.Fatalf("ledger bucket: %v", err)
 	}

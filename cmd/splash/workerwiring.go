@@ -96,7 +96,7 @@ func newWorker(ctx context.Context, p workerParts) (*worker, error) {
 	var plain []string
 	for _, t := range p.tools {
 		if t == demotools.Ledger {
-			if err := demotools.RegisterLedger(r, js); err != nil {
+			if err := demotools.RegisterLedger(r, js, p.fabric.Replicas); err != nil {
 				return nil, fmt.Errorf("%w: %v", errStart, err)
 			}
 			continue
