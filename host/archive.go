@@ -126,11 +126,11 @@ func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error
 // stoppedStatus is the terminal status recorded for a session still
 // suspended when the loop stops.
 func (st *loopState) stoppedStatus(s *session) SessionStatus {
-	out := st.status(s)
+	out := summaryOf(s)
 	cause := fmt.Errorf("%w: the host process %s stopped with %d of the session's operations dispatched; they were not cancelled and may still run, once",
-		ErrHostStopped, st.incarnation, len(out.Operations))
+		ErrHostStopped, st.incarnation, len(s.ops))
 	out.State, out.Err, out.Error, out.Value = SessionFailed, cause, cause.Error(), ""
-	return archivable(out)
+	return out
 }
 
 // archiveSuspended records every session still suspended as failed with
@@ -141,12 +141,4 @@ func (st *loopState) archiveSuspended() {
 			st.cfg.Archive.Record(st.stoppedStatus(s))
 		}
 	}
-}
-
-// archivable is the part of a terminal status an archive keeps: a finished
-// session's operations that are still live (dropped promises) belong to
-// this process only.
-func archivable(s SessionStatus) SessionStatus {
-	s.Operations = nil
-	return s
 }

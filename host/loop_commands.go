@@ -231,6 +231,18 @@ func (st *loopState) cancel(id SessionID, op ExternalToolID) error {
 }
 
 func (st *loopState) status(s *session) SessionStatus {
+	out := summaryOf(s)
+	for _, d := range s.ops {
+		out.Operations = append(out.Operations, st.opStatus(d))
+	}
+	sort.Slice(out.Operations, func(i, j int) bool { return out.Operations[i].ID < out.Operations[j].ID })
+	return out
+}
+
+// summaryOf is s's status without its operations: all an archive keeps,
+// since a finished session's live operations (dropped promises) belong to
+// this process only.
+func summaryOf(s *session) SessionStatus {
 	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended}
 	if r := s.result; r != nil {
 		switch {
@@ -240,10 +252,6 @@ func (st *loopState) status(s *session) SessionStatus {
 			out.State, out.Value = SessionCompleted, r.Value
 		}
 	}
-	for _, d := range s.ops {
-		out.Operations = append(out.Operations, st.opStatus(d))
-	}
-	sort.Slice(out.Operations, func(i, j int) bool { return out.Operations[i].ID < out.Operations[j].ID })
 	return out
 }
 

@@ -124,7 +124,7 @@ func (st *loopState) flush() {
 				// Before retention can forget it, so there is no moment
 				// in which neither the loop nor the archive's queue
 				// holds it.
-				a.Record(archivable(st.status(s)))
+				a.Record(summaryOf(s))
 			}
 			st.retain()
 		}
