@@ -117,8 +117,13 @@ func encodeSession(s host.SessionStatus, limit int) (data []byte, cut bool, err 
 		ID: string(s.ID), State: string(s.State), Value: s.Value, Error: s.Error,
 		Kind: kindOf(s.Err), Created: s.Created.UTC(), Truncated: s.Truncated,
 	}
-	if b, err := json.Marshal(rec); err != nil || len(b) <= limit {
-		return b, false, err
+	// Record runs this on the host loop's goroutine. JSON never takes
+	// fewer bytes than the text it encodes, so a record whose value and
+	// error alone exceed limit is cut without first encoding it whole.
+	if len(rec.Value)+len(rec.Error) <= limit {
+		if b, err := json.Marshal(rec); err != nil || len(b) <= limit {
+			return b, false, err
+		}
 	}
 	rec.Truncated = true
 	// Each field is cut to what is left once the record around it is
