@@ -45,6 +45,25 @@ func newArchive(t *testing.T, env *fabricEnv, opts ...fabric.Option) *fabric.Ses
 	return a
 }
 
+// sessionBucket opens the archive's bucket directly, to see what it stores.
+func sessionBucket(t *testing.T, env *fabricEnv) jetstream.KeyValue {
+	t.Helper()
+	kv, err := env.js.KeyValue(testCtx(t), fabric.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+func sessionBucketStatus(t *testing.T, env *fabricEnv) jetstream.KeyValueStatus {
+	t.Helper()
+	st, err := sessionBucket(t, env).Status(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 var created = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func TestSessionArchiveStoresAndAnswers(t *testing.T) {
@@ -121,10 +140,7 @@ func TestSessionArchiveTruncatesToTheBucketBound(t *testing.T) {
 	if st := a.Stats(); st.Stored != uint64(len(tests)) || st.Truncated != uint64(len(tests)) {
 		t.Fatalf("stats %+v", st)
 	}
-	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := sessionBucket(t, env)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, err := kv.Get(ctx, "s."+string(tt.in.ID))
@@ -178,14 +194,7 @@ func TestSessionArchiveRefusesBadIDs(t *testing.T) {
 	if st := a.Stats(); st.Dropped != uint64(len(bad)) || st.Stored != 0 || errs.count() != len(bad) {
 		t.Fatalf("stats %+v, %d errors reported", st, errs.count())
 	}
-	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sessionBucketStatus(t, env)
 	if st.Values() != 0 {
 		t.Fatalf("bucket holds %d values after bad ids", st.Values())
 	}
@@ -202,10 +211,7 @@ func TestSessionArchiveRefreshesItsIncarnations(t *testing.T) {
 	if err := a.Register(ctx, host.Incarnation{ID: "h1-0123456789ab", HostID: "h1", Started: created}); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := sessionBucket(t, env)
 	first, err := kv.Get(ctx, "i.h1-0123456789ab")
 	if err != nil {
 		t.Fatal(err)
@@ -310,14 +316,7 @@ func TestProvisionCreatesTheSessionBucket(t *testing.T) {
 	if err := fabric.Provision(ctx, env.js, changed); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := sessionBucketStatus(t, env)
 	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
 	if st.TTL() != time.Hour || st.History() != 1 || info.Config.MaxMsgSize != 16<<10 || info.Config.Storage != jetstream.FileStorage {
 		t.Fatalf("bucket ttl %v history %d max %d", st.TTL(), st.History(), info.Config.MaxMsgSize)
