@@ -53,19 +53,23 @@ func (f Frame) ToJSONLine() ([]byte, error) {
 	if bytes.IndexByte(f.Message, '\n') >= 0 || !validJSON(f.Message) {
 		return nil, fmt.Errorf("%w: msg is not one line of JSON", ErrMalformedFrame)
 	}
-	b := make([]byte, 0, len(`{"session_id":"","role":"worker","seq":,"msg":,"tag":""}`)+1+
+	// The layout is spelled once, in lineparse.go, so that parseExactLine
+	// reads exactly what is written here.
+	role := lineRoleHost
+	if f.Role == RoleWorker {
+		role = lineRoleWorker
+	}
+	b := make([]byte, 0, len(linePrefix)+2+len(lineRoleWorker)+len(lineMsg)+len(lineTag)+len(lineEnd)+1+
 		2*len(f.SessionID)+20+len(f.Message)+len(f.Tag))
-	b = append(b, `{"session_id":`...)
+	b = append(b, linePrefix...)
 	b = appendJSONString(b, f.SessionID)
-	b = append(b, `,"role":"`...)
-	b = append(b, f.Role.String()...)
-	b = append(b, `","seq":`...)
+	b = append(b, role...)
 	b = strconv.AppendUint(b, f.Sequence, 10)
-	b = append(b, `,"msg":`...)
+	b = append(b, lineMsg...)
 	b = append(b, f.Message...)
-	b = append(b, `,"tag":"`...)
+	b = append(b, lineTag...)
 	b = append(b, f.Tag...)
-	b = append(b, "\"}\n"...)
+	b = append(b, lineEnd+"\n"...)
 	return b, nil
 }
 

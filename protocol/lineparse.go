@@ -2,7 +2,8 @@ package protocol
 
 import "bytes"
 
-// The fixed parts of a line as ToJSONLine writes it.
+// The fixed parts of a line, which ToJSONLine writes and parseExactLine
+// expects.
 const (
 	linePrefix     = `{"session_id":`
 	lineRoleHost   = `,"role":"host","seq":`
