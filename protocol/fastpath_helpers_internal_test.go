@@ -84,8 +84,9 @@ func fullMessages() []WorkerMessage {
 	}
 }
 
-// sealedLines returns a valid line for every message of fullMessages and
-// for one valid message of every kind, as ToJSONLine writes them.
+// sealedLines returns a line for every message of fullMessages, correctly
+// tagged and as ToJSONLine writes it. The tag is computed directly because
+// those messages mix payloads that Seal's Validate would refuse.
 func sealedLines(t testing.TB) [][]byte {
 	t.Helper()
 	s := NewSigner(SessionKeyFromArray([AuthTagBytes]byte{7}))
