@@ -83,12 +83,11 @@ func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.Wo
 // storeBeside instead.
 func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
 	j := e.a.cfg.Journal
-	key := e.inv.IdempotencyKey
-	owner := e.ownerID()
-	if f, ok := j.(idempotency.Fitter); ok && f.Fits(r) && !e.redelivered && e.inv.Attempt <= 1 {
+	if f, ok := j.(idempotency.Fitter); ok && f.Fits(r) && e.firstDelivery() {
 		e.storeBeside(r, k, then...)
 		return
 	}
+	key, owner := e.inv.IdempotencyKey, e.ownerID()
 	ctx, cancel := opContext()
 	rec, stored, err := j.Store(ctx, key, owner, r)
 	if errors.Is(err, idempotency.ErrResultTooLarge) {

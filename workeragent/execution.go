@@ -56,6 +56,12 @@ func (e *execution) freeSlot() {
 // tool except those registered Idempotent (see pickupUnclaimed).
 func (e *execution) claimed() bool { return !e.t.spec.idempotent }
 
+// firstDelivery reports a first delivery of a first attempt: nothing but
+// a concurrent copy can have stored a result for its key, so an unclaimed
+// call neither reads the journal before running nor waits on its Store
+// before answering.
+func (e *execution) firstDelivery() bool { return !e.redelivered && e.inv.Attempt <= 1 }
+
 // ownerID names this execution in the journal: unique per execution, so
 // that a second delivery to the same agent is a different owner.
 func (e *execution) ownerID() string {

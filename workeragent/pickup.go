@@ -110,7 +110,7 @@ func (e *execution) pickupUnclaimed() (recorded, proceed bool) {
 		}
 		recorded = found
 	}
-	if !e.redelivered && inv.Attempt <= 1 {
+	if e.firstDelivery() {
 		return recorded, true
 	}
 	ctx, cancel := opContext()
