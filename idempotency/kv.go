@@ -18,10 +18,10 @@ const (
 	DefaultTTL = 24 * time.Hour
 )
 
-// maxBeginRounds bounds how often Begin re-reads after losing a
+// maxRounds bounds how often Begin or Store re-reads after losing a
 // compare-and-set. Every lost round means another writer made progress on
 // the same key, so a handful is plenty; beyond that ErrContended.
-const maxBeginRounds = 8
+const maxRounds = 8
 
 // payloadHeadroom is kept free under the connection's max payload for the
 // headers a KV write carries (expected last sequence, message id).
@@ -117,41 +117,21 @@ func (j *KVJournal) Begin(ctx context.Context, key, owner string, lease time.Dur
 	if err := validateBegin(key, owner, lease); err != nil {
 		return Claim{}, err
 	}
-	sk := StorageKey(key)
-	var cur *Record // nil: believed absent, so try to create
-	for range maxBeginRounds {
+	var outcome Outcome
+	rec, _, err := j.cas(ctx, "begin", key, func(cur *Record) (Record, bool) {
 		now := j.clock()
-		next, outcome := newRunning(key, owner, lease, now), Fresh
-		if cur != nil {
-			var write bool
-			next, outcome, write = decide(*cur, owner, lease, now)
-			if !write {
-				return Claim{Outcome: outcome, Owner: owner, Lease: lease, Record: *cur}, nil
-			}
-		}
-		b, err := j.encode(next)
-		if err != nil {
-			return Claim{}, err
-		}
-		var rev uint64
 		if cur == nil {
-			rev, err = j.kv.Create(ctx, sk, b)
-		} else {
-			rev, err = j.kv.Update(ctx, sk, b, cur.Revision)
+			outcome = Fresh
+			return newRunning(key, owner, lease, now), true
 		}
-		if err == nil {
-			next.Revision = rev
-			return Claim{Outcome: outcome, Owner: owner, Lease: lease, Record: next}, nil
-		}
-		if !isConflict(err) {
-			return Claim{}, fmt.Errorf("idempotency: begin %q: %w", key, err)
-		}
-		// Someone else wrote first; look at what they wrote.
-		if cur, err = j.read(ctx, key, sk); err != nil {
-			return Claim{}, err
-		}
+		next, o, write := decide(*cur, owner, lease, now)
+		outcome = o
+		return next, write
+	})
+	if err != nil {
+		return Claim{}, err
 	}
-	return Claim{}, fmt.Errorf("%w: %q", ErrContended, key)
+	return Claim{Outcome: outcome, Owner: owner, Lease: lease, Record: rec}, nil
 }
 
 // Renew implements Journal: one write (update).
@@ -203,12 +183,24 @@ func (j *KVJournal) Store(ctx context.Context, key, owner string, r Result) (Rec
 	if err := validateResult(r, j.maxResult); err != nil {
 		return Record{}, false, err
 	}
+	return j.cas(ctx, "store", key, func(cur *Record) (Record, bool) {
+		return storedOver(cur, key, owner, r, j.clock())
+	})
+}
+
+// cas applies step to the stored record of key (nil: believed absent)
+// and writes the record it returns with a compare-and-set: a create when
+// absent, else an update over the revision read. A lost round means
+// another writer got there first, so the record is re-read and step
+// applied again. When step returns write false, cas returns cur
+// unwritten, with wrote false.
+func (j *KVJournal) cas(ctx context.Context, op, key string, step func(cur *Record) (next Record, write bool)) (rec Record, wrote bool, err error) {
 	sk := StorageKey(key)
 	var cur *Record // nil: believed absent, so try to create
-	for range maxBeginRounds {
-		next, write := storedOver(cur, key, owner, r, j.clock())
+	for range maxRounds {
+		next, write := step(cur)
 		if !write {
-			return next, false, nil
+			return *cur, false, nil
 		}
 		b, err := j.encode(next)
 		if err != nil {
@@ -225,7 +217,7 @@ func (j *KVJournal) Store(ctx context.Context, key, owner string, r Result) (Rec
 			return next, true, nil
 		}
 		if !isConflict(err) {
-			return Record{}, false, fmt.Errorf("idempotency: store %q: %w", key, err)
+			return Record{}, false, fmt.Errorf("idempotency: %s %q: %w", op, key, err)
 		}
 		if cur, err = j.read(ctx, key, sk); err != nil {
 			return Record{}, false, err
