@@ -33,8 +33,9 @@ type Journal interface {
 	// that may run more than once, which runs without Begin. It returns
 	// the record that holds the key's result afterwards: r's, with stored
 	// true, or the result stored earlier, with stored false, which a
-	// caller that has not answered yet answers with instead of r. A running or released record is overwritten; its
-	// holder's later Renew, Finish and Release fail with ErrLeaseLost.
+	// caller that has not answered yet answers with instead of r. A
+	// running or released record is overwritten; its holder's later
+	// Renew, Finish and Release fail with ErrLeaseLost.
 	Store(ctx context.Context, key, owner string, r Result) (rec Record, stored bool, err error)
 	// Get returns the current record of key, or ErrNotFound.
 	Get(ctx context.Context, key string) (Record, error)
@@ -98,12 +99,10 @@ func (c Claim) Held() bool { return c.Outcome == Fresh || c.Outcome == TakenOver
 func (c Claim) Revision() uint64 { return c.Record.Revision }
 
 func validateBegin(key, owner string, lease time.Duration) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
-	case owner == "":
-		return fmt.Errorf("%w: %q", ErrInvalidOwner, owner)
-	case lease <= 0:
+	if err := validateStore(key, owner); err != nil {
+		return err
+	}
+	if lease <= 0 {
 		return fmt.Errorf("%w: %v", ErrInvalidLease, lease)
 	}
 	return nil
