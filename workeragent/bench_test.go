@@ -54,11 +54,12 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func streamLastSeq(b *testing.B, ctx context.Context, js jetstream.JetStream, name string) uint64 {
+func streamLastSeq(tb testing.TB, ctx context.Context, js jetstream.JetStream, name string) uint64 {
+	tb.Helper()
 	s, err := js.Stream(ctx, name)
-	must(b, err)
+	must(tb, err)
 	info, err := s.Info(ctx)
-	must(b, err)
+	must(tb, err)
 	return info.State.LastSeq
 }
 

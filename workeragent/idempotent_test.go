@@ -107,10 +107,16 @@ func TestIdempotentConcurrentDuplicateAnswersFirstStored(t *testing.T) {
 	started := make(chan int64, 2)
 	gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("idem", workeragent.HandlerFunc(func(context.Context, *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.Handle("idem", workeragent.HandlerFunc(func(ctx context.Context, _ *workeragent.Call) (workeragent.Output, error) {
 			n := runs.Add(1)
 			started <- n
-			<-gates[n-1]
+			// A test that fails before opening a gate still lets the
+			// agent's teardown cancel the run.
+			select {
+			case <-gates[n-1]:
+			case <-ctx.Done():
+				return workeragent.Output{}, context.Cause(ctx)
+			}
 			return workeragent.Result(fmt.Sprintf("run-%d", n)), nil
 		}), workeragent.Idempotent()))
 	})
@@ -178,9 +184,5 @@ func (e *env) journalSeq(t *testing.T) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := e.js.Stream(ctx, "KV_"+idempotency.BucketName)
-	must(t, err)
-	info, err := s.Info(ctx)
-	must(t, err)
-	return info.State.LastSeq
+	return streamLastSeq(t, ctx, e.js, "KV_"+idempotency.BucketName)
 }
