@@ -27,10 +27,7 @@
 //
 // The Docker tests run only when SPLASH_E2E is 1 or require, so a plain
 // `go test ./...` stays quick. With 1 they skip, saying why, when no Docker
-// engine answers `docker info`; with require they fail instead. A scenario
-// the fabric cannot pass yet skips with "pending: <reason>" unless
-// SPLASH_E2E_PENDING is set. They also skip while
-// the image's `splash host` or `splash worker` still answers "not yet
-// available". Set SPLASH_E2E_SKIP_BUILD=1 to reuse the images already built
-// and SPLASH_E2E_KEEP=1 to leave a failed project running for inspection.
+// engine answers `docker info`; with require they fail instead. Set
+// SPLASH_E2E_SKIP_BUILD=1 to reuse the images already built and
+// SPLASH_E2E_KEEP=1 to leave a failed project running for inspection.
 package e2e

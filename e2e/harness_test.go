@@ -29,10 +29,6 @@ func image() string {
 	return "splash:dev"
 }
 
-// notYetAvailable is what the splash binary answers for a command whose
-// body is not written yet.
-const notYetAvailable = "not yet available"
-
 var (
 	dockerOnce sync.Once
 	dockerErr  error
@@ -40,9 +36,6 @@ var (
 
 	buildOnce sync.Once
 	buildErr  error
-
-	implOnce sync.Once
-	implMiss []string
 )
 
 // requireDocker skips the test when no Docker engine answers, or fails it
@@ -102,32 +95,6 @@ func requireImage(t *testing.T) {
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
-	}
-}
-
-// requireImplemented skips the test while the image's host or worker
-// command is still a stub. The check runs the command from the image with
-// a key file that does not exist: a stub answers "not yet available" right
-// after parsing its flags, a real command fails on the key file (or NATS)
-// and says so. It needs no cluster and takes well under a second.
-func requireImplemented(t *testing.T) {
-	t.Helper()
-	requireImage(t)
-	implOnce.Do(func() {
-		for _, args := range [][]string{
-			{"host", "--key-file", "/nonexistent/frame.key", "--nats-url", "nats://127.0.0.1:1"},
-			{"worker", "--tools", "demo.echo", "--key-file", "/nonexistent/frame.key", "--nats-url", "nats://127.0.0.1:1"},
-		} {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			out, _ := exec.CommandContext(ctx, "docker", append([]string{"run", "--rm", image()}, args...)...).CombinedOutput()
-			cancel()
-			if strings.Contains(string(out), notYetAvailable) {
-				implMiss = append(implMiss, "splash "+args[0])
-			}
-		}
-	})
-	if len(implMiss) > 0 {
-		t.Skipf("e2e: image %s: %s answered %q; the cluster scenarios need them", image(), strings.Join(implMiss, " and "), notYetAvailable)
 	}
 }
 
@@ -385,13 +352,4 @@ func (s *stack) opsJS() jetstream.JetStream {
 func execCommand(ctx context.Context, name string, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
 	return string(out), err
-}
-
-// pending skips a scenario the fabric cannot pass yet, saying precisely
-// why, unless SPLASH_E2E_PENDING is set (to watch it fail).
-func pending(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("SPLASH_E2E_PENDING") == "" {
-		t.Skip("pending: " + reason)
-	}
 }

@@ -28,7 +28,6 @@ const hostID = "host1"
 // with an API client once the ledger's bucket answers reads.
 func cluster(t *testing.T, workers int) (*stack, *apiClient) {
 	t.Helper()
-	requireImplemented(t)
 	s := newStack(t)
 	s.up(workers)
 	s.ledgerReady()
