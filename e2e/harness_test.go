@@ -244,6 +244,9 @@ type containerState struct {
 		Running bool
 		Health  *struct{ Status string }
 	}
+	NetworkSettings struct {
+		Networks map[string]struct{ IPAddress string }
+	}
 }
 
 func (s *stack) inspect(ids ...string) []containerState {

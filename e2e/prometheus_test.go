@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -102,21 +101,14 @@ func throttled(every time.Duration, cond func() bool) func() bool {
 // project's worker containers at: its IP on the compose network.
 func (s *stack) workerAddrs() []string {
 	s.t.Helper()
-	ids := s.containers("worker")
-	if len(ids) == 0 {
-		return nil
-	}
-	format := fmt.Sprintf(`{{with index .NetworkSettings.Networks %q}}{{.IPAddress}}{{end}}`, s.project+"_fabric")
-	out, err := exec.Command("docker", append([]string{"inspect", "--format", format}, ids...)...).Output()
-	if err != nil {
-		s.t.Fatalf("docker inspect workers: %v", err)
-	}
+	network := s.project + "_fabric"
 	var addrs []string
-	for _, ip := range strings.Fields(string(out)) {
-		addrs = append(addrs, fmt.Sprintf("%s:%d", ip, workerPort))
-	}
-	if len(addrs) != len(ids) {
-		s.t.Fatalf("workers %v have addresses %v on %s_fabric", ids, addrs, s.project)
+	for _, c := range s.inspect(s.containers("worker")...) {
+		n, ok := c.NetworkSettings.Networks[network]
+		if !ok || n.IPAddress == "" {
+			s.t.Fatalf("worker %s has no address on %s", c.Name, network)
+		}
+		addrs = append(addrs, fmt.Sprintf("%s:%d", n.IPAddress, workerPort))
 	}
 	return addrs
 }
