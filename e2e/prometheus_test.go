@@ -28,8 +28,8 @@ const (
 
 // promPoll spaces the queries of a wait: testwait.Until asks every few
 // milliseconds, and Prometheus shares two cores with the cluster under
-// load. Its answers only change once a scrape or a discovery refresh (15s
-// each) has happened anyway.
+// load. Its answers only change once a scrape (every 15s) or a discovery
+// refresh (every 5s) has happened anyway.
 const promPoll = 250 * time.Millisecond
 
 // promClient queries the compose cluster's Prometheus through its HTTP API
