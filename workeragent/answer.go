@@ -4,8 +4,6 @@ import (
 	"errors"
 	"math"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -32,14 +30,16 @@ func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.Wo
 	}
 	j := e.a.cfg.Journal
 	if f, ok := j.(idempotency.Fitter); ok && f.Fits(r) {
-		// The journal vouches that r fits, so the answer and the journal
-		// write go out together, which saves a round trip per call: the
-		// publish is started, the write made, then the publish awaited.
-		fut, err := e.a.sendEvent(e, e.messageOf(r), k)
+		// The journal vouches that r fits, so the answer need not wait
+		// for the write, which saves a round trip per call. It is made
+		// once the stream holds the answer, not while the answer is on
+		// its way: a journal write in the server at that moment delays
+		// the event's delivery to the host, and afterwards it overlaps
+		// the host's own work instead.
+		published := e.publishAnswer(e.messageOf(r), k, then...)
 		ctx, cancel := opContext()
 		ferr := j.Finish(ctx, e.claim, r)
 		cancel()
-		published := e.awaitAnswer(fut, err, k, then...)
 		switch {
 		case errors.Is(ferr, idempotency.ErrLeaseLost):
 			// The answer is out, but the key has another holder now:
@@ -80,11 +80,11 @@ func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.Wo
 // stored already, and the answer is whichever is stored. For a delivery
 // that may repeat an earlier one, the write precedes the answer because
 // its outcome changes the answer; a first delivery goes through
-// storeBeside instead.
+// storeAfterAnswer instead.
 func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
 	j := e.a.cfg.Journal
 	if f, ok := j.(idempotency.Fitter); ok && f.Fits(r) && e.firstDelivery() {
-		e.storeBeside(r, k, then...)
+		e.storeAfterAnswer(r, k, then...)
 		return
 	}
 	key, owner := e.inv.IdempotencyKey, e.ownerID()
@@ -108,20 +108,20 @@ func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.Wor
 	e.answer(e.messageOf(r), k, then...)
 }
 
-// storeBeside ends the first delivery of a first attempt: nothing can
-// have stored a result for the key before it but a concurrent copy (a
-// republish past the duplicate window), so the answer goes out beside the
-// Store, saving the round trip the sequential order costs every call. If
-// a copy did store first, this answer is already out; the tool is
-// idempotent, so either result is a true answer, the host keeps the first
-// terminal answer of the attempt, and every later duplicate replays the
-// stored one.
-func (e *execution) storeBeside(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
-	fut, err := e.a.sendEvent(e, e.messageOf(r), k)
+// storeAfterAnswer ends the first delivery of a first attempt: nothing
+// can have stored a result for the key before it but a concurrent copy (a
+// republish past the duplicate window), so the answer goes out without
+// waiting for the Store, saving the round trip the sequential order costs
+// every call; the Store follows once the stream holds the answer, for the
+// reason finishAt gives. If a copy did store first, this answer is
+// already out; the tool is idempotent, so either result is a true answer,
+// the host keeps the first terminal answer of the attempt, and every
+// later duplicate replays the stored one.
+func (e *execution) storeAfterAnswer(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
+	published := e.publishAnswer(e.messageOf(r), k, then...)
 	ctx, cancel := opContext()
 	rec, stored, serr := e.a.cfg.Journal.Store(ctx, e.inv.IdempotencyKey, e.ownerID(), r)
 	cancel()
-	published := e.awaitAnswer(fut, err, k, then...)
 	switch {
 	case serr != nil:
 		e.a.log.Warn("journal store failed", "request", e.inv.RequestID, "err", serr)
@@ -179,21 +179,11 @@ func (e *execution) settle(published bool) {
 	}
 }
 
-// publishAnswer publishes msg and its follow-ups as frames k, k+1, …; it
-// reports whether msg itself was stored.
+// publishAnswer publishes msg as frame k and, once the stream has stored
+// it, its follow-ups as frames k+1, …; it reports whether msg itself was
+// stored.
 func (e *execution) publishAnswer(msg protocol.WorkerMessage, k uint32, then ...protocol.WorkerMessage) bool {
-	fut, err := e.a.sendEvent(e, msg, k)
-	return e.awaitAnswer(fut, err, k, then...)
-}
-
-// awaitAnswer waits until the answer started as frame k (fut, or the
-// error that kept it from starting) is stored, then publishes the
-// follow-ups in order; it reports whether the answer was stored.
-func (e *execution) awaitAnswer(fut jetstream.PubAckFuture, err error, k uint32, then ...protocol.WorkerMessage) bool {
-	if err == nil {
-		err = awaitStored(fut)
-	}
-	if err != nil {
+	if err := e.a.publishEvent(e, msg, k); err != nil {
 		e.answerFailed(err)
 		return false
 	}

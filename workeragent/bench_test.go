@@ -27,8 +27,8 @@ import (
 // seal and publish an invocation, pull, open, cancel check (local copy),
 // journal, result published to the events stream, read and opened by the
 // host side. window is the number of calls in flight. tool=claimed is a
-// tool that takes a journal claim (Begin, then Finish beside the answer);
-// tool=idempotent is one registered Idempotent (no claim, one Store before
+// tool that takes a journal claim (Begin, then Finish after the answer);
+// tool=idempotent is one registered Idempotent (no claim, one Store after
 // the answer). The memory journal variant shows what the journal's KV
 // writes cost. Besides ops/s and latency it reports cpu_µs/op (the whole
 // process: server, host side and agent) and, for the KV journal,

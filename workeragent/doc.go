@@ -54,9 +54,9 @@
 //     request cancels the handler's context for Cancellable tools and is
 //     answered unsupported for the others, whose call runs on.
 //  5. The terminal result is stored in the journal (a claimed call's
-//     Finish goes out beside the answer's publish, and so does an
-//     Idempotent tool's Store on a first delivery of a first attempt; on
-//     a repeat the Store comes first and, if a result is stored already,
+//     Finish follows the answer's publish, and so does an Idempotent
+//     tool's Store on a first delivery of a first attempt; on a repeat
+//     the Store comes first and, if a result is stored already,
 //     that result is the answer) and published to the host's events
 //     subject; the invocation is acked when the stream has stored the
 //     event, and redelivered (to replay it) if it could not.

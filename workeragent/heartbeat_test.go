@@ -47,7 +47,7 @@ func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
 			if res := e.result(t); res.Status != protocol.ResultSucceeded {
 				t.Fatalf("result = %+v", res)
 			}
-			// The answer may go out beside its journal write; the ack
+			// The answer goes out before its journal write; the ack
 			// follows both.
 			testwait.Until(t, 0, "call acked", func() bool { return e.pending(t, "long") == 0 })
 			if s := a.Stats(); runs.Load() != 1 || s.Redeliveries != 0 {

@@ -61,7 +61,7 @@ func TestIdempotentDuplicateAfterCompletion(t *testing.T) {
 		wantText string
 	}{
 		// A republish under a new message id is a first delivery of
-		// attempt 1: it runs without a claim, answers beside its Store
+		// attempt 1: it runs without a claim, answers before its Store
 		// and loses at the journal, which keeps the first result.
 		{name: "same attempt republished", wantRuns: 2, wantText: "run-2", again: func(inv protocol.Invoke) (protocol.Invoke, string) {
 			return inv, inv.IdempotencyKey + "/1-again"
@@ -84,7 +84,7 @@ func TestIdempotentDuplicateAfterCompletion(t *testing.T) {
 			inv := e.newInvoke("idem", "x")
 			e.publish(inv)
 			wantAnswer(t, results, inv, "run-1")
-			// The answer may go out beside its Store; the ack follows both.
+			// The answer goes out before its Store; the ack follows both.
 			testwait.Until(t, 0, "first call acked", func() bool { return e.pending(t, "idem") == 0 })
 			dup, msgID := tt.again(inv)
 			e.publishAs(dup, msgID)
@@ -126,7 +126,7 @@ func TestIdempotentConcurrentDuplicateAnswersFirstStored(t *testing.T) {
 	// No claim holds the key, so the duplicate runs beside the first.
 	e.publishAs(inv, inv.IdempotencyKey+"/1-again")
 	testwait.Receive(t, 0, "second run", started)
-	// Both are first deliveries of attempt 1, so each answers beside its
+	// Both are first deliveries of attempt 1, so each answers before its
 	// Store with its own result; the journal keeps the first stored.
 	close(gates[1])
 	wantAnswer(t, results, inv, "run-2")
@@ -171,7 +171,7 @@ func TestJournalWritesPerCall(t *testing.T) {
 				t.Fatalf("%s: result = %+v", tt.tool, res)
 			}
 		}
-		// An answer may go out beside its journal write; the ack follows
+		// An answer goes out before its journal write; the ack follows
 		// both.
 		testwait.Until(t, 0, "queue empty", func() bool { return e.pending(t, tt.tool) == 0 })
 		if got := e.journalSeq(t) - before; got != tt.wantWrite*calls {
