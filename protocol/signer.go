@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"hash"
 	"math"
@@ -23,7 +22,7 @@ type Signer struct {
 	mac    hash.Hash // nil when the key was the zero SessionKey
 	header []byte    // reused for the canonical header
 	sum    [sha256.Size]byte
-	// msg holds the message Seal is encoding: json.Marshal of a pointer
+	// msg holds the message Seal is encoding: encoding a pointer
 	// into the Signer costs no allocation, where boxing the argument
 	// would. Seal clears it so the Signer keeps nothing of the caller's.
 	msg WorkerMessage
@@ -61,7 +60,7 @@ func (s *Signer) Seal(sessionID string, role SessionRole, seq uint64, msg Worker
 		return Frame{}, err
 	}
 	s.msg = msg
-	raw, err := json.Marshal(&s.msg)
+	raw, err := encodeMessage(&s.msg)
 	s.msg = WorkerMessage{}
 	if err != nil {
 		return Frame{}, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
