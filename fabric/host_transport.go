@@ -126,6 +126,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 	}
 	t.cc, err = cons.Consume(t.onEvent,
 		jetstream.PullMaxMessages(500),
+		jetstream.PullHeartbeat(PullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { t.reportError(err) }))
 	if err != nil {
 		return nil, fmt.Errorf("fabric: consume events of %q: %w", hostID, err)

@@ -26,6 +26,7 @@ func (a *Agent) startTool(ctx context.Context, t *tool) error {
 	// while another agent of the pool is idle.
 	cc, err := cons.Consume(func(m jetstream.Msg) { a.onMessage(t, m) },
 		jetstream.PullMaxMessages(t.spec.concurrency),
+		jetstream.PullHeartbeat(fabric.PullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			a.log.Debug("consume", "tool", t.name, "err", err)
 		}))
