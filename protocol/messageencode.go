@@ -38,20 +38,11 @@ func appendMessageFast(b []byte, m *WorkerMessage) ([]byte, bool) {
 	}
 	if v := m.Cancel; v != nil {
 		w.key("cancel")
-		w.open()
-		w.str("request_id", v.RequestID)
-		w.str("tool", v.Tool)
-		w.uint("attempt", uint64(v.Attempt))
-		w.str("idempotency_key", v.IdempotencyKey)
-		w.close()
+		w.cancel(v)
 	}
 	if v := m.Chunk; v != nil {
 		w.key("chunk")
-		w.open()
-		w.str("request_id", v.RequestID)
-		w.uint("sequence", v.Sequence)
-		w.str("text", v.Text)
-		w.close()
+		w.chunk(v)
 	}
 	if v := m.Result; v != nil {
 		w.key("result")
@@ -59,11 +50,7 @@ func appendMessageFast(b []byte, m *WorkerMessage) ([]byte, bool) {
 	}
 	if v := m.CancelDisp; v != nil {
 		w.key("cancel_disposition")
-		w.open()
-		w.str("request_id", v.RequestID)
-		w.uint("attempt", uint64(v.Attempt))
-		w.str("disposition", string(v.Disposition))
-		w.close()
+		w.cancelReply(v)
 	}
 	w.close()
 	return w.b, w.ok
@@ -147,6 +134,23 @@ func (w *objWriter) invoke(v *Invoke) {
 	w.close()
 }
 
+func (w *objWriter) cancel(v *Cancel) {
+	w.open()
+	w.str("request_id", v.RequestID)
+	w.str("tool", v.Tool)
+	w.uint("attempt", uint64(v.Attempt))
+	w.str("idempotency_key", v.IdempotencyKey)
+	w.close()
+}
+
+func (w *objWriter) chunk(v *Chunk) {
+	w.open()
+	w.str("request_id", v.RequestID)
+	w.uint("sequence", v.Sequence)
+	w.str("text", v.Text)
+	w.close()
+}
+
 func (w *objWriter) result(v *Result) {
 	w.open()
 	w.str("request_id", v.RequestID)
@@ -162,6 +166,14 @@ func (w *objWriter) result(v *Result) {
 	if v.RetryAfterMillis != 0 {
 		w.int("retry_after_millis", v.RetryAfterMillis)
 	}
+	w.close()
+}
+
+func (w *objWriter) cancelReply(v *CancelReply) {
+	w.open()
+	w.str("request_id", v.RequestID)
+	w.uint("attempt", uint64(v.Attempt))
+	w.str("disposition", string(v.Disposition))
 	w.close()
 }
 
