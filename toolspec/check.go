@@ -1,0 +1,81 @@
+package toolspec
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// CheckCommands checks, on the machine where the processes will run, what
+// validation cannot: that each process's directory exists and is a
+// directory, that its command is found (in PATH when it has no slash,
+// else relative to the directory) and is an executable file, and that
+// every bind source exists. A worker calls it at start so a broken
+// catalog fails there instead of at the first call. The first failure is
+// a *FieldError wrapping ErrCommandNotFound or ErrInvalidValue.
+func (c *Catalog) CheckCommands() error {
+	for i, s := range c.Tools {
+		if s.Process == nil {
+			continue
+		}
+		tool := label(s.Name, "#"+strconv.Itoa(i))
+		if field, err := s.Process.checkHost(); err != nil {
+			return fieldErr(tool, joinPath("process", field), err)
+		}
+	}
+	return nil
+}
+
+// checkHost returns the field, relative to the process, of the first
+// thing missing on this machine and why.
+func (p *Process) checkHost() (string, error) {
+	dir := p.Dir
+	if dir == "" {
+		dir = "."
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "dir", fmt.Errorf("%w: %q is not a directory", ErrInvalidValue, clip(dir))
+	}
+	if len(p.Command) == 0 {
+		return "command", fmt.Errorf("%w: empty command", ErrInvalidValue)
+	}
+	name := p.Command[0]
+	if !strings.Contains(name, "/") {
+		if _, err := exec.LookPath(name); err != nil {
+			return "command[0]", fmt.Errorf("%w: %q is not an executable in PATH", ErrCommandNotFound, clip(name))
+		}
+	} else {
+		path := name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil:
+			return "command[0]", fmt.Errorf("%w: %q does not exist", ErrCommandNotFound, clip(path))
+		case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+			return "command[0]", fmt.Errorf("%w: %q is not an executable file", ErrCommandNotFound, clip(path))
+		}
+	}
+	if p.Contain != nil {
+		for _, binds := range []struct {
+			field string
+			list  []string
+		}{{"ro_binds", p.Contain.ROBinds}, {"rw_binds", p.Contain.RWBinds}} {
+			for i, b := range binds.list {
+				field := "contain." + binds.field + "[" + strconv.Itoa(i) + "]"
+				src, _, err := parseBind(b)
+				if err != nil {
+					return field, err
+				}
+				if _, err := os.Stat(src); err != nil {
+					return field, fmt.Errorf("%w: bind source %q does not exist", ErrInvalidValue, clip(src))
+				}
+			}
+		}
+	}
+	return "", nil
+}
