@@ -10,7 +10,7 @@ import (
 // Bounds of what a process's stderr may cost the worker's log.
 const (
 	stderrLineBytes = 4 << 10
-	stderrBurst     = 100             // lines logged per window
+	stderrBurst     = 100              // lines logged per window
 	stderrWindow    = 10 * time.Second // after which the budget refills
 )
 
