@@ -72,7 +72,7 @@ func fullMessages() []WorkerMessage {
 		InvokeMessage(Invoke{RequestID: "req-1", Tool: "text.remote", Input: text, CallIndex: 1<<64 - 1,
 			Attempt: 2, AttemptLimit: 1<<32 - 1, IdempotencyKey: "idem-1", OutputLimit: 1 << 40,
 			Stream:         &StreamLimits{MaxChunks: 1, MaxChunkBytes: 2, MaxSourceBytes: 3, MaxReleasedBytes: -4},
-			DeadlineMillis: -1 << 63}),
+			DeadlineMillis: -1 << 63, Contract: &Contract{Digest: "sha256:00", Idempotent: true, Cancellable: true}}),
 		CancelMessage(Cancel{RequestID: "req-1", Tool: "text.remote", Attempt: 1, IdempotencyKey: "idem-1"}),
 		ChunkMessage(Chunk{RequestID: "req-1", Sequence: 7, Text: "\x00\x1f\u2028\u2029"}),
 		ResultMessage(Result{RequestID: "req-1", Attempt: 3, Status: ResultRetryRateLimited, Payload: &data,

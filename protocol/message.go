@@ -63,6 +63,20 @@ type Invoke struct {
 	// DeadlineMillis is the remaining deadline when the host claimed the
 	// call; zero means none.
 	DeadlineMillis int64 `json:"deadline_millis,omitempty"`
+	// Contract is the host's definition of the tool, when it registered
+	// the tool from one; a worker whose definition differs refuses the
+	// call instead of running it under another contract.
+	Contract *Contract `json:"contract,omitempty"`
+}
+
+// Contract is what an invocation says of the definition the host called
+// the tool under: its digest and the two declarations that change how a
+// worker runs it.
+type Contract struct {
+	// Digest identifies the whole definition ("sha256:<64 hex>").
+	Digest      string `json:"digest"`
+	Idempotent  bool   `json:"idempotent"`
+	Cancellable bool   `json:"cancellable"`
 }
 
 // Cancel asks the worker running RequestID to stop cooperatively.

@@ -123,6 +123,23 @@ func (l *lexer) invoke(v *Invoke) bool {
 			return seen.first(8) && l.streamLimits(alloc(&v.Stream))
 		case "deadline_millis":
 			return seen.first(9) && l.setInt64(&v.DeadlineMillis)
+		case "contract":
+			return seen.first(10) && l.contract(alloc(&v.Contract))
+		}
+		return false
+	})
+}
+
+func (l *lexer) contract(v *Contract) bool {
+	var seen fieldSet
+	return l.object(func(key []byte) bool {
+		switch string(key) {
+		case "digest":
+			return seen.first(0) && l.setString(&v.Digest)
+		case "idempotent":
+			return seen.first(1) && l.setBool(&v.Idempotent)
+		case "cancellable":
+			return seen.first(2) && l.setBool(&v.Cancellable)
 		}
 		return false
 	})
@@ -344,4 +361,17 @@ func (l *lexer) setInt(p *int) bool {
 	n, ok := l.signed(strconv.IntSize)
 	*p = int(n)
 	return ok
+}
+
+func (l *lexer) setBool(p *bool) bool {
+	l.skipSpace()
+	switch {
+	case l.literal("true"):
+		*p = true
+		return true
+	case l.literal("false"):
+		*p = false
+		return true
+	}
+	return false
 }

@@ -103,6 +103,11 @@ func (w *objWriter) uint(k string, v uint64) {
 	w.b = strconv.AppendUint(w.b, v, 10)
 }
 
+func (w *objWriter) bool(k string, v bool) {
+	w.key(k)
+	w.b = strconv.AppendBool(w.b, v)
+}
+
 func (w *objWriter) int(k string, v int64) {
 	w.key(k)
 	w.b = strconv.AppendInt(w.b, v, 10)
@@ -130,6 +135,14 @@ func (w *objWriter) invoke(v *Invoke) {
 	}
 	if v.DeadlineMillis != 0 {
 		w.int("deadline_millis", v.DeadlineMillis)
+	}
+	if c := v.Contract; c != nil {
+		w.key("contract")
+		w.open()
+		w.str("digest", c.Digest)
+		w.bool("idempotent", c.Idempotent)
+		w.bool("cancellable", c.Cancellable)
+		w.close()
 	}
 	w.close()
 }

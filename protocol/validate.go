@@ -116,8 +116,15 @@ func (v Invoke) Validate() error {
 			return err
 		}
 	}
+	if c := v.Contract; c != nil && (c.Digest == "" || len(c.Digest) > maxDigestBytes) {
+		return fmt.Errorf("%w: contract digest of %d bytes", ErrInvalidMessage, len(c.Digest))
+	}
 	return v.Input.Validate()
 }
+
+// maxDigestBytes bounds a contract digest; "sha256:" and 64 hex digits
+// need 71.
+const maxDigestBytes = 128
 
 // Validate checks a cancellation: request id and idempotency key present, a
 // legal tool name and an attempt from 1.
