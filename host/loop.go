@@ -265,6 +265,7 @@ func invokeFor(requestID string, inv ExternalInvocation) protocol.Invoke {
 		AttemptLimit:   inv.AttemptLimit,
 		IdempotencyKey: inv.IdempotencyKey,
 		OutputLimit:    inv.OutputLimit,
+		Contract:       inv.Contract,
 	}
 	if inv.Stream != nil {
 		out.Stream = &protocol.StreamLimits{

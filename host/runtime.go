@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // Runtime is one script session's capability runtime: its tools,
@@ -61,6 +64,11 @@ type tool struct {
 	inSchema    *jsonschema.Schema
 	outSchema   *jsonschema.Schema
 	redactor    func(string) string
+	// def is the definition the tool was registered from (RegisterTool),
+	// nil for tools registered by policy; contract is what its
+	// invocations say of it.
+	def      *toolspec.Tool
+	contract *protocol.Contract
 }
 
 // NewRuntime returns a runtime configured by cfg. It draws the session
@@ -238,7 +246,11 @@ func (r *Runtime) toolFor(name string, format Format, in string) (*tool, error) 
 		return nil, fmt.Errorf("%w: tool %q takes %s, got %s", ErrInvalidInput, name, t.format, format)
 	}
 	if format == FormatJSON {
-		if err := validateJSON(t.inSchema, in); err != nil {
+		validate := func(s string) error { return validateJSON(t.inSchema, s) }
+		if t.def != nil {
+			validate = t.def.ValidateInput
+		}
+		if err := validate(in); err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", ErrInvalidInput, name, err)
 		}
 	}
@@ -277,6 +289,9 @@ type ExternalInvocation struct {
 	Stream            *ToolStreamPolicy
 	RemainingDeadline time.Duration
 	HasDeadline       bool
+	// Contract is the definition the tool was registered from, nil for a
+	// tool registered by policy; it is shared, read-only.
+	Contract *protocol.Contract
 }
 
 // ClaimNextExternalTool returns the oldest queued external operation as
@@ -303,7 +318,7 @@ func (r *Runtime) invocation(op *operation, now time.Time) ExternalInvocation {
 	inv := ExternalInvocation{
 		ID: op.id, Tool: p.Name, Input: op.input, Format: op.tool.format,
 		CallIndex: op.callIndex, Attempt: op.attempt, AttemptLimit: uint32(p.MaxAttempts),
-		IdempotencyKey: op.key, OutputLimit: p.MaxOutputBytes,
+		IdempotencyKey: op.key, OutputLimit: p.MaxOutputBytes, Contract: op.tool.contract,
 	}
 	if p.Stream != nil {
 		s := *p.Stream

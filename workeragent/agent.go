@@ -14,6 +14,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolproc"
 )
 
 // opTimeout bounds each journal, KV and publish call the agent makes on
@@ -41,6 +42,7 @@ type Agent struct {
 	cfg     Config
 	log     *slog.Logger
 	codec   *fabric.Codec
+	obs     Observer
 	stats   counters
 	owner   atomic.Uint64 // numbers execution owners; any goroutine
 
@@ -99,6 +101,8 @@ type tool struct {
 	slots chan struct{}
 	cc    jetstream.ConsumeContext
 	sub   *nats.Subscription
+	// sup runs a process tool's processes; nil for a Go handler.
+	sup *toolproc.Supervisor
 }
 
 // New returns an agent that uses nc for everything; the caller keeps
@@ -125,6 +129,7 @@ func New(nc *nats.Conn, cfg Config) (*Agent, error) {
 		cfg:     cfg,
 		log:     cfg.Logger.With("worker", cfg.WorkerID),
 		codec:   codec,
+		obs:     cfg.Observer,
 		tools:   make(map[string]*tool),
 		running: make(map[*execution]struct{}),
 		cancels: newCancelSet(cfg.Fabric.DedupeHorizon),
@@ -154,6 +159,12 @@ func (a *Agent) Handle(name string, h Handler, opts ...ToolOption) error {
 	for _, o := range opts {
 		o(&spec)
 	}
+	return a.register(name, h, spec, nil)
+}
+
+// register adds a tool; sup is the supervisor of a process tool, which
+// the agent then owns.
+func (a *Agent) register(name string, h Handler, spec toolSpec, sup *toolproc.Supervisor) error {
 	if spec.concurrency < 1 {
 		return fmt.Errorf("%w: concurrency %d for %q", ErrInvalidTool, spec.concurrency, name)
 	}
@@ -165,7 +176,7 @@ func (a *Agent) Handle(name string, h Handler, opts ...ToolOption) error {
 	if _, dup := a.tools[name]; dup {
 		return fmt.Errorf("%w: %q", ErrDuplicateTool, name)
 	}
-	a.tools[name] = &tool{name: name, handler: h, spec: spec, slots: make(chan struct{}, spec.concurrency)}
+	a.tools[name] = &tool{name: name, handler: h, spec: spec, sup: sup, slots: make(chan struct{}, spec.concurrency)}
 	return nil
 }
 
@@ -193,7 +204,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.beginStop()
 	ctxDone := ctx.Done()
 	var grace <-chan time.Time
-	cancelled := false
+	cancelled, stopped := false, false
 	for {
 		if ctxDone != nil && ctx.Err() != nil {
 			// Run's own context ended: the drain follows DrainGrace.
@@ -208,6 +219,17 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case <-ctxDone:
 		case <-grace:
+			if cancelled && !stopped && a.stopProcesses() > 0 {
+				// Process tools that did not end by cancellation are
+				// stopped, a lifecycle stop: their calls end
+				// indeterminate, and their answers need a moment to go
+				// out.
+				stopped = true
+				t := time.NewTimer(opTimeout)
+				defer t.Stop()
+				grace = t.C
+				continue
+			}
 			if cancelled {
 				a.log.Warn("drain incomplete: handlers ignored cancellation")
 				a.teardown(false)
@@ -396,10 +418,34 @@ func (a *Agent) teardown(wait bool) {
 	if a.stopWatch != nil {
 		a.stopWatch()
 	}
+	// A lifecycle stop: the processes of process tools go, and a call
+	// one still held is answered indeterminate by its execution.
+	a.stopProcesses()
 	if wait {
 		a.wg.Wait()
 	}
 	close(a.done)
+}
+
+// stopProcesses closes every process tool's supervisor and says how many
+// there are; idempotent.
+func (a *Agent) stopProcesses() int {
+	a.mu.Lock()
+	var sups []*toolproc.Supervisor
+	for _, t := range a.tools {
+		if t.sup != nil {
+			sups = append(sups, t.sup)
+		}
+	}
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for _, s := range sups {
+		if err := s.Close(ctx); err != nil {
+			a.log.Warn("tool processes did not stop", "tool", s.Tool(), "err", err)
+		}
+	}
+	return len(sups)
 }
 
 // joinFabric provisions the fabric or, with BindOnly, checks that the host

@@ -102,7 +102,7 @@ func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.Wor
 		e.a.log.Warn("journal store failed", "request", e.inv.RequestID, "err", err)
 	case !stored && rec.Result != nil:
 		// A duplicate (or a concurrent run) stored its result first.
-		e.a.stats.dedupeHits.Add(1)
+		e.a.dedupeHit(e.t.name)
 		r = *rec.Result
 	}
 	e.answer(e.messageOf(r), k, then...)
@@ -126,7 +126,7 @@ func (e *execution) storeAfterAnswer(r idempotency.Result, k uint32, then ...pro
 	case serr != nil:
 		e.a.log.Warn("journal store failed", "request", e.inv.RequestID, "err", serr)
 	case !stored && rec.Result != nil:
-		e.a.stats.dedupeHits.Add(1)
+		e.a.dedupeHit(e.t.name)
 	}
 	e.settle(published)
 }

@@ -21,10 +21,10 @@ import (
 func (a *Agent) onCancel(t *tool, m *nats.Msg) {
 	c, err := a.codec.OpenCancel(m.Data)
 	if err == nil && c.Tool != t.name {
-		err = fmt.Errorf("cancel for tool %q on the subject of %q", c.Tool, t.name)
+		err = fmt.Errorf("%w: cancel for tool %q on the subject of %q", errWrongSubject, c.Tool, t.name)
 	}
 	if err != nil {
-		a.stats.forged.Add(1)
+		a.forged(err)
 		a.log.Warn("rejected cancel request", "tool", t.name, "err", err)
 		return
 	}
@@ -50,23 +50,29 @@ func (a *Agent) cancelLocked(e *execution, c protocol.Cancel) {
 		e.cancelAsked = true
 		e.cancel(ErrCancelRequested)
 	case !e.unsupportedSent:
-		e.unsupportedSent = true
-		// The call runs on and its result still comes. The disposition
-		// takes the attempt's next frame number, so it sorts before the
-		// result; it is started while e is in a.running, so teardown
-		// cannot be waiting on the WaitGroup yet.
-		k, ok := e.writer.reserve()
-		if !ok {
-			return
-		}
-		reply := protocol.CancelReplyMessage(protocol.CancelReply{
-			RequestID: e.inv.RequestID, Attempt: e.inv.Attempt, Disposition: protocol.CancelUnsupported,
-		})
-		a.goTracked(func() {
-			if err := a.publishEvent(e, reply, k); err != nil {
-				a.stats.publishErrors.Add(1)
-				a.log.Warn("publish unsupported disposition failed", "request", e.inv.RequestID, "err", err)
-			}
-		})
+		a.sendUnsupportedLocked(e)
 	}
+}
+
+// sendUnsupportedLocked answers a cancellation request unsupported: the
+// call runs on and its result still comes. The disposition takes the
+// attempt's next frame number, so it sorts before the result; it is
+// started while e is in a.running, so teardown cannot be waiting on the
+// WaitGroup yet. a.mu is held.
+func (a *Agent) sendUnsupportedLocked(e *execution) bool {
+	e.unsupportedSent = true
+	k, ok := e.writer.reserve()
+	if !ok {
+		return false
+	}
+	reply := protocol.CancelReplyMessage(protocol.CancelReply{
+		RequestID: e.inv.RequestID, Attempt: e.inv.Attempt, Disposition: protocol.CancelUnsupported,
+	})
+	a.goTracked(func() {
+		if err := a.publishEvent(e, reply, k); err != nil {
+			a.stats.publishErrors.Add(1)
+			a.log.Warn("publish unsupported disposition failed", "request", e.inv.RequestID, "err", err)
+		}
+	})
+	return true
 }

@@ -200,7 +200,7 @@ func (a *Agent) applyCancelEntry(e jetstream.KeyValueEntry) {
 		err = errors.New("cancel record stored under another request's key")
 	}
 	if err != nil {
-		a.stats.forged.Add(1)
+		a.forged(err)
 		a.log.Warn("rejected cancel record", "key", e.Key(), "err", err)
 		return
 	}

@@ -49,6 +49,9 @@ type Config struct {
 	BindOnly bool
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
+	// Observer is told of every handler run, dedupe hit, redelivery,
+	// refused frame and process event as it happens; nil tells nobody.
+	Observer Observer
 }
 
 func (c Config) withDefaults() Config {
@@ -66,6 +69,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 	return c
 }

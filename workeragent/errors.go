@@ -39,6 +39,9 @@ var (
 	// ErrDraining is the cause of a handler context cancelled because the
 	// agent is shutting down; the call is handed back for redelivery.
 	ErrDraining = errors.New("workeragent: agent draining")
+	// ErrContractMismatch is the failure an invocation gets when the host
+	// called the tool under a definition other than the agent's.
+	ErrContractMismatch = errors.New("workeragent: tool definition mismatch")
 	// ErrDeadlineElapsed is the cause of a handler context cancelled at
 	// the call's deadline.
 	ErrDeadlineElapsed = errors.New("workeragent: call deadline elapsed")

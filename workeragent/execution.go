@@ -27,6 +27,7 @@ type execution struct {
 	deadline    time.Time
 	writer      *ChunkWriter
 	redelivered bool // the stream delivered this message before
+	deliveries  uint64 // how often the stream delivered it, this time included
 
 	// claim is held by a claimed call (a tool not registered Idempotent)
 	// from Begin to its Finish or Release; an unclaimed call never holds
@@ -81,23 +82,40 @@ func (e *execution) process() {
 	defer e.freeSlot()
 
 	meta, err := e.msg.Metadata()
-	if err == nil && meta.NumDelivered > 1 {
-		a.stats.redeliveries.Add(1)
-		e.redelivered = true
+	if err == nil {
+		e.deliveries = meta.NumDelivered
+		if meta.NumDelivered > 1 {
+			a.stats.redeliveries.Add(1)
+			a.obs.Redelivered(e.t.name)
+			e.redelivered = true
+		}
 	}
 	inv, host, err := a.openInvoke(e.msg)
 	if err == nil && inv.Tool != e.t.name {
-		err = fmt.Errorf("invoke for tool %q on the subject of %q", inv.Tool, e.t.name)
+		err = fmt.Errorf("%w: invoke for tool %q on the subject of %q", errWrongSubject, inv.Tool, e.t.name)
 	}
 	if err != nil {
 		// A forged or malformed invocation is never run and never
 		// redelivered: no retry can make its tag valid.
-		a.stats.forged.Add(1)
+		a.forged(err)
 		a.log.Warn("rejected invocation", "tool", e.t.name, "err", err)
 		_ = e.msg.Term()
 		return
 	}
 	e.inv, e.host = inv, host
+	if why := e.t.contractMismatch(inv.Contract); why != "" {
+		// Running the call under another definition could repeat an
+		// effect the host believes guarded, or stream where it expects
+		// none: the call fails, clearly, without running.
+		a.stats.contractMismatches.Add(1)
+		a.obs.ContractMismatch(e.t.name)
+		a.log.Warn("refused invocation under another definition", "tool", e.t.name, "request", inv.RequestID, "why", why)
+		e.answer(protocol.ResultMessage(protocol.Result{
+			RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultFailed,
+			Error: ErrContractMismatch.Error() + ": " + why,
+		}), 1)
+		return
+	}
 	if meta != nil {
 		e.deadline = deadlineOf(meta.Timestamp, inv.DeadlineMillis)
 	}
@@ -188,9 +206,11 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 		Tool: inv.Tool, RequestID: inv.RequestID, IdempotencyKey: inv.IdempotencyKey,
 		Input: inv.Input, CallIndex: inv.CallIndex, Attempt: inv.Attempt, AttemptLimit: inv.AttemptLimit,
 		Deadline: e.deadline, OutputLimit: inv.OutputLimit,
-		TakenOver: e.takenOver, Stream: e.writer,
+		TakenOver: e.takenOver, Stream: e.writer, e: e,
 	}
 	a.stats.executed.Add(1)
+	a.obs.HandlerStarted(e.t.name)
+	began := time.Now()
 	hb := e.startHeartbeat(cancel)
 	r := callHandler(hctx, e.t.handler, call)
 	leaseLost := hb.stop()
@@ -203,16 +223,26 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 
 	if leaseLost {
 		// Someone else holds the key now and answers for it.
+		a.obs.HandlerDone(e.t.name, OutcomeHandedBack, time.Since(began))
 		a.log.Warn("lease lost while running", "request", inv.RequestID)
 		_ = e.msg.Nak()
 		return
 	}
 	v := classify(r.out, r.err, cancelAsked && e.t.spec.cancellable, draining)
+	if v.kind == verdictGiveBack && !draining && e.lastDelivery() {
+		// The stream will not deliver it again: a hand back now would
+		// leave the call without an end.
+		v = verdict{kind: verdictFailed, err: v.err + " (on the last delivery the stream allows)"}
+	}
+	a.obs.HandlerDone(e.t.name, v.outcome(), time.Since(began))
 	tooLate := e.tooLate(cancelAsked && !unsupported)
 	switch v.kind {
 	case verdictGiveBack:
 		a.stats.givenBack.Add(1)
 		e.giveBack()
+	case verdictIndeterminate:
+		a.stats.indeterminate.Add(1)
+		e.finishAt(idempotency.Result{Status: idempotency.StatusIndeterminate, Error: v.err}, k+1, tooLate...)
 	case verdictCancelled:
 		e.finishAt(idempotency.Result{Status: idempotency.StatusCancelled}, k+1)
 	case verdictRetryTransient, verdictRetryRateLimited:
@@ -231,6 +261,12 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 	default:
 		e.finishAt(idempotency.Result{Status: idempotency.StatusFailed, Error: v.err}, k+1, tooLate...)
 	}
+}
+
+// lastDelivery reports that the stream will not deliver this message
+// again.
+func (e *execution) lastDelivery() bool {
+	return e.deliveries >= uint64(e.a.cfg.Fabric.MaxDeliver)
 }
 
 // tooLate is the disposition that follows a result which won the race

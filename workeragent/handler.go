@@ -64,4 +64,26 @@ type Call struct {
 	// tool without a stream policy every Write fails with
 	// ErrStreamNotAllowed.
 	Stream *ChunkWriter
+
+	e *execution // the agent's side of the call
+}
+
+// CancelUnsupported tells the host that this call cannot be stopped after
+// all: a cancellable tool's handler whose context was cancelled with
+// ErrCancelRequested, and which finds it cannot honour the request, calls
+// it and runs on; the host keeps the call pending until its result or
+// deadline. It sends the disposition at most once, and only while a
+// cancellation request is pending; it reports whether it sent it.
+func (c *Call) CancelUnsupported() bool {
+	e := c.e
+	if e == nil {
+		return false
+	}
+	a := e.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !e.cancelAsked || e.unsupportedSent {
+		return false
+	}
+	return a.sendUnsupportedLocked(e)
 }

@@ -11,6 +11,8 @@ type toolSpec struct {
 	idempotent  bool
 	cancellable bool
 	concurrency int
+	// digest is the definition's, for a tool registered by HandleTool.
+	digest string
 }
 
 // Idempotent declares that running the tool twice under one idempotency key

@@ -88,6 +88,33 @@ func CancelAcknowledged() error { return &CancelAcknowledgedError{} }
 
 func (e *CancelAcknowledgedError) Error() string { return "cancellation acknowledged" }
 
+// IndeterminateError reports that the handler cannot tell whether the
+// call's effect happened (status indeterminate): the host fails the
+// operation rather than retry it, and a redelivery replays this answer.
+type IndeterminateError struct{ Err error }
+
+// Indeterminate marks err as an unknown effect.
+func Indeterminate(err error) error { return &IndeterminateError{Err: err} }
+
+func (e *IndeterminateError) Error() string { return "indeterminate: " + errText(e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *IndeterminateError) Unwrap() error { return e.Err }
+
+// HandBackError asks the agent to hand the call back to the stream for
+// another delivery of the same attempt, which the journal lets run again
+// only for a tool registered Idempotent. On the last delivery the stream
+// allows it is answered as a failure instead, so the call still ends.
+type HandBackError struct{ Err error }
+
+// HandBack marks err as a reason to deliver the call again.
+func HandBack(err error) error { return &HandBackError{Err: err} }
+
+func (e *HandBackError) Error() string { return "hand back: " + errText(e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *HandBackError) Unwrap() error { return e.Err }
+
 func errText(err error) string {
 	if err == nil {
 		return "<nil>"
@@ -104,9 +131,11 @@ const (
 	verdictRetryTransient
 	verdictRetryRateLimited
 	verdictCancelled
-	// verdictGiveBack: the call stopped because the agent is draining; it
-	// is handed back for redelivery rather than answered.
+	// verdictGiveBack: the call stopped because the agent is draining (or
+	// its handler asked for it with HandBack); it is handed back for
+	// redelivery rather than answered.
 	verdictGiveBack
+	verdictIndeterminate
 )
 
 type verdict struct {
@@ -114,6 +143,25 @@ type verdict struct {
 	payload    protocol.WorkerPayload
 	err        string
 	retryAfter time.Duration
+}
+
+// outcome names the verdict for Observer.HandlerDone.
+func (v verdict) outcome() string {
+	switch v.kind {
+	case verdictSucceeded:
+		return OutcomeSucceeded
+	case verdictRetryTransient:
+		return OutcomeRetryTransient
+	case verdictRetryRateLimited:
+		return OutcomeRetryRateLimited
+	case verdictCancelled:
+		return OutcomeCancelled
+	case verdictGiveBack:
+		return OutcomeHandedBack
+	case verdictIndeterminate:
+		return OutcomeIndeterminate
+	}
+	return OutcomeFailed
 }
 
 // classify maps a handler's return values to a verdict. A plain error is
@@ -133,8 +181,16 @@ func classify(out Output, err error, cancelAsked, draining bool) verdict {
 		perm *PermanentError
 		rl   *RateLimitedError
 		rt   *RetryableError
+		ind  *IndeterminateError
+		hb   *HandBackError
 	)
 	switch {
+	case errors.As(err, &ind):
+		// Before the drain case: a call whose effect is unknown must not
+		// be handed to a new holder as if nothing ran.
+		return verdict{kind: verdictIndeterminate, err: errText(ind.Err)}
+	case errors.As(err, &hb):
+		return verdict{kind: verdictGiveBack, err: errText(hb.Err)}
 	case errors.As(err, &ack):
 		if cancelAsked {
 			return verdict{kind: verdictCancelled}

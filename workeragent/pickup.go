@@ -66,7 +66,7 @@ func (e *execution) pickupClaimed() (recorded, proceed bool) {
 	e.claim = claim
 	switch claim.Outcome {
 	case idempotency.Done:
-		a.stats.dedupeHits.Add(1)
+		a.dedupeHit(e.t.name)
 		e.replay(claim.Record)
 		return false, false
 	case idempotency.RunningElsewhere:
@@ -118,7 +118,7 @@ func (e *execution) pickupUnclaimed() (recorded, proceed bool) {
 	cancel()
 	switch {
 	case err == nil && rec.State == idempotency.StateDone:
-		a.stats.dedupeHits.Add(1)
+		a.dedupeHit(e.t.name)
 		e.replay(rec)
 		return false, false
 	case err != nil && !errors.Is(err, idempotency.ErrNotFound):

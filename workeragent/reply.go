@@ -119,7 +119,7 @@ func (a *Agent) cancelNoted(inv protocol.Invoke) (covered, sure bool) {
 func (a *Agent) cancelRecorded(ctx context.Context, inv protocol.Invoke) (bool, error) {
 	_, ok, err := fabric.LookupCancel(ctx, a.cancelKV, a.codec, inv)
 	if errors.Is(err, fabric.ErrForged) {
-		a.stats.forged.Add(1)
+		a.forged(err)
 		a.log.Warn("rejected cancel record", "request", inv.RequestID, "err", err)
 		return false, nil
 	}

@@ -44,6 +44,9 @@ type Stats struct {
 	// (refused, timed out, or lost in a reconnect). They are not retried;
 	// the host sees a gap in Chunk.Sequence.
 	ChunkPublishErrors uint64
+	// ContractMismatches counts invocations refused because the host
+	// called the tool under another definition.
+	ContractMismatches uint64
 	// InFlight is how many invocations are being processed right now.
 	InFlight int64
 }
@@ -53,7 +56,7 @@ type Stats struct {
 type counters struct {
 	received, executed, dedupeHits, deferred, takenOver, indeterminate atomic.Uint64
 	forged, redeliveries, cancelledBeforeStart, cancelRequests         atomic.Uint64
-	givenBack, publishErrors, chunkPublishErrors                       atomic.Uint64
+	givenBack, publishErrors, chunkPublishErrors, contractMismatches   atomic.Uint64
 	inFlight                                                           atomic.Int64
 }
 
@@ -72,6 +75,7 @@ func (c *counters) snapshot() Stats {
 		GivenBack:            c.givenBack.Load(),
 		PublishErrors:        c.publishErrors.Load(),
 		ChunkPublishErrors:   c.chunkPublishErrors.Load(),
+		ContractMismatches:   c.contractMismatches.Load(),
 		InFlight:             c.inFlight.Load(),
 	}
 }

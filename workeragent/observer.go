@@ -1,0 +1,90 @@
+package workeragent
+
+import (
+	"errors"
+	"time"
+
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolproc"
+)
+
+// Observer is told what the agent does, per tool, as it happens: the
+// agent calls it rather than leaving a poller to read Stats, so every
+// count carries its tool. Calls come from the agent's goroutines and must
+// return quickly. *metrics.Worker implements it.
+type Observer interface {
+	// The supervisors of process tools report through the same observer.
+	toolproc.Observer
+	// Redelivered counts an invocation the stream delivered again.
+	Redelivered(tool string)
+	// DedupeHit counts an invocation answered from the journal.
+	DedupeHit(tool string)
+	// AuthFailure counts an invocation or cancel frame refused for its
+	// authentication, with one of the reasons of AuthReason.
+	AuthFailure(reason string)
+	// ContractMismatch counts an invocation refused because the host
+	// called the tool under another definition.
+	ContractMismatch(tool string)
+	// HandlerStarted and HandlerDone bracket one handler run; outcome is
+	// one of the Outcome constants.
+	HandlerStarted(tool string)
+	HandlerDone(tool, outcome string, d time.Duration)
+}
+
+// The outcomes of a handler run that HandlerDone reports: how the agent
+// answered for it.
+const (
+	OutcomeSucceeded        = "succeeded"
+	OutcomeFailed           = "failed"
+	OutcomeRetryTransient   = "retry_transient"
+	OutcomeRetryRateLimited = "retry_rate_limited"
+	OutcomeCancelled        = "cancelled"
+	OutcomeIndeterminate    = "indeterminate"
+	// OutcomeHandedBack: the call went back to the stream for another
+	// delivery (a drain, or a lost process of an idempotent tool).
+	OutcomeHandedBack = "handed_back"
+)
+
+// AuthReason names why a frame was refused, as Observer.AuthFailure
+// reports it.
+func AuthReason(err error) string {
+	switch {
+	case errors.Is(err, protocol.ErrWrongRole):
+		return "wrong_role"
+	case errors.Is(err, protocol.ErrInvalidSession):
+		return "wrong_session"
+	case errors.Is(err, protocol.ErrSequence):
+		return "sequence"
+	case errors.Is(err, errWrongSubject):
+		return "wrong_subject"
+	}
+	return "bad_tag"
+}
+
+var errWrongSubject = errors.New("frame for another tool's subject")
+
+type nopObserver struct{}
+
+func (nopObserver) ProcessStarted(string)                     {}
+func (nopObserver) ProcessRestarted(string)                   {}
+func (nopObserver) ProcessPoisoned(string, string)            {}
+func (nopObserver) WatchdogStop(string)                       {}
+func (nopObserver) ProcessInFlight(string, int)               {}
+func (nopObserver) Redelivered(string)                        {}
+func (nopObserver) DedupeHit(string)                          {}
+func (nopObserver) AuthFailure(string)                        {}
+func (nopObserver) ContractMismatch(string)                   {}
+func (nopObserver) HandlerStarted(string)                     {}
+func (nopObserver) HandlerDone(string, string, time.Duration) {}
+
+// dedupeHit counts an answer from the journal.
+func (a *Agent) dedupeHit(tool string) {
+	a.stats.dedupeHits.Add(1)
+	a.obs.DedupeHit(tool)
+}
+
+// forged counts a refused frame.
+func (a *Agent) forged(err error) {
+	a.stats.forged.Add(1)
+	a.obs.AuthFailure(AuthReason(err))
+}

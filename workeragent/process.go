@@ -1,0 +1,105 @@
+package workeragent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolproc"
+)
+
+// processHandler runs a process tool's calls through its supervisor and
+// turns how each ended into the handler's answer.
+type processHandler struct {
+	sup         *toolproc.Supervisor
+	idempotent  bool
+	cancellable bool
+}
+
+func (p *processHandler) HandleCall(ctx context.Context, call *Call) (Output, error) {
+	var inv protocol.Invoke
+	if call.e != nil {
+		inv = call.e.inv
+	} else {
+		inv = protocol.Invoke{
+			RequestID: call.RequestID, Tool: call.Tool, Input: call.Input, CallIndex: call.CallIndex,
+			Attempt: call.Attempt, AttemptLimit: call.AttemptLimit, IdempotencyKey: call.IdempotencyKey,
+			OutputLimit: call.OutputLimit,
+		}
+	}
+	if !call.Deadline.IsZero() {
+		// The process learns what is left of the deadline now, not what
+		// was left when the host claimed the call.
+		inv.DeadlineMillis = max(time.Until(call.Deadline).Milliseconds(), 1)
+	}
+	// The host's request (and a drain) reaches the process as its one
+	// cancellation request; a deadline is the watchdog's, which the
+	// supervisor arms from call.Deadline.
+	cancel := make(chan struct{})
+	var once sync.Once
+	stop := context.AfterFunc(ctx, func() {
+		cause := context.Cause(ctx)
+		if p.cancellable && (errors.Is(cause, ErrCancelRequested) || errors.Is(cause, ErrDraining)) {
+			once.Do(func() { close(cancel) })
+		}
+	})
+	defer stop()
+	o := p.sup.Call(ctx, toolproc.Request{
+		Invoke:   inv,
+		Deadline: call.Deadline,
+		Chunk:    call.Stream.Write,
+		Cancel:   cancel,
+		Disposition: func(d protocol.CancelDisposition) {
+			if d == protocol.CancelUnsupported {
+				call.CancelUnsupported()
+			}
+		},
+	})
+	return p.answer(ctx, o)
+}
+
+// answer maps an outcome to the handler's return values.
+func (p *processHandler) answer(ctx context.Context, o toolproc.Outcome) (Output, error) {
+	switch o.Kind {
+	case toolproc.Answered:
+		r := o.Result
+		switch r.Status {
+		case protocol.ResultSucceeded:
+			if r.Payload == nil {
+				return Result(""), nil
+			}
+			return Output{payload: *r.Payload}, nil
+		case protocol.ResultRetryTransient:
+			return Output{}, Retryable(errors.New(r.Error))
+		case protocol.ResultRetryRateLimited:
+			return Output{}, RateLimited(time.Duration(r.RetryAfterMillis)*time.Millisecond, errors.New(r.Error))
+		case protocol.ResultIndeterminate:
+			return Output{}, Indeterminate(errors.New(r.Error))
+		default:
+			return Output{}, Permanent(errors.New(r.Error))
+		}
+	case toolproc.CancelAcknowledged:
+		return Output{}, CancelAcknowledged()
+	case toolproc.Lost:
+		// The deadline's or a stop's victim, and any call of a tool
+		// whose effect must not repeat, may have had its effect: that is
+		// indeterminate, never a cancellation. An idempotent tool's call
+		// may simply run again.
+		if o.Watchdog || o.Stopped || !p.idempotent {
+			return Output{}, Indeterminate(fmt.Errorf("tool process lost mid-call: %w", o.Err))
+		}
+		return Output{}, HandBack(fmt.Errorf("tool process lost mid-call: %w", o.Err))
+	}
+	// NotStarted: nothing ran.
+	cause := context.Cause(ctx)
+	switch {
+	case ctx.Err() != nil && errors.Is(cause, ErrCancelRequested):
+		return Output{}, CancelAcknowledged()
+	case ctx.Err() != nil:
+		return Output{}, cause
+	}
+	return Output{}, Retryable(fmt.Errorf("tool process unavailable: %w", o.Err))
+}

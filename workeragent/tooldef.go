@@ -1,0 +1,85 @@
+package workeragent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolproc"
+	"github.com/splashfabric/splashfabric/toolspec"
+)
+
+// HandleTool registers the tool t defines, run by h, or, when h is nil
+// and the definition says how to run a process, by a supervised child
+// process (see package toolproc) that the agent starts on the first call
+// and stops when it stops. Whether the tool is idempotent or cancellable
+// comes from the definition, never from opts, so the agent runs the tool
+// as the host calls it; an invocation that carries another definition's
+// digest is refused with ErrContractMismatch instead of run. opts may set
+// Concurrency; a process tool defaults to its process's concurrency.
+//
+// Like Handle, it must be called before Run. A contained process tool on
+// a machine where Bubblewrap cannot build its sandbox is refused here
+// (toolproc.ErrContainmentUnavailable).
+func (a *Agent) HandleTool(t *toolspec.Tool, h Handler, opts ...ToolOption) error {
+	if t == nil {
+		return fmt.Errorf("%w: nil tool definition", ErrInvalidTool)
+	}
+	s := t.Spec()
+	spec := toolSpec{concurrency: DefaultConcurrency}
+	var sup *toolproc.Supervisor
+	if h == nil {
+		if s.Process == nil {
+			return fmt.Errorf("%w: %q has no handler and no process", ErrInvalidTool, s.Name)
+		}
+		cfg, err := toolproc.FromSpec(t)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidTool, err)
+		}
+		cfg.Logger = a.log.With("tool", s.Name)
+		cfg.Observer = a.obs
+		if sup, err = toolproc.New(cfg); err != nil {
+			return fmt.Errorf("%w: %q: %w", ErrInvalidTool, s.Name, err)
+		}
+		spec.concurrency = s.Process.Concurrency
+		h = &processHandler{sup: sup, idempotent: s.Idempotent, cancellable: s.Cancellable}
+	}
+	for _, o := range opts {
+		o(&spec)
+	}
+	spec.idempotent, spec.cancellable = s.Idempotent, s.Cancellable
+	spec.digest = t.Digest()
+	err := a.register(s.Name, h, spec, sup)
+	if err != nil && sup != nil {
+		_ = sup.Close(context.Background())
+	}
+	return err
+}
+
+// contractMismatch says why c, the definition an invocation was made
+// under, is not the one this tool was registered with; "" when it is, or
+// when either side registered without a definition (then only the
+// declarations they both state are compared).
+func (t *tool) contractMismatch(c *protocol.Contract) string {
+	switch {
+	case c == nil:
+		return ""
+	case t.spec.digest != "" && c.Digest != t.spec.digest:
+		return fmt.Sprintf("the host called %q under definition %s, this worker holds %s", t.name, shortDigest(c.Digest), shortDigest(t.spec.digest))
+	case c.Idempotent != t.spec.idempotent:
+		return fmt.Sprintf("the host declares %q idempotent=%v, this worker %v", t.name, c.Idempotent, t.spec.idempotent)
+	case c.Cancellable != t.spec.cancellable:
+		return fmt.Sprintf("the host declares %q cancellable=%v, this worker %v", t.name, c.Cancellable, t.spec.cancellable)
+	}
+	return ""
+}
+
+// shortDigest keeps a digest readable in a message: "sha256:" and 12 hex
+// digits identify a definition well enough for a person.
+func shortDigest(d string) string {
+	const keep = len("sha256:") + 12
+	if len(d) > keep {
+		return d[:keep]
+	}
+	return d
+}
