@@ -46,6 +46,7 @@ func commands() []command {
 		runCommand,
 		opsCommand,
 		cancelCommand,
+		toolsCommand,
 		benchCommand,
 		healthcheckCommand,
 		versionCommand,
@@ -117,6 +118,9 @@ func (c command) execute(ctx context.Context, args []string, a *app) int {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, errCatalog):
+		fmt.Fprintf(a.stderr, "splash %s: %s\n", c.name, strings.TrimPrefix(err.Error(), errCatalog.Error()+": "))
+		return 2
 	case errors.Is(err, errUsage):
 		// The usage that follows says it is a usage error; the prefix
 		// would only repeat it.
