@@ -1,48 +1,51 @@
 package demotools
 
 import (
+	_ "embed"
 	"fmt"
+	"sync"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
-// Catalog registers every demo tool, demo.ledger included, as an external
-// tool of rt with its policy: RetryAttempts attempts for demo.flaky and
-// demo.ratelimited, SleepDeadline for demo.sleep, the Stream* limits and
-// Redact for demo.stream, and the JSON Schema contract for demo.json.sum.
-// It has the shape host.LoopConfig.Catalog expects.
-func Catalog(rt *host.Runtime) error {
-	for _, s := range specs {
-		if err := catalogue(rt, s); err != nil {
-			return fmt.Errorf("demotools: catalog %q: %w", s.name, err)
-		}
+// CatalogYAML is the demo catalog as a file: every demo tool's definition
+// (catalog.yaml beside this file). It is what processes use when they are
+// given no catalog, and an example of the format.
+//
+//go:embed catalog.yaml
+var CatalogYAML []byte
+
+// Definitions returns the demo catalog, compiled once per process.
+func Definitions() *toolspec.Set { return definitions() }
+
+var definitions = sync.OnceValue(func() *toolspec.Set {
+	cat, err := toolspec.Parse(CatalogYAML, ".")
+	if err != nil {
+		panic(fmt.Sprintf("demotools: the embedded catalog does not parse: %v", err))
 	}
-	return nil
+	set, err := cat.Compile()
+	if err != nil {
+		panic(fmt.Sprintf("demotools: the embedded catalog does not compile: %v", err))
+	}
+	return set
+})
+
+// Definition returns one demo tool's definition.
+func Definition(name string) (*toolspec.Tool, error) {
+	t, ok := Definitions().Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	return t, nil
 }
 
-func catalogue(rt *host.Runtime, s spec) error {
-	p := host.NewToolPolicy(s.name)
-	if s.maxAttempts > 0 {
-		p = p.WithMaxAttempts(s.maxAttempts)
-	}
-	if s.deadline > 0 {
-		p = p.WithDeadline(s.deadline)
-	}
-	if s.stream {
-		p = p.WithStream(host.NewToolStreamPolicy(
-			StreamMaxChunks, StreamMaxChunkBytes, StreamMaxSourceBytes, StreamMaxReleasedBytes))
-	}
-	m := host.NewToolMetadata(s.description)
-	m.Idempotent = s.idempotent
-	m.Cancellable = s.cancellable
-	if s.json {
-		return rt.RegisterExternalJSONToolWithContract(p, m, SumInputSchema(), SumOutputSchema())
-	}
-	if err := rt.RegisterExternalToolWithMetadata(p, m); err != nil {
-		return err
-	}
-	if s.stream {
-		return rt.SetExternalStreamRedactor(s.name, Redact)
+// Catalog registers every demo tool, demo.ledger included, on rt from the
+// demo catalog's definitions. It has the shape host.LoopConfig.Catalog
+// expects.
+func Catalog(rt *host.Runtime) error {
+	if err := rt.RegisterTools(Definitions()); err != nil {
+		return fmt.Errorf("demotools: catalog: %w", err)
 	}
 	return nil
 }

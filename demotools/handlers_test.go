@@ -147,9 +147,14 @@ func TestSleepEnds(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	got := demotools.Redact("chunk 2/3 token=" + demotools.Secret)
-	if want := "chunk 2/3 token=[redacted]"; got != want {
-		t.Fatalf("Redact = %q, want %q", got, want)
+// The catalog's redaction rule for demo.stream hides Secret.
+func TestStreamRedactor(t *testing.T) {
+	def, err := demotools.Definition(demotools.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := def.Redactor()("chunk 2/3 token=" + demotools.Secret)
+	if want := "chunk 2/3 token=" + demotools.Redacted; got != want {
+		t.Fatalf("redacted %q, want %q", got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -57,12 +58,19 @@ func LedgerBucketConfig(replicas int) jetstream.KeyValueConfig {
 // agent's journal, every key ends at 1 however often the call is
 // delivered; a count above 1 is a duplicated effect.
 func RegisterLedger(r Registrar, js jetstream.JetStream, replicas int) error {
+	def, _ := Definitions().Lookup(Ledger)
+	return RegisterLedgerFrom(r, def, js, replicas)
+}
+
+// RegisterLedgerFrom is RegisterLedger under def, the definition a
+// catalog gives demo.ledger.
+func RegisterLedgerFrom(r Registrar, def *toolspec.Tool, js jetstream.JetStream, replicas int) error {
 	if js == nil {
 		return fmt.Errorf("%w: nil JetStream for %q", ErrNeedsJetStream, Ledger)
 	}
-	s, _ := lookup(Ledger)
+	b, _ := lookup(Ledger)
 	l := &ledger{js: js, replicas: replicas}
-	if err := r.Handle(Ledger, workeragent.HandlerFunc(l.handle), s.options()...); err != nil {
+	if err := r.HandleTool(def, workeragent.HandlerFunc(l.handle), workeragent.Concurrency(b.concurrency)); err != nil {
 		return fmt.Errorf("demotools: register %q: %w", Ledger, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -47,8 +48,8 @@ func ledgerHandler(t *testing.T, js jetstream.JetStream) workeragent.Handler {
 
 type handleFunc func(string, workeragent.Handler, ...workeragent.ToolOption) error
 
-func (f handleFunc) Handle(n string, h workeragent.Handler, o ...workeragent.ToolOption) error {
-	return f(n, h, o...)
+func (f handleFunc) HandleTool(t *toolspec.Tool, h workeragent.Handler, o ...workeragent.ToolOption) error {
+	return f(t.Name(), h, o...)
 }
 
 func ledgerCall(key string) *workeragent.Call {

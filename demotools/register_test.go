@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/demotools"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -16,7 +17,8 @@ type registry struct {
 	fail  error
 }
 
-func (r *registry) Handle(name string, h workeragent.Handler, opts ...workeragent.ToolOption) error {
+func (r *registry) HandleTool(def *toolspec.Tool, h workeragent.Handler, opts ...workeragent.ToolOption) error {
+	name := def.Name()
 	if r.fail != nil {
 		return r.fail
 	}
@@ -66,13 +68,9 @@ func TestRegisterOptions(t *testing.T) {
 	if err := demotools.Register(r); err != nil {
 		t.Fatal(err)
 	}
-	// Concurrency and Idempotent for every tool, Cancellable for sleep.
+	// Concurrency only: the rest comes from the definition.
 	for _, n := range demotools.Names() {
-		want := 2
-		if n == demotools.Sleep {
-			want = 3
-		}
-		if r.opts[n] != want {
+		if want := 1; r.opts[n] != want {
 			t.Errorf("%s: %d options, want %d", n, r.opts[n], want)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -20,9 +19,6 @@ const Redacted = "[redacted]"
 // MaxStreamInput bounds the chunk count demo.stream accepts; the stream
 // policy stops it far earlier, and the bound keeps a typo from looping.
 const MaxStreamInput = 100_000
-
-// Redact is the host-side stream redactor of demo.stream.
-func Redact(chunk string) string { return strings.ReplaceAll(chunk, Secret, Redacted) }
 
 // chunkSink is the part of workeragent.ChunkWriter the stream tool uses, so
 // its loop can be exercised against limits without an agent.

@@ -11,34 +11,8 @@ import (
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
-// sumInputSchema and sumOutputSchema are the contract of demo.json.sum,
-// which the host compiles and checks on every call and result.
-const (
-	sumInputSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {"numbers": {"type": "array", "items": {"type": "number"}}},
-  "required": ["numbers"],
-  "additionalProperties": false
-}`
-	sumOutputSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {"sum": {"type": "number"}},
-  "required": ["sum"],
-  "additionalProperties": false
-}`
-)
-
-// SumInputSchema returns the JSON Schema of demo.json.sum's input, a fresh
-// copy on each call.
-func SumInputSchema() json.RawMessage { return json.RawMessage(sumInputSchema) }
-
-// SumOutputSchema returns the JSON Schema of demo.json.sum's output.
-func SumOutputSchema() json.RawMessage { return json.RawMessage(sumOutputSchema) }
-
 // sum answers {"sum": n} for input {"numbers": [...]}. The host has checked
-// the input against SumInputSchema already; the handler still reads it
+// the input against the catalog's input schema already; the handler still reads it
 // strictly, since a worker cannot know which host sent the call.
 func sum(_ context.Context, call *workeragent.Call) (workeragent.Output, error) {
 	if call.Input.Format != protocol.FormatJSON {
