@@ -28,6 +28,26 @@ const (
 	HandlerRetryRateLimited = "retry_rate_limited"
 	HandlerCancelled        = "cancelled"
 	HandlerIndeterminate    = "indeterminate"
+	// HandlerHandedBack: the call went back to the stream for another
+	// delivery instead of being answered.
+	HandlerHandedBack = "handed_back"
+)
+
+// Reasons a process tool's session is poisoned
+// (splash_toolproc_poisoned_total); they mirror package toolproc's.
+const (
+	PoisonGarbage        = "garbage"
+	PoisonTooLong        = "too_long"
+	PoisonBadTag         = "bad_tag"
+	PoisonWrongSession   = "wrong_session"
+	PoisonSequence       = "sequence"
+	PoisonUnknownRequest = "unknown_request"
+	PoisonContradictory  = "contradictory"
+	PoisonInvalidMessage = "invalid_message"
+	PoisonFlood          = "flood"
+	PoisonExited         = "exited"
+	PoisonWatchdog       = "watchdog"
+	PoisonStopped        = "stopped"
 )
 
 // Retry classes (splash_retries_total).
@@ -87,7 +107,9 @@ const (
 
 var (
 	outcomes      = []string{OutcomeSucceeded, OutcomeFailed, OutcomeTimedOut, OutcomeCancelled, OutcomeIndeterminate}
-	handlerResult = []string{HandlerSucceeded, HandlerFailed, HandlerRetryTransient, HandlerRetryRateLimited, HandlerCancelled, HandlerIndeterminate}
+	handlerResult = []string{HandlerSucceeded, HandlerFailed, HandlerRetryTransient, HandlerRetryRateLimited, HandlerCancelled, HandlerIndeterminate, HandlerHandedBack}
+	poisonReasons = []string{PoisonGarbage, PoisonTooLong, PoisonBadTag, PoisonWrongSession, PoisonSequence, PoisonUnknownRequest,
+		PoisonContradictory, PoisonInvalidMessage, PoisonFlood, PoisonExited, PoisonWatchdog, PoisonStopped}
 	retryClasses  = []string{RetryTransient, RetryRateLimited}
 	dispositions  = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
 	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMissingToken, AuthWrongToken}

@@ -19,6 +19,11 @@ type Worker struct {
 	invocations            *prometheus.CounterVec
 	handlerDuration        *prometheus.HistogramVec
 	authFailures           *prometheus.CounterVec
+	contractMismatches     *prometheus.CounterVec
+
+	// Process tools.
+	procStarted, procRestarts, procWatchdog, procPoisoned *prometheus.CounterVec
+	procInFlight                                          *prometheus.GaugeVec
 }
 
 // NewWorker builds the worker collector set and registers it with reg (nil
@@ -44,8 +49,21 @@ func NewWorker(reg prometheus.Registerer, opts ...Option) *Worker {
 			"Time one handler run took, by tool and outcome.", durationBuckets, "tool", "outcome"),
 		authFailures: b.counter("splash_worker_auth_failures_total",
 			"Invocation or cancel frames this worker refused for failed authentication, by reason.", "reason"),
+		contractMismatches: b.counter("splash_worker_contract_mismatches_total",
+			"Invocations refused because the host called the tool under another definition.", "tool"),
+		procStarted: b.counter("splash_toolproc_processes_started_total",
+			"Tool processes started, by tool.", "tool"),
+		procRestarts: b.counter("splash_toolproc_restarts_total",
+			"Tool processes started to replace a lost one, by tool.", "tool"),
+		procWatchdog: b.counter("splash_toolproc_watchdog_stops_total",
+			"Tool processes the watchdog stopped because a call passed its deadline, by tool.", "tool"),
+		procPoisoned: b.counter("splash_toolproc_poisoned_total",
+			"Tool process sessions given up, by tool and reason.", "tool", "reason"),
+		procInFlight: b.gauge("splash_toolproc_in_flight",
+			"Calls in flight in the tool's process.", "tool"),
 	}
-	w.set = set{w.inFlight, w.serving, w.up, w.dedupeHits, w.redelivers, w.invocations, w.handlerDuration, w.authFailures}
+	w.set = set{w.inFlight, w.serving, w.up, w.dedupeHits, w.redelivers, w.invocations, w.handlerDuration, w.authFailures,
+		w.contractMismatches, w.procStarted, w.procRestarts, w.procWatchdog, w.procPoisoned, w.procInFlight}
 	w.tools = newToolGuard(o, w.initTool)
 	initAll(w.authFailures, authReasons)
 	return register(reg, w)
@@ -56,6 +74,12 @@ func (w *Worker) initTool(tool string) {
 	w.dedupeHits.WithLabelValues(tool)
 	w.redelivers.WithLabelValues(tool)
 	initAll(w.invocations, handlerResult, tool)
+	w.contractMismatches.WithLabelValues(tool)
+	w.procStarted.WithLabelValues(tool)
+	w.procRestarts.WithLabelValues(tool)
+	w.procWatchdog.WithLabelValues(tool)
+	w.procInFlight.WithLabelValues(tool)
+	initAll(w.procPoisoned, poisonReasons, tool)
 }
 
 // SetUp reports whether the worker accepts new work.
@@ -128,4 +152,54 @@ func boolGauge(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// ContractMismatch counts an invocation refused because the host called
+// the tool under another definition.
+func (w *Worker) ContractMismatch(tool string) {
+	if w == nil {
+		return
+	}
+	w.contractMismatches.WithLabelValues(w.tools.value(tool)).Inc()
+}
+
+// ProcessStarted counts a tool process start.
+func (w *Worker) ProcessStarted(tool string) {
+	if w == nil {
+		return
+	}
+	w.procStarted.WithLabelValues(w.tools.value(tool)).Inc()
+}
+
+// ProcessRestarted counts a start that replaces a lost process.
+func (w *Worker) ProcessRestarted(tool string) {
+	if w == nil {
+		return
+	}
+	w.procRestarts.WithLabelValues(w.tools.value(tool)).Inc()
+}
+
+// ProcessPoisoned counts a session given up; reason is one of the Poison
+// constants.
+func (w *Worker) ProcessPoisoned(tool, reason string) {
+	if w == nil {
+		return
+	}
+	w.procPoisoned.WithLabelValues(w.tools.value(tool), oneOf(reason, poisonReasons)).Inc()
+}
+
+// WatchdogStop counts a process stopped at a call's deadline.
+func (w *Worker) WatchdogStop(tool string) {
+	if w == nil {
+		return
+	}
+	w.procWatchdog.WithLabelValues(w.tools.value(tool)).Inc()
+}
+
+// ProcessInFlight sets the calls in flight in the tool's process.
+func (w *Worker) ProcessInFlight(tool string, n int) {
+	if w == nil {
+		return
+	}
+	w.procInFlight.WithLabelValues(w.tools.value(tool)).Set(float64(n))
 }
