@@ -26,7 +26,7 @@ type execution struct {
 	host        string
 	deadline    time.Time
 	writer      *ChunkWriter
-	redelivered bool // the stream delivered this message before
+	redelivered bool   // the stream delivered this message before
 	deliveries  uint64 // how often the stream delivered it, this time included
 
 	// claim is held by a claimed call (a tool not registered Idempotent)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,7 +30,9 @@ var devCommand = command{
 	help: `
 The zero-setup default: an embedded NATS JetStream node with its data in
 --data-dir, the host loop and HTTP API on --api-addr, and --workers workers
-serving the demo tools. Prints where everything listens and a command to try.
+serving the tools of --catalog (default: the demo tools; docs/catalog.md
+shows how to add your own, in any language). Prints where everything
+listens and a command to try.
 
 The frame key is generated into --data-dir on first run and reused, so
 invocations left in the store stay readable. The API token is generated for
@@ -54,6 +57,7 @@ type devConfig struct {
 	apiAddr     string
 	apiToken    string
 	metricsAddr string
+	catalog     string
 	workers     int
 	natsPort    int
 }
@@ -64,6 +68,7 @@ func (c *devConfig) flags(fs *flagSet) {
 	fs.stringVar(&c.apiAddr, "api-addr", envAPIAddr, defaultAPIAddr, "`address` of the host HTTP API (port 0: any free port)")
 	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` for the host API (empty: generate one and print it)")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
+	registerCatalog(fs, &c.catalog)
 	fs.intVar(&c.workers, "workers", "SPLASH_DEV_WORKERS", 4, "`number` of workers in the pool")
 	fs.intVar(&c.natsPort, "nats-port", "SPLASH_DEV_NATS_PORT", -1, "client `port` of the embedded NATS node on 127.0.0.1 (-1: any free port)")
 }
@@ -79,6 +84,14 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("%w: --nats-port %d", errUsage, c.natsPort)
 	}
 	log := a.log
+	cat, err := loadCatalog(c.catalog)
+	if err != nil {
+		return err
+	}
+	served, err := cat.serve(nil)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
 		return fmt.Errorf("%w: --data-dir: %v", errStart, err)
 	}
@@ -127,7 +140,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	defer hostNC.Close()
 	h, err := startHost(ctx, hostParts{
 		nc: hostNC, key: key, hostID: devHostID, fabric: fcfg, apiToken: token,
-		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"),
+		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat,
 	})
 	if err != nil {
 		return err
@@ -136,7 +149,10 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 
 	// The pool shares one metrics set: its series are the process's, as
 	// a scrape of one dev process sees them.
-	tools := allDemoTools()
+	tools := make([]string, len(served))
+	for i, t := range served {
+		tools[i] = t.Name()
+	}
 	wm := metrics.NewWorker(reg, metrics.WithTools(tools...))
 	runCtx, cancelWorkers := context.WithCancel(ctx)
 	defer cancelWorkers()
@@ -158,7 +174,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 		}
 		ncs = append(ncs, nc)
 		w, err := newWorker(ctx, workerParts{
-			nc: nc, key: key, workerID: id, fabric: fcfg, tools: tools,
+			nc: nc, key: key, workerID: id, fabric: fcfg, tools: served,
 			metrics: wm, log: log.With("component", "worker", "worker_id", id),
 		})
 		if err != nil {
@@ -337,8 +353,13 @@ func printDevBanner(w io.Writer, b devBanner) {
 	}
 	fmt.Fprintf(w, "  workers: %d, serving %s\n", b.workers, strings.Join(b.tools, ", "))
 	fmt.Fprintf(w, "\nTry:\n")
-	fmt.Fprintf(w, "  %s -e 'await tool.start(\"demo.upper\", \"hello\")'\n", run)
-	fmt.Fprintf(w, "  %s -e 'await tool.start(\"demo.stream\", \"5\")'\n", run)
+	switch {
+	case slices.Contains(b.tools, "demo.upper"):
+		fmt.Fprintf(w, "  %s -e 'await tool.start(\"demo.upper\", \"hello\")'\n", run)
+		fmt.Fprintf(w, "  %s -e 'await tool.start(\"demo.stream\", \"5\")'\n", run)
+	case len(b.tools) > 0:
+		fmt.Fprintf(w, "  %s -e 'await tool.start(\"%s\", \"hello world\")'\n", run, b.tools[0])
+	}
 	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
 }
 

@@ -18,7 +18,10 @@ Connects to NATS at --nats-url, seals frames with the key in --key-file,
 provisions the streams and serves the HTTP API on --api-addr, loopback by
 default, with /metrics on the same listener unless --metrics-addr is given.
 /readyz answers 200 once NATS is connected and the streams exist. Scripts
-are submitted to it with 'splash run'. Every finished session is kept in
+are submitted to it with 'splash run'. Scripts may call the tools of
+--catalog (default: the demo tools) and those operators publish to the
+fabric with 'splash tools apply', which a running host picks up; a session
+keeps the definitions it started with. Every finished session is kept in
 the splash_sessions bucket, so a restarted host still answers for the
 sessions an earlier process of the same --host-id held. Runs until SIGINT
 or SIGTERM, then closes open event streams, records the sessions still
@@ -34,6 +37,7 @@ type hostConfig struct {
 	apiToken    string
 	hostID      string
 	metricsAddr string
+	catalog     string
 	replicas    int
 }
 
@@ -45,6 +49,7 @@ func (c *hostConfig) flags(fs *flagSet) {
 	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` clients must present (prefer the variable: flags show in process lists)")
 	fs.stringVar(&c.hostID, "host-id", envHostID, host, "`id` of this host in subjects and audit logs")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
+	registerCatalog(fs, &c.catalog)
 	registerReplicas(fs, &c.replicas)
 }
 
@@ -59,6 +64,10 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("%w: --host-id: %v", errUsage, err)
 	}
 	cfg, err := fabricConfig(c.replicas)
+	if err != nil {
+		return err
+	}
+	cat, err := loadCatalog(c.catalog)
 	if err != nil {
 		return err
 	}
@@ -86,7 +95,7 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	defer nc.Close()
 	h, err := startHost(ctx, hostParts{
 		nc: nc, key: key, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken,
-		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log,
+		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log, catalog: cat,
 	})
 	if err != nil {
 		return err

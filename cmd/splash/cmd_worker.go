@@ -16,14 +16,19 @@ var workerCommand = command{
 	name:    "worker",
 	summary: "run a worker serving tools from the invocation streams",
 	help: `
-Connects to NATS at --nats-url, pulls invocations of the tools in --tools
-(the demo tools: demo.echo, demo.upper, demo.sleep, demo.flaky,
-demo.ratelimited, demo.stream, demo.json.sum, demo.ledger), verifies and
-seals frames with the key in --key-file, and runs up to --concurrency calls
-of each tool at once. Serves /metrics and /healthz on --metrics-addr. On
+Connects to NATS at --nats-url and pulls invocations of the tools in
+--tools (default: every tool of the catalog), as --catalog defines them
+(default: the demo tools). A tool with a process in the catalog runs as a
+supervised child process, contained under Bubblewrap when the catalog
+says so; the others must be built-in demo tools. Frames are verified and
+sealed with the key in --key-file; an invocation made under another
+definition of the tool than this worker's is refused. Runs up to
+--concurrency calls of each built-in tool at once (a process tool: its
+catalog concurrency). Serves /metrics and /healthz on --metrics-addr. On
 SIGINT or SIGTERM it stops pulling, lets running calls finish for
 --drain-grace, then cancels the rest and hands them back to the stream for
-another worker.`,
+another worker; tool processes still running then are stopped and their
+calls answered indeterminate.`,
 	new: func() runner { return new(workerConfig) },
 }
 
@@ -31,6 +36,7 @@ another worker.`,
 type workerConfig struct {
 	nats        natsClientFlags
 	keyFile     string
+	catalog     string
 	tools       []string
 	workerID    string
 	concurrency int
@@ -44,7 +50,8 @@ func (c *workerConfig) flags(fs *flagSet) {
 	host, _ := os.Hostname()
 	c.nats.register(fs)
 	fs.stringVar(&c.keyFile, "key-file", envKeyFile, "", "`file` holding the frame key as 64 hex digits")
-	fs.listVar(&c.tools, "tools", envTools, allDemoTools(), "comma-separated `tools` to serve")
+	registerCatalog(fs, &c.catalog)
+	fs.listVar(&c.tools, "tools", envTools, nil, "comma-separated `tools` to serve (empty: every tool of the catalog)")
 	fs.stringVar(&c.workerID, "worker-id", envWorkerID, host, "`id` of this worker in results and audit logs")
 	fs.intVar(&c.concurrency, "concurrency", "SPLASH_WORKER_CONCURRENCY", 4, "`number` of calls of each tool run at once")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "127.0.0.1:9464", "`address` for /metrics and /healthz (empty: off)")
@@ -57,17 +64,23 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
 	}
-	if len(c.tools) == 0 {
-		return fmt.Errorf("%w: --tools is empty", errUsage)
-	}
 	if c.concurrency < 1 {
 		return fmt.Errorf("%w: --concurrency %d, want at least 1", errUsage, c.concurrency)
 	}
 	if c.drainGrace <= 0 {
 		return fmt.Errorf("%w: --drain-grace %v, want > 0", errUsage, c.drainGrace)
 	}
-	if err := checkTools(c.tools); err != nil {
+	cat, err := loadCatalog(c.catalog)
+	if err != nil {
 		return err
+	}
+	tools, err := cat.serve(c.tools)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name()
 	}
 	cfg, err := fabricConfig(c.replicas)
 	if err != nil {
@@ -79,7 +92,7 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	}
 	log := a.log.With("component", "worker", "worker_id", c.workerID)
 	reg := metrics.NewRegistry()
-	m := metrics.NewWorker(reg, metrics.WithTools(c.tools...))
+	m := metrics.NewWorker(reg, metrics.WithTools(names...))
 	var srv *http.Server
 	serveErr := make(chan error, 1)
 	if c.metricsAddr != "" {
@@ -106,7 +119,7 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	}
 	defer nc.Close()
 	w, err := newWorker(ctx, workerParts{
-		nc: nc, key: key, workerID: c.workerID, fabric: cfg, tools: c.tools,
+		nc: nc, key: key, workerID: c.workerID, fabric: cfg, tools: tools,
 		concurrency: c.concurrency, drainGrace: c.drainGrace, bindOnly: !c.provision, metrics: m, log: log,
 	})
 	if err != nil {
@@ -118,7 +131,7 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	go func() { done <- w.run(runCtx) }()
 	select {
 	case <-w.agent.Ready():
-		log.Info("worker ready", "tools", c.tools, "concurrency", c.concurrency)
+		log.Info("worker ready", "tools", names, "catalog", catalogName(c.catalog), "concurrency", c.concurrency)
 	case err := <-done:
 		return fmt.Errorf("%w: worker: %v", errStart, err)
 	}

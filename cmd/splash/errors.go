@@ -11,6 +11,11 @@ var (
 	// exits 2 and prints the command's usage.
 	errUsage = errors.New("usage")
 
+	// errCatalog marks a catalog file that is refused: its message names
+	// the tool and field. It exits 2, like a usage error, but without the
+	// usage, which says nothing about the file.
+	errCatalog = errors.New("catalog")
+
 	// errKeyFile marks a key file that cannot be read or holds no valid key.
 	errKeyFile = errors.New("key file")
 

@@ -18,7 +18,7 @@ func TestFlagPrecedence(t *testing.T) {
 		wantConc  int
 		wantArgs  []string
 	}{
-		{name: "defaults", wantURL: defaultNatsURL, wantTools: allDemoTools(), wantConc: 4},
+		{name: "defaults", wantURL: defaultNatsURL, wantTools: nil, wantConc: 4},
 		{name: "env beats default",
 			env:     map[string]string{envNatsURL: "nats://env:4222", envTools: "echo, upper", "SPLASH_WORKER_CONCURRENCY": "9"},
 			wantURL: "nats://env:4222", wantTools: []string{"echo", "upper"}, wantConc: 9},
@@ -32,13 +32,13 @@ func TestFlagPrecedence(t *testing.T) {
 			wantURL: "nats://env:4222", wantTools: []string{"sleep"}, wantConc: 4},
 		{name: "empty env is unset",
 			env:     map[string]string{envNatsURL: "", envTools: ""},
-			wantURL: defaultNatsURL, wantTools: allDemoTools(), wantConc: 4},
+			wantURL: defaultNatsURL, wantTools: nil, wantConc: 4},
 		{name: "flags after positional arguments",
 			args:    []string{"a", "--tools", "echo", "b"},
 			wantURL: defaultNatsURL, wantTools: []string{"echo"}, wantConc: 4, wantArgs: []string{"a", "b"}},
 		{name: "double dash ends flags",
 			args:    []string{"--", "--tools", "echo"},
-			wantURL: defaultNatsURL, wantTools: allDemoTools(), wantConc: 4, wantArgs: []string{"--tools", "echo"}},
+			wantURL: defaultNatsURL, wantTools: nil, wantConc: 4, wantArgs: []string{"--tools", "echo"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +120,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 var sharedEnv = map[string]bool{
 	envNatsURL: true, envNatsUser: true, envNatsPassword: true, envKeyFile: true,
 	envAPIToken: true, envAPIAddr: true, envAPIURL: true, envMetricsAddr: true,
-	envLogFormat: true, envLogLevel: true, envReplicas: true,
+	envLogFormat: true, envLogLevel: true, envReplicas: true, envCatalog: true,
 }
 
 func mapEnv(env map[string]string) func(string) (string, bool) {

@@ -16,13 +16,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostobs"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // envReplicas is shared by host and worker: both provision the same
@@ -138,6 +138,9 @@ type hostParts struct {
 	metrics net.Listener
 	reg     *prometheus.Registry
 	log     *slog.Logger
+	// catalog is the host's own catalog, which the fabric's published one
+	// overlays.
+	catalog *catalog
 }
 
 // runningHost is a host's loop, transport and HTTP servers.
@@ -150,6 +153,8 @@ type runningHost struct {
 	servers     []*http.Server
 	serveErr    chan error
 	provisioned atomic.Bool
+	// stopCatalog ends the watch on the published catalog.
+	stopCatalog func()
 }
 
 // startHost provisions the streams and starts the transport, the loop
@@ -183,16 +188,26 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		_ = h.transport.Close()
 		return nil, fmt.Errorf("%w: session archive: %v", errStart, err)
 	}
+	live, stopCatalog, err := watchCatalog(ctx, js, p)
+	if err != nil {
+		_ = h.archive.Close()
+		_ = h.transport.Close()
+		return nil, err
+	}
+	h.stopCatalog = stopCatalog
 	h.events = httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
 	h.loop, err = startLoop(ctx, host.LoopConfig{
 		Transport: h.transport,
 		HostID:    p.hostID,
-		Catalog:   demotools.Catalog,
-		Observer:  httpapi.Tee(h.events, obs),
-		Archive:   h.archive,
+		// Each session registers the catalog as it is when the session
+		// starts, and keeps it: a change reaches new sessions only.
+		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
+		Observer: httpapi.Tee(h.events, obs),
+		Archive:  h.archive,
 	}, p.log)
 	if err != nil {
 		h.events.Close()
+		stopCatalog()
 		_ = h.archive.Close()
 		_ = h.transport.Close()
 		return nil, fmt.Errorf("%w: host loop: %v", errStart, err)
@@ -221,6 +236,28 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		h.serve(p.metrics, mux)
 	}
 	return h, nil
+}
+
+// watchCatalog keeps the host's catalog current: its own file catalog,
+// overlaid by the tools operators publish to the fabric (splash tools
+// apply), which it watches. The host provisions the bucket but never
+// writes it.
+func watchCatalog(ctx context.Context, js jetstream.JetStream, p hostParts) (*fabric.LiveCatalog, func(), error) {
+	live := fabric.NewLiveCatalog(p.catalog.set)
+	store, err := fabric.OpenCatalogStore(ctx, js, p.fabric, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: catalog bucket: %v", errStart, err)
+	}
+	stop, err := store.Watch(context.WithoutCancel(ctx), func(published *toolspec.Set) {
+		live.SetPublished(published)
+		p.log.Info("published catalog", "tools", published.Names())
+	}, func(err error) {
+		p.log.Warn("published catalog record refused", "err", err)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: catalog watch: %v", errStart, err)
+	}
+	return live, stop, nil
 }
 
 // startLoop starts the loop, retrying while its incarnation cannot be
@@ -285,6 +322,7 @@ func (h *runningHost) stop() {
 	// The loop records its suspended sessions as stopped and flushes the
 	// archive before Stop returns; only then may the archive close.
 	h.loop.Stop()
+	h.stopCatalog()
 	if st := h.archive.Stats(); st.Failed+st.Dropped > 0 {
 		h.log.Warn("session archive lost records", "failed", st.Failed, "dropped", st.Dropped, "stored", st.Stored)
 	}

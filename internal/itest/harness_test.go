@@ -20,6 +20,7 @@ import (
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -49,7 +50,10 @@ func tool(name string) hostTool {
 
 // options shape a cluster; the zero value is a usable default.
 type options struct {
-	tools        []hostTool
+	tools []hostTool
+	// defs, when set, gives the definitions every new session registers
+	// besides tools: the host's catalog as it is at that moment.
+	defs         func() *toolspec.Set
 	fabric       func(*fabric.Config)
 	retryInitial time.Duration
 	retryMax     time.Duration
@@ -141,6 +145,11 @@ func newCluster(t testing.TB, o options) *cluster {
 }
 
 func (c *cluster) catalog(rt *host.Runtime) error {
+	if c.opts.defs != nil {
+		if err := rt.RegisterTools(c.opts.defs()); err != nil {
+			return err
+		}
+	}
 	for _, ht := range c.opts.tools {
 		if err := rt.RegisterExternalToolWithMetadata(ht.policy, ht.meta); err != nil {
 			return err
