@@ -445,7 +445,7 @@ func containedConfig(c toolproc.Containment) toolproc.Config {
 
 // requireBwrap skips a containment test where Bubblewrap is missing,
 // unless SPLASH_BWRAP=require (as in .ci/run) makes that a failure.
-func requireBwrap(t *testing.T) {
+func requireBwrap(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		if os.Getenv("SPLASH_BWRAP") == "require" {
@@ -503,6 +503,24 @@ func TestContainedToolWritesOnlyItsBinds(t *testing.T) {
 	}
 	if _, err := os.Stat("/tmp/private"); err == nil {
 		t.Error("the sandbox's /tmp is the machine's")
+	}
+}
+
+// The watchdog stops a contained process too: the signal reaches bwrap,
+// and the tool dies with its sandbox.
+func TestContainedToolStoppedByWatchdog(t *testing.T) {
+	requireBwrap(t)
+	rec := &recorder{}
+	cfg := containedConfig(toolproc.Containment{})
+	cfg.Observer = rec
+	s := startSupervisor(t, cfg)
+	o := call(t, s, toolproc.Request{Invoke: invoke("hang"), Deadline: time.Now().Add(300 * time.Millisecond)})
+	if o.Kind != toolproc.Lost || !o.Watchdog {
+		t.Fatalf("outcome %v watchdog %v (%v), want lost to the watchdog", o.Kind, o.Watchdog, o.Err)
+	}
+	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("echo:fresh")}), "fresh")
+	if got := rec.snapshot(); got.started != 2 {
+		t.Errorf("started %d processes, want 2", got.started)
 	}
 }
 

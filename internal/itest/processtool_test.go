@@ -23,6 +23,7 @@ import (
 // itestToolEnv makes the test binary the Go tool of these tests (see
 // TestMain): a splashtool tool whose input picks what it does.
 //
+//	echo:X            answers X
 //	effect:FILE       appends a line to FILE (an effect counted outside the worker), answers "done"
 //	crash-once:FILE   the first run (FILE absent) creates FILE and exits 3 mid-call; later runs append and answer
 //	crash             exits 3 mid-call
@@ -32,6 +33,8 @@ func runItestTool() int {
 	err := splashtool.Serve(func(ctx context.Context, call *splashtool.Call) (splashtool.Output, error) {
 		verb, arg, _ := strings.Cut(call.Input.Text, ":")
 		switch verb {
+		case "echo":
+			return splashtool.Text(arg), nil
 		case "crash":
 			os.Exit(3)
 		case "crash-once":
