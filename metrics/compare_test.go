@@ -55,6 +55,51 @@ func TestWorkerExposition(t *testing.T) {
 	}
 }
 
+func TestProcessToolExposition(t *testing.T) {
+	w := metrics.NewWorker(nil, metrics.WithTools("text.slowupper"))
+	w.ProcessStarted("text.slowupper")
+	w.ProcessStarted("text.slowupper")
+	w.ProcessRestarted("text.slowupper")
+	w.ProcessPoisoned("text.slowupper", metrics.PoisonBadTag)
+	w.ProcessPoisoned("text.slowupper", "made-up reason")
+	w.WatchdogStop("text.slowupper")
+	w.ProcessInFlight("text.slowupper", 3)
+	w.ContractMismatch("text.slowupper")
+
+	want := exposition(
+		`# HELP splash_toolproc_processes_started_total Tool processes started, by tool.`,
+		`# TYPE splash_toolproc_processes_started_total counter`,
+		`splash_toolproc_processes_started_total{tool="text.slowupper"} 2`,
+		`# HELP splash_toolproc_restarts_total Tool processes started to replace a lost one, by tool.`,
+		`# TYPE splash_toolproc_restarts_total counter`,
+		`splash_toolproc_restarts_total{tool="text.slowupper"} 1`,
+		`# HELP splash_toolproc_watchdog_stops_total Tool processes the watchdog stopped because a call passed its deadline, by tool.`,
+		`# TYPE splash_toolproc_watchdog_stops_total counter`,
+		`splash_toolproc_watchdog_stops_total{tool="text.slowupper"} 1`,
+		`# HELP splash_toolproc_in_flight Calls in flight in the tool's process.`,
+		`# TYPE splash_toolproc_in_flight gauge`,
+		`splash_toolproc_in_flight{tool="text.slowupper"} 3`,
+		`# HELP splash_worker_contract_mismatches_total Invocations refused because the host called the tool under another definition.`,
+		`# TYPE splash_worker_contract_mismatches_total counter`,
+		`splash_worker_contract_mismatches_total{tool="text.slowupper"} 1`,
+	)
+	if err := collectAndCompare(w, want, "splash_toolproc_processes_started_total", "splash_toolproc_restarts_total",
+		"splash_toolproc_watchdog_stops_total", "splash_toolproc_in_flight", "splash_worker_contract_mismatches_total"); err != nil {
+		t.Error(err)
+	}
+	// Reasons come from a closed set: anything else is "other", and a
+	// reason's series exists before it first counts.
+	if got, _ := sampleValue(gatherSet(t, w), "splash_toolproc_poisoned_total", map[string]string{"tool": "text.slowupper", "reason": metrics.PoisonBadTag}); got != 1 {
+		t.Errorf("bad_tag poisonings %v, want 1", got)
+	}
+	if got, _ := sampleValue(gatherSet(t, w), "splash_toolproc_poisoned_total", map[string]string{"tool": "text.slowupper", "reason": metrics.Other}); got != 1 {
+		t.Errorf("other poisonings %v, want 1", got)
+	}
+	if got, _ := sampleValue(gatherSet(t, w), "splash_toolproc_poisoned_total", map[string]string{"tool": "text.slowupper", "reason": metrics.PoisonWatchdog}); got != 0 {
+		t.Errorf("watchdog poisonings %v, want 0", got)
+	}
+}
+
 func TestCollectorsPassLint(t *testing.T) {
 	h := metrics.NewHost(nil)
 	w := metrics.NewWorker(nil)

@@ -37,6 +37,9 @@ func TestClassify(t *testing.T) {
 		{name: "draining retryable gives back", err: Retryable(boom), draining: true, want: verdict{kind: verdictGiveBack}},
 		{name: "draining permanent is answered", err: Permanent(boom), draining: true, want: verdict{kind: verdictFailed, err: "boom"}},
 		{name: "draining success is answered", out: Result("ok"), draining: true, want: verdict{kind: verdictSucceeded, payload: protocol.TextPayload("ok")}},
+		{name: "indeterminate", err: Indeterminate(boom), want: verdict{kind: verdictIndeterminate, err: "boom"}},
+		{name: "draining indeterminate is answered, never handed back", err: Indeterminate(boom), draining: true, want: verdict{kind: verdictIndeterminate, err: "boom"}},
+		{name: "hand back", err: HandBack(boom), want: verdict{kind: verdictGiveBack, err: "boom"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,85 @@
+package workeragent
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolproc"
+)
+
+// How a process tool's call ends becomes the handler's answer: a lost
+// process is indeterminate when the watchdog or a stop won or the tool is
+// not idempotent, and a hand back (another delivery) for an idempotent
+// one; nothing written means nothing ran.
+func TestProcessOutcomeAnswers(t *testing.T) {
+	lost := errors.New("lost")
+	text := protocol.TextPayload("ok")
+	cancelled, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrCancelRequested)
+	draining, drain := context.WithCancelCause(context.Background())
+	drain(ErrDraining)
+	for _, tc := range []struct {
+		name       string
+		idempotent bool
+		ctx        context.Context
+		o          toolproc.Outcome
+		want       verdictKind
+	}{
+		{"succeeded", false, nil, toolproc.Outcome{Kind: toolproc.Answered, Result: protocol.Result{Status: protocol.ResultSucceeded, Payload: &text}}, verdictSucceeded},
+		{"failed", false, nil, toolproc.Outcome{Kind: toolproc.Answered, Result: protocol.Result{Status: protocol.ResultFailed, Error: "no"}}, verdictFailed},
+		{"transient", false, nil, toolproc.Outcome{Kind: toolproc.Answered, Result: protocol.Result{Status: protocol.ResultRetryTransient, Error: "again"}}, verdictRetryTransient},
+		{"rate limited", false, nil, toolproc.Outcome{Kind: toolproc.Answered, Result: protocol.Result{Status: protocol.ResultRetryRateLimited, Error: "slow", RetryAfterMillis: 5}}, verdictRetryRateLimited},
+		{"tool says indeterminate", true, nil, toolproc.Outcome{Kind: toolproc.Answered, Result: protocol.Result{Status: protocol.ResultIndeterminate, Error: "?"}}, verdictIndeterminate},
+		{"acknowledged", false, cancelled, toolproc.Outcome{Kind: toolproc.CancelAcknowledged}, verdictCancelled},
+		{"watchdog", true, nil, toolproc.Outcome{Kind: toolproc.Lost, Watchdog: true, Err: lost}, verdictIndeterminate},
+		{"stopped", true, nil, toolproc.Outcome{Kind: toolproc.Lost, Stopped: true, Err: lost}, verdictIndeterminate},
+		{"crash, claimed", false, nil, toolproc.Outcome{Kind: toolproc.Lost, Err: lost}, verdictIndeterminate},
+		{"crash, idempotent", true, nil, toolproc.Outcome{Kind: toolproc.Lost, Err: lost}, verdictGiveBack},
+		{"never started, cancelled", false, cancelled, toolproc.Outcome{Kind: toolproc.NotStarted, Err: ErrCancelRequested}, verdictCancelled},
+		{"never started, draining", false, draining, toolproc.Outcome{Kind: toolproc.NotStarted, Err: ErrDraining}, verdictGiveBack},
+		{"no process", false, nil, toolproc.Outcome{Kind: toolproc.NotStarted, Err: toolproc.ErrStartFailed}, verdictRetryTransient},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			p := &processHandler{idempotent: tc.idempotent, cancellable: true}
+			out, err := p.answer(ctx, tc.o)
+			v := classify(out, err, ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrCancelRequested), errors.Is(context.Cause(ctx), ErrDraining))
+			if v.kind != tc.want {
+				t.Fatalf("verdict %v (%v), want %v", v.outcome(), err, verdict{kind: tc.want}.outcome())
+			}
+			if tc.name == "rate limited" && v.retryAfter != 5*time.Millisecond {
+				t.Errorf("retry after %v, want 5ms", v.retryAfter)
+			}
+		})
+	}
+}
+
+// A contract names the definition an invocation was made under; a tool
+// registered under another refuses it.
+func TestContractMismatch(t *testing.T) {
+	reg := &tool{name: "a.b", spec: toolSpec{digest: "sha256:aaaa", idempotent: true}}
+	plain := &tool{name: "a.b", spec: toolSpec{idempotent: true}}
+	for _, tc := range []struct {
+		name string
+		t    *tool
+		c    *protocol.Contract
+		want bool
+	}{
+		{"no contract", reg, nil, false},
+		{"same", reg, &protocol.Contract{Digest: "sha256:aaaa", Idempotent: true}, false},
+		{"other digest", reg, &protocol.Contract{Digest: "sha256:bbbb", Idempotent: true}, true},
+		{"registered by options: declarations agree", plain, &protocol.Contract{Digest: "sha256:bbbb", Idempotent: true}, false},
+		{"registered by options: idempotence differs", plain, &protocol.Contract{Digest: "sha256:bbbb"}, true},
+		{"registered by options: cancellability differs", plain, &protocol.Contract{Digest: "sha256:bbbb", Idempotent: true, Cancellable: true}, true},
+	} {
+		if got := tc.t.contractMismatch(tc.c) != ""; got != tc.want {
+			t.Errorf("%s: mismatch %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
