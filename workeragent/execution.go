@@ -234,7 +234,7 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 		// leave the call without an end.
 		v = verdict{kind: verdictFailed, err: v.err + " (on the last delivery the stream allows)"}
 	}
-	a.obs.HandlerDone(e.t.name, v.outcome(), time.Since(began))
+	a.obs.HandlerDone(e.t.name, v.label(), time.Since(began))
 	tooLate := e.tooLate(cancelAsked && !unsupported)
 	switch v.kind {
 	case verdictGiveBack:

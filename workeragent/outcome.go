@@ -3,103 +3,63 @@ package workeragent
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/splashfabric/splashfabric/outcome"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
-// Output is the successful terminal result of a handler. Build it with
-// Result or JSONResult; the zero Output is an empty text result.
-type Output struct {
-	payload protocol.WorkerPayload
-}
+// The answers a handler gives are package outcome's, shared with tools
+// written with the Go SDK (package splashtool).
+type (
+	// Output is the successful terminal result of a handler. Build it
+	// with Result or JSONResult; the zero Output is an empty text result.
+	Output = outcome.Output
+	// RetryableError asks the host to retry the call as a new attempt
+	// with the same idempotency key (status retry_transient). The host
+	// decides whether attempts remain; the agent never retries on its own.
+	RetryableError = outcome.RetryableError
+	// RateLimitedError asks the host to retry no earlier than After from
+	// now (status retry_rate_limited).
+	RateLimitedError = outcome.RateLimitedError
+	// PermanentError ends the operation with a failure that no retry can
+	// fix (status failed).
+	PermanentError = outcome.PermanentError
+	// IndeterminateError reports that the handler cannot tell whether the
+	// call's effect happened (status indeterminate): the host fails the
+	// operation rather than retry it, and a redelivery replays this answer.
+	IndeterminateError = outcome.IndeterminateError
+	// CancelAcknowledgedError reports that the handler honoured a
+	// cancellation request: its effect and downstream I/O have stopped and
+	// no result will follow.
+	CancelAcknowledgedError = outcome.CancelAcknowledgedError
+)
 
 // Result returns a successful text result.
-func Result(text string) Output { return Output{payload: protocol.TextPayload(text)} }
+func Result(text string) Output { return outcome.Text(text) }
 
 // JSONResult returns a successful JSON result; raw must be one JSON value or
 // the call fails permanently instead of sending it.
-func JSONResult(raw json.RawMessage) Output { return Output{payload: protocol.JSONPayload(raw)} }
-
-// Payload is the wire form of the output.
-func (o Output) Payload() protocol.WorkerPayload {
-	if o.payload.Format == "" {
-		return protocol.TextPayload("")
-	}
-	return o.payload
-}
-
-// RetryableError asks the host to retry the call as a new attempt with the
-// same idempotency key (status retry_transient). The host decides whether
-// attempts remain; the agent never retries on its own.
-type RetryableError struct{ Err error }
+func JSONResult(raw json.RawMessage) Output { return outcome.JSON(raw) }
 
 // Retryable marks err as a transient failure worth another attempt.
-func Retryable(err error) error { return &RetryableError{Err: err} }
-
-func (e *RetryableError) Error() string { return "retryable: " + errText(e.Err) }
-
-// Unwrap returns the underlying error.
-func (e *RetryableError) Unwrap() error { return e.Err }
-
-// RateLimitedError asks the host to retry no earlier than After from now
-// (status retry_rate_limited).
-type RateLimitedError struct {
-	After time.Duration
-	Err   error
-}
+func Retryable(err error) error { return outcome.Retryable(err) }
 
 // RateLimited marks err as a rate-limit rejection; the next attempt must not
 // start before after has passed.
-func RateLimited(after time.Duration, err error) error {
-	return &RateLimitedError{After: after, Err: err}
-}
-
-func (e *RateLimitedError) Error() string {
-	return fmt.Sprintf("rate limited (retry after %v): %s", e.After, errText(e.Err))
-}
-
-// Unwrap returns the underlying error.
-func (e *RateLimitedError) Unwrap() error { return e.Err }
-
-// PermanentError ends the operation with a failure that no retry can fix
-// (status failed).
-type PermanentError struct{ Err error }
+func RateLimited(after time.Duration, err error) error { return outcome.RateLimited(after, err) }
 
 // Permanent marks err as a terminal failure.
-func Permanent(err error) error { return &PermanentError{Err: err} }
+func Permanent(err error) error { return outcome.Permanent(err) }
 
-func (e *PermanentError) Error() string { return "permanent: " + errText(e.Err) }
-
-// Unwrap returns the underlying error.
-func (e *PermanentError) Unwrap() error { return e.Err }
-
-// CancelAcknowledgedError reports that the handler honoured a cancellation
-// request: its effect and downstream I/O have stopped and no result will
-// follow.
-type CancelAcknowledgedError struct{}
+// Indeterminate marks err as an unknown effect.
+func Indeterminate(err error) error { return outcome.Indeterminate(err) }
 
 // CancelAcknowledged is what a cancellable handler returns once, after a
 // cancellation request, it has stopped its effect. Returning it without a
 // pending request (or from a tool not registered Cancellable) is treated
 // as a plain failure, since the host never asked.
-func CancelAcknowledged() error { return &CancelAcknowledgedError{} }
-
-func (e *CancelAcknowledgedError) Error() string { return "cancellation acknowledged" }
-
-// IndeterminateError reports that the handler cannot tell whether the
-// call's effect happened (status indeterminate): the host fails the
-// operation rather than retry it, and a redelivery replays this answer.
-type IndeterminateError struct{ Err error }
-
-// Indeterminate marks err as an unknown effect.
-func Indeterminate(err error) error { return &IndeterminateError{Err: err} }
-
-func (e *IndeterminateError) Error() string { return "indeterminate: " + errText(e.Err) }
-
-// Unwrap returns the underlying error.
-func (e *IndeterminateError) Unwrap() error { return e.Err }
+func CancelAcknowledged() error { return outcome.CancelAcknowledged() }
 
 // HandBackError asks the agent to hand the call back to the stream for
 // another delivery of the same attempt, which the journal lets run again
@@ -145,8 +105,8 @@ type verdict struct {
 	retryAfter time.Duration
 }
 
-// outcome names the verdict for Observer.HandlerDone.
-func (v verdict) outcome() string {
+// label names the verdict for Observer.HandlerDone.
+func (v verdict) label() string {
 	switch v.kind {
 	case verdictSucceeded:
 		return OutcomeSucceeded

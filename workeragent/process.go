@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/splashfabric/splashfabric/outcome"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolproc"
 )
@@ -71,7 +72,7 @@ func (p *processHandler) answer(ctx context.Context, o toolproc.Outcome) (Output
 			if r.Payload == nil {
 				return Result(""), nil
 			}
-			return Output{payload: *r.Payload}, nil
+			return outcome.FromPayload(*r.Payload), nil
 		case protocol.ResultRetryTransient:
 			return Output{}, Retryable(errors.New(r.Error))
 		case protocol.ResultRetryRateLimited:

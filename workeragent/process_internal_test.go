@@ -51,7 +51,7 @@ func TestProcessOutcomeAnswers(t *testing.T) {
 			out, err := p.answer(ctx, tc.o)
 			v := classify(out, err, ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrCancelRequested), errors.Is(context.Cause(ctx), ErrDraining))
 			if v.kind != tc.want {
-				t.Fatalf("verdict %v (%v), want %v", v.outcome(), err, verdict{kind: tc.want}.outcome())
+				t.Fatalf("verdict %v (%v), want %v", v.label(), err, verdict{kind: tc.want}.label())
 			}
 			if tc.name == "rate limited" && v.retryAfter != 5*time.Millisecond {
 				t.Errorf("retry after %v, want 5ms", v.retryAfter)

@@ -3,102 +3,63 @@ package splashtool
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"time"
 
+	"github.com/splashfabric/splashfabric/outcome"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
-// Output is the successful answer of a handler. Build it with Text or JSON;
-// the zero Output is an empty text result.
-type Output struct {
-	payload protocol.WorkerPayload
-}
+// The answers a handler gives are package outcome's, the same values a
+// Go handler in a worker agent returns.
+type (
+	// Output is the successful answer of a handler. Build it with Text or
+	// JSON; the zero Output is an empty text result.
+	Output = outcome.Output
+	// RetryableError asks the host for another attempt under the same
+	// idempotency key (status retry_transient). The host decides whether
+	// one remains.
+	RetryableError = outcome.RetryableError
+	// RateLimitedError asks the host to retry no earlier than After from
+	// now (status retry_rate_limited).
+	RateLimitedError = outcome.RateLimitedError
+	// PermanentError ends the operation with a failure no retry can fix
+	// (status failed).
+	PermanentError = outcome.PermanentError
+	// IndeterminateError reports that the tool cannot tell whether its
+	// effect happened (status indeterminate), so the host must not assume
+	// either.
+	IndeterminateError = outcome.IndeterminateError
+	// CancelAcknowledgedError reports that the handler honoured a cancel:
+	// its effect and downstream I/O have stopped and no result follows.
+	CancelAcknowledgedError = outcome.CancelAcknowledgedError
+)
 
 // Text returns a successful text result.
-func Text(s string) Output { return Output{payload: protocol.TextPayload(s)} }
+func Text(s string) Output { return outcome.Text(s) }
 
 // JSON returns a successful JSON result. raw must be exactly one JSON
 // value; anything else is answered as a permanent failure, since sending
 // it would break the session.
-func JSON(raw json.RawMessage) Output { return Output{payload: protocol.JSONPayload(raw)} }
-
-// Payload is the wire form of the output.
-func (o Output) Payload() protocol.WorkerPayload {
-	if o.payload.Format == "" {
-		return protocol.TextPayload("")
-	}
-	return o.payload
-}
-
-// RetryableError asks the host for another attempt under the same
-// idempotency key (status retry_transient). The host decides whether one
-// remains.
-type RetryableError struct{ Err error }
+func JSON(raw json.RawMessage) Output { return outcome.JSON(raw) }
 
 // Retryable marks err as a transient failure worth another attempt.
-func Retryable(err error) error { return &RetryableError{Err: err} }
-
-func (e *RetryableError) Error() string { return "retryable: " + errText(e.Err) }
-
-// Unwrap returns the underlying error.
-func (e *RetryableError) Unwrap() error { return e.Err }
-
-// RateLimitedError asks the host to retry no earlier than After from now
-// (status retry_rate_limited).
-type RateLimitedError struct {
-	After time.Duration
-	Err   error
-}
+func Retryable(err error) error { return outcome.Retryable(err) }
 
 // RateLimited marks err as a rate-limit rejection; the next attempt must
 // not start before after has passed.
-func RateLimited(after time.Duration, err error) error {
-	return &RateLimitedError{After: after, Err: err}
-}
-
-func (e *RateLimitedError) Error() string {
-	return fmt.Sprintf("rate limited (retry after %v): %s", e.After, errText(e.Err))
-}
-
-// Unwrap returns the underlying error.
-func (e *RateLimitedError) Unwrap() error { return e.Err }
-
-// PermanentError ends the operation with a failure no retry can fix
-// (status failed).
-type PermanentError struct{ Err error }
+func RateLimited(after time.Duration, err error) error { return outcome.RateLimited(after, err) }
 
 // Permanent marks err as a terminal failure.
-func Permanent(err error) error { return &PermanentError{Err: err} }
-
-func (e *PermanentError) Error() string { return "permanent: " + errText(e.Err) }
-
-// Unwrap returns the underlying error.
-func (e *PermanentError) Unwrap() error { return e.Err }
-
-// IndeterminateError reports that the tool cannot tell whether its effect
-// happened (status indeterminate), so the host must not assume either.
-type IndeterminateError struct{ Err error }
+func Permanent(err error) error { return outcome.Permanent(err) }
 
 // Indeterminate marks err as leaving the effect unknown.
-func Indeterminate(err error) error { return &IndeterminateError{Err: err} }
-
-func (e *IndeterminateError) Error() string { return "indeterminate: " + errText(e.Err) }
-
-// Unwrap returns the underlying error.
-func (e *IndeterminateError) Unwrap() error { return e.Err }
-
-// CancelAcknowledgedError reports that the handler honoured a cancel: its
-// effect and downstream I/O have stopped and no result follows.
-type CancelAcknowledgedError struct{}
+func Indeterminate(err error) error { return outcome.Indeterminate(err) }
 
 // CancelAcknowledged is what a cancellable handler returns once, after its
 // context was cancelled with cause ErrCancelled, it has stopped. Returned
 // without a cancel from the host it is a permanent failure: nobody asked.
-func CancelAcknowledged() error { return &CancelAcknowledgedError{} }
-
-func (e *CancelAcknowledgedError) Error() string { return "cancellation acknowledged" }
+func CancelAcknowledged() error { return outcome.CancelAcknowledged() }
 
 func errText(err error) string {
 	if err == nil {
