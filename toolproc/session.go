@@ -136,7 +136,7 @@ func (ss *session) call(req Request) (Outcome, error) {
 	if !req.Deadline.IsZero() {
 		c.timer = time.AfterFunc(time.Until(req.Deadline), func() { ss.watchdog(c) })
 	}
-	ss.sup.cfg.Observer.ProcessInFlight(ss.sup.cfg.Tool, len(ss.calls))
+	ss.sup.cfg.Observer.ProcessInFlight(ss.sup.cfg.Tool, ss.inFlight())
 	ss.mu.Unlock()
 
 	inv := req.Invoke
