@@ -79,7 +79,7 @@ func (c *toolsConfig) run(ctx context.Context, a *app, args []string) error {
 		// catalog is the operator's mistake, and publishes nothing.
 		cat, err := toolspec.Load(rest[0])
 		if err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
+			return fmt.Errorf("%w: %s: %v", errCatalog, rest[0], err)
 		}
 		do = func(ctx context.Context, js jetstream.JetStream, cfg fabric.Config) error {
 			return applyTools(ctx, a.stdout, js, cfg, cat)
@@ -126,7 +126,7 @@ func (c *toolsConfig) run(ctx context.Context, a *app, args []string) error {
 func applyTools(ctx context.Context, w io.Writer, js jetstream.JetStream, cfg fabric.Config, cat *toolspec.Catalog) error {
 	set, err := cat.Compile()
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v", errCatalog, err)
 	}
 	store, err := fabric.OpenCatalogStore(ctx, js, cfg, true)
 	if err != nil {
@@ -141,7 +141,7 @@ func applyTools(ctx context.Context, w io.Writer, js jetstream.JetStream, cfg fa
 		fmt.Fprintf(w, "applied %s %s\n", name, digest)
 	}
 	if errors.Is(err, toolspec.ErrInvalidCatalog) {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v", errCatalog, err)
 	}
 	return err
 }
