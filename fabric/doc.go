@@ -49,5 +49,15 @@
 // host's incarnations, so a restarted host answers for the sessions an
 // earlier process held. Close it after the loop's Stop, which flushes it.
 //
+// # The published catalog
+//
+// OpenCatalogStore binds to splash_catalog, where operators publish tool
+// definitions (splash tools apply): Apply validates a whole catalog before
+// it writes anything, List and Remove read and delete, and Watch hands its
+// caller a fresh toolspec.Set on every change. A host keeps a LiveCatalog,
+// its own catalog overlaid by the published one, and registers
+// LiveCatalog.Current on each new session, so a change reaches the
+// sessions that start after it.
+//
 // docs/topology.md describes every subject, stream, header and sequence.
 package fabric
