@@ -74,3 +74,16 @@ func (r *Runtime) ExpireTimedOutTools() ([]ExternalToolID, *EvalResult) {
 	}
 	return ids, r.finish()
 }
+
+// RemainingDeadline returns how long a live operation has left before its
+// deadline, measured now; ok is false when it has no deadline or is not
+// live. A host publishing an attempt some time after it was claimed (a
+// retry after its backoff) hands the worker this, not what was left at
+// the claim.
+func (r *Runtime) RemainingDeadline(id ExternalToolID) (left time.Duration, ok bool) {
+	op := r.ops.get(id)
+	if op == nil || !op.hasDeadline() {
+		return 0, false
+	}
+	return max(op.deadline.Sub(r.clock.Now()), 0), true
+}

@@ -66,6 +66,9 @@ func (r *Runtime) runHandler(t *tool, in string) (string, error) {
 	return t.handler(in)
 }
 
+// LocalPending reports whether local operations wait for Pump.
+func (r *Runtime) LocalPending() bool { return r.local.head != nil }
+
 // Pump runs every queued local operation in start order. It checks each
 // deadline before invoking the handler, since a handler that has started
 // cannot be interrupted. Operations started by continuations that Pump

@@ -96,6 +96,12 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	if cfg.HostID == "" {
 		return nil, fmt.Errorf("%w: loop needs a host id", ErrInvalidConfig)
 	}
+	if cfg.Runtime.SessionNonce != nil {
+		// One trusted nonce for every session would give them all the
+		// same idempotency keys, and the journal would answer one
+		// session's call with another's result.
+		return nil, fmt.Errorf("%w: a session nonce in the runtime template would be shared by every session", ErrInvalidConfig)
+	}
 	if cfg.RetryInitial <= 0 {
 		cfg.RetryInitial = 100 * time.Millisecond
 	}

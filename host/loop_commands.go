@@ -222,11 +222,22 @@ func (st *loopState) cancel(id SessionID, op ExternalToolID) error {
 	if d == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownOperation, op)
 	}
+	if info, ok := s.rt.Operation(op); ok && info.State == CancellationRequested {
+		// Asking again would only send the same frame again: the first
+		// request stands, and the caller learns that it does.
+		return fmt.Errorf("%w: %s", ErrCancellationRequested, op)
+	}
 	req, err := s.rt.RequestExternalToolCancellation(op)
 	if err != nil {
 		return err
 	}
 	st.touch(s)
+	if d.betweenAttempts {
+		// No worker holds it: the next attempt is not out yet and never
+		// will be, so the cancellation is certain now.
+		st.confirmCancel(d)
+		return nil
+	}
 	return st.cfg.Transport.Cancel(context.Background(), cancelFor(d.requestID, req))
 }
 

@@ -75,6 +75,10 @@ type dispatched struct {
 	since     time.Time
 	// cancelDisposition is the last answer to a cancellation request.
 	cancelDisposition protocol.CancelDisposition
+	// betweenAttempts: the last attempt ended with a retryable answer and
+	// the next one is scheduled, not yet published. No worker holds the
+	// operation then, so a cancellation needs no worker to acknowledge it.
+	betweenAttempts bool
 }
 
 func newLoopState(cfg LoopConfig, incarnation string) *loopState {
@@ -106,6 +110,7 @@ func (st *loopState) setResult(s *session, r *EvalResult) {
 func (st *loopState) flush() {
 	for s := range st.dirty {
 		delete(st.dirty, s)
+		st.pump(s)
 		st.claimAll(s)
 		if ev := s.rt.DrainAudit(); len(ev) > 0 {
 			s.audit = append(s.audit, ev...)
@@ -134,6 +139,32 @@ func (st *loopState) flush() {
 	}
 }
 
+// pumpRounds bounds the rounds of local tools one step runs for one
+// session, so a script whose local calls start more local calls forever
+// cannot hold the loop: the rest waits for a timer at once, behind
+// whatever else is due.
+const pumpRounds = 64
+
+// pump runs the session's host-pumped (local) tools on the loop, as the
+// reference's Pump: their handlers are the host's own Go functions.
+func (st *loopState) pump(s *session) {
+	for i := 0; i < pumpRounds && s.rt.LocalPending(); i++ {
+		res, err := s.rt.Pump()
+		if err != nil {
+			st.reject("pump", err)
+			return
+		}
+		if res != nil {
+			// Not setResult: s is being flushed, so touching it again
+			// would add it to the set this step is draining.
+			s.result = res
+		}
+	}
+	if s.rt.LocalPending() {
+		st.timers.push(timerEntry{at: time.Now(), kind: timerPump, s: s})
+	}
+}
+
 func (st *loopState) claimAll(s *session) {
 	for {
 		inv, ok := s.rt.ClaimNextExternalTool()
@@ -155,6 +186,14 @@ func (st *loopState) claimAll(s *session) {
 }
 
 func (st *loopState) publish(d *dispatched, inv ExternalInvocation) {
+	d.betweenAttempts = false
+	if inv.HasDeadline {
+		// What is left now, not at the claim: a retry is published after
+		// its backoff, and the worker must not run past the host.
+		if left, ok := d.s.rt.RemainingDeadline(d.id); ok {
+			inv.RemainingDeadline = left
+		}
+	}
 	d.inv = inv
 	msg := invokeFor(d.requestID, inv)
 	if err := st.cfg.Transport.Publish(context.Background(), msg); err != nil {
@@ -230,10 +269,15 @@ func (st *loopState) fireTimers(now time.Time) {
 				e.s.deadline = time.Time{}
 			}
 			st.expire(e.s)
+		case timerPump:
+			st.touch(e.s)
 		case timerPublish:
 			d := e.d
 			if st.byRequest[d.requestID] != d || d.inv.Attempt != e.attempt {
 				continue // settled or superseded meanwhile
+			}
+			if info, ok := d.s.rt.Operation(d.id); ok && info.State == CancellationRequested {
+				continue // the cancellation settles it; nothing more goes out
 			}
 			st.publish(d, d.inv)
 		}
@@ -330,15 +374,22 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 	case protocol.KindCancelDisposition:
 		d.cancelDisposition = m.CancelDisp.Disposition
 		if m.CancelDisp.Disposition == protocol.CancelAcknowledged {
-			res, err := d.s.rt.ConfirmExternalToolCancellation(d.id)
-			if err != nil {
-				st.reject("cancel_confirm", err)
-				return
-			}
-			st.setResult(d.s, res)
-			st.forget(d)
+			st.confirmCancel(d)
 		}
 	}
+}
+
+// confirmCancel ends d cancelled: its worker acknowledged, or no worker
+// holds it.
+func (st *loopState) confirmCancel(d *dispatched) {
+	res, err := d.s.rt.ConfirmExternalToolCancellation(d.id)
+	if err != nil {
+		st.reject("cancel_confirm", err)
+		return
+	}
+	st.touch(d.s)
+	st.setResult(d.s, res)
+	st.forget(d)
 }
 
 func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
@@ -358,6 +409,14 @@ func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
 	case protocol.ResultIndeterminate:
 		st.complete(d, Fail("indeterminate: "+r.Error))
 	case protocol.ResultRetryTransient, protocol.ResultRetryRateLimited:
+		if info, ok := rt.Operation(d.id); ok && info.State == CancellationRequested {
+			// The attempt stopped without a result, which is what the
+			// host asked for: the cancellation is confirmed rather than
+			// the retry refused, so the operation cannot be left
+			// waiting for an answer that will never come.
+			st.confirmCancel(d)
+			return
+		}
 		class := RetryTransient
 		if r.Status == protocol.ResultRetryRateLimited {
 			class = RetryRateLimited
@@ -373,6 +432,7 @@ func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
 				}
 			}
 			d.inv = inv
+			d.betweenAttempts = true
 			st.schedulePublish(d, delay)
 		case errors.Is(err, ErrRetryLimitReached):
 			st.complete(d, Fail(r.Error))

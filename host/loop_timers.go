@@ -12,6 +12,9 @@ const (
 	timerDeadline timerKind = iota + 1
 	// timerPublish fires when a scheduled retry or republish is due.
 	timerPublish
+	// timerPump resumes a session whose local tools kept starting more
+	// local tools for longer than one step may run them.
+	timerPump
 )
 
 // timerEntry is one pending wake-up. Entries are never removed early: a

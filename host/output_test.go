@@ -20,11 +20,11 @@ func TestCompletionOutputChecks(t *testing.T) {
 		{"text within limit", false, 4, "done", ""},
 		{"text over limit", false, 3, "done", "output is 4 bytes, limit 3"},
 		{"json over limit", true, 5, `{"sum":3}`, "output is 9 bytes, limit 5"},
-		{"json envelope invalid", true, 0, `{"sum":`, "not a valid JSON value"},
-		{"json two values", true, 0, `{} {}`, "not a valid JSON value"},
+		{"json envelope invalid", true, 0, `{"sum":`, "not one JSON value"},
+		{"json two values", true, 0, `{} {}`, "not one JSON value"},
 		{"json contract ok", true, 0, `{"sum":3}`, ""},
-		{"json contract type", true, 0, `{"sum":"3"}`, "does not match the contract"},
-		{"json contract missing", true, 0, `{}`, "does not match the contract"},
+		{"json contract type", true, 0, `{"sum":"3"}`, "does not match the output schema"},
+		{"json contract missing", true, 0, `{}`, "does not match the output schema"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
@@ -61,12 +59,11 @@ type tool struct {
 	started     bool // the first start fixes the redactor
 	handler     LocalHandler
 	jsonHandler LocalJSONHandler
-	inSchema    *jsonschema.Schema
-	outSchema   *jsonschema.Schema
 	redactor    func(string) string
-	// def is the definition the tool was registered from (RegisterTool),
-	// nil for tools registered by policy; contract is what its
-	// invocations say of it.
+	// def checks a JSON tool's input and output: the definition the tool
+	// was registered from (RegisterTool), or one built from the schemas
+	// it was registered with; nil for a text tool. contract is what the
+	// invocations of a tool registered by RegisterTool say of it.
 	def      *toolspec.Tool
 	contract *protocol.Contract
 }
@@ -184,11 +181,10 @@ func (r *Runtime) register(p ToolPolicy, m ToolMetadata, f Format, external bool
 		return fmt.Errorf("%w: %q: streaming applies to external tools only", ErrInvalidInput, p.Name)
 	}
 	t := &tool{policy: p, meta: m, format: f, external: external, handler: h, jsonHandler: jh}
-	if t.inSchema, err = compileSchema(p.Name, "input", in); err != nil {
-		return err
-	}
-	if t.outSchema, err = compileSchema(p.Name, "output", out); err != nil {
-		return err
+	if f == FormatJSON {
+		if t.def, err = jsonContract(p.Name, in, out); err != nil {
+			return err
+		}
 	}
 	r.tools[p.Name] = t
 	return nil
@@ -246,11 +242,7 @@ func (r *Runtime) toolFor(name string, format Format, in string) (*tool, error) 
 		return nil, fmt.Errorf("%w: tool %q takes %s, got %s", ErrInvalidInput, name, t.format, format)
 	}
 	if format == FormatJSON {
-		validate := func(s string) error { return validateJSON(t.inSchema, s) }
-		if t.def != nil {
-			validate = t.def.ValidateInput
-		}
-		if err := validate(in); err != nil {
+		if err := t.def.ValidateInput(in); err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", ErrInvalidInput, name, err)
 		}
 	}

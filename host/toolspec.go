@@ -31,7 +31,6 @@ func (r *Runtime) RegisterTool(t *toolspec.Tool) error {
 	}
 	rt := r.tools[s.Name]
 	rt.def = t
-	rt.inSchema, rt.outSchema = t.InputSchema(), t.OutputSchema()
 	rt.redactor = t.Redactor()
 	rt.contract = &protocol.Contract{Digest: t.Digest(), Idempotent: s.Idempotent, Cancellable: s.Cancellable}
 	return nil

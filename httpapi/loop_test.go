@@ -17,7 +17,7 @@ import (
 // memWorker is an in-memory host.Transport that answers invocations the
 // way a worker pool would: "echo" returns its input, "stream" sends three
 // chunks and then "streamed", "sleep" waits for a cancellation and
-// acknowledges it.
+// acknowledges it, "hold" never answers, cancelled or not.
 type memWorker struct {
 	invokes chan protocol.Invoke
 	cancels chan protocol.Cancel
@@ -107,6 +107,9 @@ func catalog(rt *host.Runtime) error {
 	if err := rt.RegisterExternalTool(host.NewToolPolicy("stream").WithStream(host.NewToolStreamPolicy(16, 1024, 16<<10, 16<<10))); err != nil {
 		return err
 	}
+	if err := rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("hold"), host.ToolMetadata{Description: "never answers", Cancellable: true}); err != nil {
+		return err
+	}
 	return rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("sleep"), host.ToolMetadata{Description: "waits to be cancelled", Cancellable: true})
 }
 
@@ -192,6 +195,22 @@ func TestLoopCancelEndsSession(t *testing.T) {
 	got := collect(ch)
 	if last := got[len(got)-1]; last.name != "state" || !strings.Contains(last.data, `"state":"failed"`) {
 		t.Fatalf("last event %+v", last)
+	}
+}
+
+// A second cancel of an operation whose cancellation is in progress is
+// 409 cancellation_already_requested from the real loop, as docs/api.md
+// says, not a second 202.
+func TestLoopSecondCancelConflicts(t *testing.T) {
+	e := newLoopEnv(t)
+	s := submitSession(t, e, `await tool.start("hold", "x")`)
+	path := "/v1/sessions/" + s.ID + "/operations/" + s.Operations[0].ID + "/cancel"
+	if resp := e.do(t, http.MethodPost, path, testToken, ""); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("first cancel: status %d", resp.StatusCode)
+	}
+	resp := e.do(t, http.MethodPost, path, testToken, "")
+	if got := decodeBody[errorResponse](t, resp); resp.StatusCode != http.StatusConflict || got.Error.Code != "cancellation_already_requested" {
+		t.Fatalf("second cancel: status %d error %+v", resp.StatusCode, got.Error)
 	}
 }
 

@@ -1,6 +1,7 @@
 package workeragent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"time"
@@ -159,6 +160,12 @@ func classify(out Output, err error, cancelAsked, draining bool) verdict {
 			return verdict{kind: verdictGiveBack}
 		}
 		return verdict{kind: verdictFailed, err: "cancellation acknowledged without a request"}
+	case cancelAsked && (errors.Is(err, context.Canceled) || errors.Is(err, ErrCancelRequested)):
+		// The Go idiom: a handler that stops for its context returns the
+		// context's error. After a cancellation request that is the
+		// acknowledgement the host waits for; read as a transient
+		// failure, it left the host a retry it must refuse.
+		return verdict{kind: verdictCancelled}
 	case errors.As(err, &perm):
 		return verdict{kind: verdictFailed, err: errText(perm.Err)}
 	case draining:

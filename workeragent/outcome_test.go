@@ -40,6 +40,9 @@ func TestClassify(t *testing.T) {
 		{name: "indeterminate", err: Indeterminate(boom), want: verdict{kind: verdictIndeterminate, err: "boom"}},
 		{name: "draining indeterminate is answered, never handed back", err: Indeterminate(boom), draining: true, want: verdict{kind: verdictIndeterminate, err: "boom"}},
 		{name: "hand back", err: HandBack(boom), want: verdict{kind: verdictGiveBack, err: "boom"}},
+		{name: "context error after a cancel request acknowledges", err: context.Canceled, cancelAsked: true, want: verdict{kind: verdictCancelled}},
+		{name: "wrapped cause after a cancel request acknowledges", err: fmt.Errorf("stopped: %w", ErrCancelRequested), cancelAsked: true, want: verdict{kind: verdictCancelled}},
+		{name: "context error without a request is transient", err: context.Canceled, want: verdict{kind: verdictRetryTransient, err: "context canceled"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,179 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// Each test here pins a defect of the loop: it failed before the fix.
+
+func submitID(t *testing.T, l *Loop, src string) SessionID {
+	t.Helper()
+	s, err := l.Submit(context.Background(), Submission{Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.ID
+}
+
+func opOf(t *testing.T, l *Loop, id SessionID) ExternalToolID {
+	t.Helper()
+	s, _, err := l.Status(context.Background(), id)
+	if err != nil || len(s.Operations) != 1 {
+		t.Fatalf("status %+v, %v", s, err)
+	}
+	return s.Operations[0].ID
+}
+
+// A retryable answer to an attempt whose cancellation was requested ends
+// the operation cancelled: the attempt stopped without a result, which is
+// what the host asked for. Before, the refused retry left the operation
+// cancellation_requested with its session suspended, forever.
+func TestLoopRetryableAnswerDuringCancellationEndsCancelled(t *testing.T) {
+	tr := newChanTransport()
+	l := startTestLoop(t, tr, func(rt *Runtime) error {
+		return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(3))
+	})
+	id := submitID(t, l, `await tool.start("t", "x")`)
+	inv := tr.next(t)
+	if err := l.Cancel(context.Background(), id, opOf(t, l, id)); err != nil {
+		t.Fatal(err)
+	}
+	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultRetryTransient, Error: "context canceled"})
+	s := waitState(t, l, id, SessionFailed)
+	if !strings.Contains(s.Error, "cancel") {
+		t.Fatalf("session error %q, want the cancellation", s.Error)
+	}
+}
+
+// A retry scheduled before a cancellation request is not published after
+// it: no worker holds the operation, so the cancellation is certain and
+// is confirmed at once. In a synctest bubble, so that waiting out the
+// retry's time costs nothing and proves the absence.
+func TestLoopDoesNotPublishRetryAfterCancellation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := newChanTransport()
+		l := startTestLoop(t, tr, func(rt *Runtime) error {
+			return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(3))
+		})
+		id := submitID(t, l, `await tool.start("t", "x")`)
+		inv := <-tr.pub
+		tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 300, Error: "slow down"})
+		synctest.Wait() // the loop has scheduled attempt 2
+		if err := l.Cancel(context.Background(), id, opOf(t, l, id)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // past the retry's time
+		synctest.Wait()
+		tr.mu.Lock()
+		n := len(tr.published)
+		tr.mu.Unlock()
+		if n != 1 {
+			t.Fatalf("%d invocations published, want only the first", n)
+		}
+		s, _, err := l.Status(context.Background(), id)
+		if err != nil || s.State != SessionFailed || !strings.Contains(s.Error, "cancel") {
+			t.Fatalf("session %s %q (%v), want failed by its cancellation", s.State, s.Error, err)
+		}
+	})
+}
+
+// A retried attempt carries the deadline that remains when it is
+// published, not what remained when the retry was scheduled.
+func TestLoopRetryCarriesDeadlineLeftAtPublish(t *testing.T) {
+	tr := newChanTransport()
+	l := startTestLoop(t, tr, func(rt *Runtime) error {
+		return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(2).WithDeadline(5 * time.Second))
+	})
+	submitID(t, l, `await tool.start("t", "x")`)
+	first := tr.next(t)
+	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 500, Error: "slow down"})
+	second := tr.next(t)
+	if second.DeadlineMillis > first.DeadlineMillis-500 {
+		t.Fatalf("attempt 2 has %d ms left, attempt 1 had %d and the retry waited 500", second.DeadlineMillis, first.DeadlineMillis)
+	}
+}
+
+// A trusted nonce in the loop's runtime template would give every session
+// the same idempotency keys; the loop refuses it.
+func TestLoopRefusesSharedSessionNonce(t *testing.T) {
+	var n CapabilitySessionNonce
+	_, err := StartLoop(LoopConfig{Transport: newChanTransport(), HostID: "h1", Runtime: Config{SessionNonce: &n}})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("StartLoop: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// Host-pumped (local) tools run on the loop: a script awaiting one
+// completes.
+func TestLoopPumpsLocalTools(t *testing.T) {
+	tr := newChanTransport()
+	l := startTestLoop(t, tr, func(rt *Runtime) error {
+		return rt.RegisterLocalTool(NewToolPolicy("local.upper"), func(in string) (string, error) {
+			return strings.ToUpper(in), nil
+		})
+	})
+	id := submitID(t, l, `let a = await tool.start("local.upper", "a"); let b = await tool.start("local.upper", a + "b"); return b`)
+	s := waitState(t, l, id, SessionCompleted)
+	if s.Value != "AB" {
+		t.Fatalf("value %q", s.Value)
+	}
+}
+
+// A JSON result that breaks its tool's contract is refused without its
+// text reaching the audit log.
+func TestLoopContractFailureKeepsOutputOutOfAudit(t *testing.T) {
+	tr := newChanTransport()
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"string","pattern":"^x$"}}}`)
+	l := startTestLoop(t, tr, func(rt *Runtime) error {
+		return rt.RegisterExternalJSONToolWithContract(NewToolPolicy("j"), ToolMetadata{}, nil, schema)
+	})
+	id := submitID(t, l, `await tool.start_json("j", {})`)
+	inv := tr.next(t)
+	p := protocol.JSONPayload(json.RawMessage(`{"n":"secret-value-42"}`))
+	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	s := waitState(t, l, id, SessionFailed)
+	_, audit, err := l.Status(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range audit {
+		if strings.Contains(e.Detail, "secret-value-42") {
+			t.Fatalf("audit event %+v quotes the output", e)
+		}
+	}
+	if strings.Contains(s.Error, "secret-value-42") {
+		t.Fatalf("session error %q quotes the output", s.Error)
+	}
+}
+
+// A second cancel of the same operation is refused with
+// ErrCancellationRequested (the API's 409) and sends nothing.
+func TestLoopSecondCancelRefused(t *testing.T) {
+	tr := newChanTransport()
+	l := startTestLoop(t, tr, func(rt *Runtime) error {
+		return rt.RegisterExternalTool(NewToolPolicy("t"))
+	})
+	id := submitID(t, l, `await tool.start("t", "x")`)
+	tr.next(t)
+	op := opOf(t, l, id)
+	if err := l.Cancel(context.Background(), id, op); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Cancel(context.Background(), id, op); !errors.Is(err, ErrCancellationRequested) {
+		t.Fatalf("second cancel: %v, want ErrCancellationRequested", err)
+	}
+	tr.mu.Lock()
+	n := len(tr.cancels)
+	tr.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d cancel frames sent, want 1", n)
+	}
+}
