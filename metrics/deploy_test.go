@@ -119,7 +119,7 @@ func TestMetricsNoteListsEveryMetric(t *testing.T) {
 			t.Errorf("docs/metrics.md does not list `%s`", n)
 		}
 	}
-	for _, alert := range []string{"SplashPoolWithoutWorkers", "SplashRetryStorm", "SplashTimeoutRatio", "SplashBacklogGrowing", "SplashAuthFailure"} {
+	for _, alert := range []string{"SplashPoolWithoutWorkers", "SplashRetryStorm", "SplashTimeoutRatio", "SplashBacklogGrowing", "SplashAuthFailure", "SplashToolProcessCrashLoop"} {
 		if !strings.Contains(string(raw), alert) {
 			t.Errorf("docs/metrics.md does not explain %s", alert)
 		}
