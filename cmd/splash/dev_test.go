@@ -210,3 +210,36 @@ func cleanEnv() []string {
 	}
 	return env
 }
+
+// TestDevRunsTheReadmePythonTool follows the README's "Write a tool in
+// Python": dev with examples/python/catalog.yaml runs the example tool in
+// its contained process, and a script's call streams its chunks and
+// answers.
+func TestDevRunsTheReadmePythonTool(t *testing.T) {
+	for _, bin := range []string{"python3", "bwrap"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("SPLASH_BWRAP") == "require" {
+				t.Fatalf("%s required: %v", bin, err)
+			}
+			t.Skipf("%s not installed", bin)
+		}
+	}
+	const token = "test-token"
+	dev := startSplash(t, "dev", "--log-format", "json", "--data-dir", t.TempDir(), "--catalog", "../../examples/python/catalog.yaml",
+		"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "1")
+	rec := dev.waitRecord(t, "dev ready")
+	apiURL, _ := rec["api_url"].(string)
+	code, stdout, stderr := runSplash(t, "run", "--api-url", apiURL, "--api-token", token,
+		"-e", `return await tool.start("text.slowupper", "hello big world")`)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	rest := stdout
+	for _, w := range []string{"word 1/3: hello", "word 2/3: big", "word 3/3: world", "HELLO BIG WORLD"} {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("stdout lacks %q after the lines before it:\n%s", w, stdout)
+		}
+		rest = rest[i+len(w):]
+	}
+}
