@@ -116,6 +116,16 @@ func (s *Supervisor) start() (*session, error) {
 	return ss, nil
 }
 
+// deadErr returns why the session was poisoned, nil while it lives.
+func (ss *session) deadErr() error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.dead == nil {
+		return nil
+	}
+	return ss.dead
+}
+
 // errNotWritten reports a call refused before its invocation was written
 // to the process; the caller may try another session.
 var errNotWritten = errors.New("toolproc: session ended before the call was written")
@@ -246,15 +256,15 @@ func (ss *session) inFlight() int {
 // watchdog runs when c's deadline passes. If c has not ended, the
 // deadline won: the process is stopped and c is lost, indeterminate.
 func (ss *session) watchdog(c *call) {
-	ss.mu.Lock()
-	if c.ended || ss.dead != nil {
-		ss.mu.Unlock()
-		return
+	if ss.poisonIf(func() bool {
+		if c.ended {
+			return false
+		}
+		ss.watchdogCall = c
+		return true
+	}, poison(ReasonWatchdog, "call %s passed its deadline", c.id)) {
+		ss.sup.cfg.Observer.WatchdogStop(ss.sup.cfg.Tool)
 	}
-	ss.watchdogCall = c
-	ss.mu.Unlock()
-	ss.sup.cfg.Observer.WatchdogStop(ss.sup.cfg.Tool)
-	ss.poison(poison(ReasonWatchdog, "call %s passed its deadline", c.id))
 }
 
 // stop poisons the session for a lifecycle stop.
@@ -267,12 +277,18 @@ func (ss *session) stop() {
 
 // poison gives the session up, once: it is taken off the supervisor,
 // every call it holds is lost, and the process is stopped.
-func (ss *session) poison(pe *PoisonError) {
+func (ss *session) poison(pe *PoisonError) { ss.poisonIf(nil, pe) }
+
+// poisonIf is poison when cond, checked under the session's lock together
+// with the session still being alive, holds; it reports whether it
+// poisoned. The watchdog needs the check and the poisoning to be one step,
+// so that a result that won the race is never followed by a stop.
+func (ss *session) poisonIf(cond func() bool, pe *PoisonError) bool {
 	s := ss.sup
 	ss.mu.Lock()
-	if ss.dead != nil {
+	if ss.dead != nil || (cond != nil && !cond()) {
 		ss.mu.Unlock()
-		return
+		return false
 	}
 	ss.dead = pe
 	lostOne := ss.inFlight() > 0
@@ -306,6 +322,7 @@ func (ss *session) poison(pe *PoisonError) {
 		defer s.wg.Done()
 		ss.terminate()
 	}()
+	return true
 }
 
 // terminate stops the process: stdin closed, TERM to its group, KILL

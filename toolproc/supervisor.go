@@ -90,7 +90,8 @@ func (s *Supervisor) Call(ctx context.Context, req Request) Outcome {
 		return Outcome{Kind: NotStarted, Err: ErrClosed}
 	}
 	defer func() { <-s.slots }()
-	for {
+	var lastErr error
+	for range maxTries {
 		ss, err := s.session(ctx)
 		if err != nil {
 			return Outcome{Kind: NotStarted, Err: err}
@@ -99,11 +100,17 @@ func (s *Supervisor) Call(ctx context.Context, req Request) Outcome {
 		if errors.Is(err, errNotWritten) {
 			// The process went between the lookup and the write; nothing
 			// reached it, so the next one may take the call.
+			lastErr = ss.deadErr()
 			continue
 		}
 		return o
 	}
+	return Outcome{Kind: NotStarted, Err: fmt.Errorf("%w: processes keep ending before they take a call: %w", ErrStartFailed, lastErr)}
 }
+
+// maxTries bounds the processes one call waits for: a tool that exits as
+// soon as it starts must fail its calls, not hold them while it restarts.
+const maxTries = 3
 
 // session returns the live session, starting one (after the backoff) if
 // there is none. Concurrent callers share one start.
@@ -114,10 +121,15 @@ func (s *Supervisor) session(ctx context.Context) (*session, error) {
 		case s.closed:
 			s.mu.Unlock()
 			return nil, ErrClosed
-		case s.cur != nil:
+		case s.cur != nil && s.cur.deadErr() == nil:
 			ss := s.cur
 			s.mu.Unlock()
 			return ss, nil
+		case s.cur != nil:
+			// It died before it was taken off (see lost).
+			s.cur = nil
+			s.mu.Unlock()
+			continue
 		case s.starting != nil:
 			wait := s.starting
 			s.mu.Unlock()
@@ -146,6 +158,9 @@ func (s *Supervisor) session(ctx context.Context) (*session, error) {
 				ss.stop()
 				return nil, ErrClosed
 			}
+			// The process may already have died (a tool that exits at
+			// once); lost could not take off what was not yet on, so
+			// the next lookup does.
 			s.cur = ss
 		} else if !isContextErr(ctx, err) {
 			s.backoffLocked()

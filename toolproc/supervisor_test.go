@@ -414,6 +414,22 @@ func TestEnvironmentIsOnlyWhatWasGiven(t *testing.T) {
 	}
 }
 
+// A tool that exits as soon as it starts fails its calls (nothing was
+// written to it) instead of holding them while it restarts.
+func TestToolExitingAtStartFailsItsCalls(t *testing.T) {
+	rec := &recorder{}
+	cfg := testConfig(rec)
+	cfg.Env = []string{testToolEnv + "=exit-at-start"}
+	s := startSupervisor(t, cfg)
+	o := call(t, s, toolproc.Request{Invoke: invoke("echo:never")})
+	if o.Kind != toolproc.NotStarted && o.Kind != toolproc.Lost {
+		t.Fatalf("outcome %v (%v), want not started or lost", o.Kind, o.Err)
+	}
+	if got := rec.snapshot(); got.started < 1 || got.poisoned[toolproc.ReasonExited] < 1 {
+		t.Errorf("started %d, poisoned %v", got.started, got.poisoned)
+	}
+}
+
 func TestUnknownCommandRefused(t *testing.T) {
 	cfg := testConfig(nil)
 	cfg.Command = []string{"splash-no-such-command"}

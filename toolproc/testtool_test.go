@@ -47,6 +47,9 @@ type testTool struct {
 }
 
 func runTestTool() int {
+	if os.Getenv(testToolEnv) == "exit-at-start" {
+		return 4
+	}
 	fd, _ := strconv.Atoi(os.Getenv("SPLASH_TOOL_KEY_FD"))
 	kf := os.NewFile(uintptr(fd), "key")
 	raw, err := io.ReadAll(kf)
