@@ -166,6 +166,27 @@ func (a *SessionArchive) Register(ctx context.Context, inc host.Incarnation) err
 	return nil
 }
 
+// RecordWait is Record that waits, within ctx, for the writer to make
+// room in a full queue instead of dropping the record: a host's stop
+// records every suspended session at once, and must lose none.
+func (a *SessionArchive) RecordWait(ctx context.Context, s host.SessionStatus) error {
+	for {
+		a.mu.Lock()
+		full := len(a.queue) >= a.opts.maxPending && !a.closed
+		a.mu.Unlock()
+		if !full {
+			a.Record(s)
+			return nil
+		}
+		if err := a.Flush(ctx); err != nil {
+			a.Record(s) // counted and reported as dropped
+			return err
+		}
+	}
+}
+
+var _ host.WaitingRecorder = (*SessionArchive)(nil)
+
 // Record queues s's record. It never blocks on the server.
 func (a *SessionArchive) Record(s host.SessionStatus) {
 	key, ok := archiveKey(sessionKeyPrefix, string(s.ID))

@@ -1,6 +1,7 @@
 package fabric_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // errorLog collects what an archive reports to WithErrorHandler.
@@ -320,5 +322,40 @@ func TestProvisionCreatesTheSessionBucket(t *testing.T) {
 	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
 	if st.TTL() != time.Hour || st.History() != 1 || info.Config.MaxMsgSize != 16<<10 || info.Config.Storage != jetstream.FileStorage {
 		t.Fatalf("bucket ttl %v history %d max %d", st.TTL(), st.History(), info.Config.MaxMsgSize)
+	}
+}
+
+// idleTransport takes every invocation and never answers: its sessions
+// stay suspended.
+type idleTransport struct{ events chan host.Event }
+
+func (idleTransport) Publish(context.Context, protocol.Invoke) error { return nil }
+func (idleTransport) Cancel(context.Context, protocol.Cancel) error  { return nil }
+func (t idleTransport) Events() <-chan host.Event                    { return t.events }
+
+// A graceful stop records every suspended session, however many there
+// are: the archive's queue is bounded, so the loop waits for a batch to
+// be stored before it queues the next, within its ArchiveTimeout.
+func TestLoopStopArchivesEverySuspendedSession(t *testing.T) {
+	const sessions = 600
+	env := newEnv(t)
+	a := newArchive(t, env, fabric.WithMaxPending(64))
+	l, err := host.StartLoop(host.LoopConfig{
+		Transport: idleTransport{events: make(chan host.Event)},
+		HostID:    "h1",
+		Archive:   a,
+		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range sessions {
+		if _, err := l.Submit(testCtx(t), host.Submission{Source: `await tool.start("t", "x")`}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Stop()
+	if st := a.Stats(); st.Dropped != 0 || st.Failed != 0 || st.Stored < sessions {
+		t.Fatalf("archive %+v after stopping with %d suspended sessions: want all stored, none dropped", st, sessions)
 	}
 }

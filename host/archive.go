@@ -133,12 +133,29 @@ func (st *loopState) stoppedStatus(s *session) SessionStatus {
 	return out
 }
 
+// WaitingRecorder is implemented by archives whose Record queue is
+// bounded: RecordWait queues s, waiting within ctx for room instead of
+// dropping it. A stop records every suspended session at once, so it uses
+// it when the archive has it.
+type WaitingRecorder interface {
+	RecordWait(ctx context.Context, s SessionStatus) error
+}
+
 // archiveSuspended records every session still suspended as failed with
-// ErrHostStopped. It runs on the loop goroutine as the loop ends.
-func (st *loopState) archiveSuspended() {
+// ErrHostStopped, waiting for room in the archive's queue within ctx. It
+// runs on the loop goroutine as the loop ends, when waiting holds up
+// nothing else.
+func (st *loopState) archiveSuspended(ctx context.Context) {
+	w, wait := st.cfg.Archive.(WaitingRecorder)
 	for _, s := range st.sessions {
-		if !s.done {
-			st.cfg.Archive.Record(st.stoppedStatus(s))
+		if s.done {
+			continue
 		}
+		if wait {
+			// A failed wait is the archive's to count and report.
+			_ = w.RecordWait(ctx, st.stoppedStatus(s))
+			continue
+		}
+		st.cfg.Archive.Record(st.stoppedStatus(s))
 	}
 }

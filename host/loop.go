@@ -216,9 +216,9 @@ func (l *Loop) archiveOnStop() {
 	if a == nil {
 		return
 	}
-	l.st.archiveSuspended()
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
 	defer cancel()
+	l.st.archiveSuspended(ctx)
 	// A failed flush is the archive's to report: a killed host leaves
 	// the same gap, which Status covers with ErrHostRestarted.
 	_ = a.Flush(ctx)

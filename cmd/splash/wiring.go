@@ -325,6 +325,8 @@ func (h *runningHost) stop() {
 	h.stopCatalog()
 	if st := h.archive.Stats(); st.Failed+st.Dropped > 0 {
 		h.log.Warn("session archive lost records", "failed", st.Failed, "dropped", st.Dropped, "stored", st.Stored)
+	} else {
+		h.log.Info("session archive flushed", "stored", st.Stored)
 	}
 	if err := h.archive.Close(); err != nil {
 		h.log.Warn("session archive close", "err", err)
