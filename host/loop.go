@@ -29,6 +29,9 @@ type LoopConfig struct {
 	// (exponential, multiplier 2, jitter ±50%). Zero picks 100ms and 30s.
 	RetryInitial time.Duration
 	RetryMax     time.Duration
+	// AuditPerSession bounds the audit events the loop keeps for each
+	// session (the newest are kept); 0 picks DefaultAuditPerSession.
+	AuditPerSession int
 	// KeepFinished is how many finished sessions stay in memory, with
 	// their audit logs; 0 picks 1024. The oldest finished session is
 	// forgotten first; with an Archive, Status still answers for it.
@@ -46,6 +49,11 @@ type LoopConfig struct {
 	// the archive's flush at Stop; zero picks 10s.
 	ArchiveTimeout time.Duration
 }
+
+// DefaultAuditPerSession is how many audit events the loop keeps for a
+// session when LoopConfig.AuditPerSession is zero: a script's last
+// thousand tool events, not every one of a script that makes millions.
+const DefaultAuditPerSession = 1024
 
 // Observer receives the loop's notifications. Calls happen on the loop
 // goroutine, so an implementation must return quickly.
@@ -110,6 +118,9 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	}
 	if cfg.KeepFinished <= 0 {
 		cfg.KeepFinished = 1024
+	}
+	if cfg.AuditPerSession <= 0 {
+		cfg.AuditPerSession = DefaultAuditPerSession
 	}
 	if cfg.ArchiveTimeout <= 0 {
 		cfg.ArchiveTimeout = defaultArchiveTimeout

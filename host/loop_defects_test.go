@@ -177,3 +177,56 @@ func TestLoopSecondCancelRefused(t *testing.T) {
 		t.Fatalf("%d cancel frames sent, want 1", n)
 	}
 }
+
+// inspect runs f on the loop goroutine, where the loop's state may be read.
+func inspect[T any](t *testing.T, l *Loop, f func(st *loopState) T) T {
+	t.Helper()
+	v, err := call(context.Background(), l, func(reply chan<- T) command {
+		return cmdFunc(func(st *loopState) { reply <- f(st) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// A finished session keeps its summary, not its script's VM.
+func TestLoopFinishedSessionReleasesItsVM(t *testing.T) {
+	tr := newChanTransport()
+	l := startTestLoop(t, tr, func(rt *Runtime) error { return rt.RegisterExternalTool(NewToolPolicy("t")) })
+	id := submitID(t, l, `return await tool.start("t", "x")`)
+	inv := tr.next(t)
+	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].rt.script != nil }); !held {
+		t.Fatal("a suspended session has no script engine")
+	}
+	p := protocol.TextPayload("done")
+	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	if s := waitState(t, l, id, SessionCompleted); s.Value != "done" {
+		t.Fatalf("value %q", s.Value)
+	}
+	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].rt.script != nil }); held {
+		t.Fatal("a finished session still holds its script engine")
+	}
+}
+
+// The loop keeps a bounded audit per session: the newest events.
+func TestLoopBoundsEachSessionsAudit(t *testing.T) {
+	tr := newChanTransport()
+	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", AuditPerSession: 10,
+		Catalog: func(rt *Runtime) error {
+			return rt.RegisterLocalTool(NewToolPolicy("local.echo"), func(in string) (string, error) { return in, nil })
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	id := submitID(t, l, `for (let i = 0; i < 50; i++) { await tool.start("local.echo", "x") }`)
+	waitState(t, l, id, SessionCompleted)
+	_, audit, err := l.Status(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(audit) != 10 || audit[len(audit)-1].Outcome != AuditSucceeded {
+		t.Fatalf("audit of %d events ending %+v, want the newest 10", len(audit), audit[len(audit)-1])
+	}
+}

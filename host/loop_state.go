@@ -61,7 +61,10 @@ type session struct {
 	deadline time.Time
 	ops      map[ExternalToolID]*dispatched
 	audit    []AuditEvent
-	done     bool
+	// auditDropped counts the oldest audit events let go to keep audit
+	// within LoopConfig.AuditPerSession.
+	auditDropped int
+	done         bool
 }
 
 // dispatched is one claimed operation the loop has handed out.
@@ -95,6 +98,16 @@ func newLoopState(cfg LoopConfig, incarnation string) *loopState {
 
 func (st *loopState) touch(s *session) { st.dirty[s] = struct{}{} }
 
+// keepAudit appends ev to the session's audit, keeping the newest limit
+// events; the ones it lets go are counted in auditDropped.
+func (s *session) keepAudit(ev []AuditEvent, limit int) {
+	s.audit = append(s.audit, ev...)
+	if over := len(s.audit) - limit; over > 0 {
+		s.auditDropped += over
+		s.audit = append(s.audit[:0], s.audit[over:]...)
+	}
+}
+
 // setResult records a script step; nil means the step resumed nothing.
 func (st *loopState) setResult(s *session, r *EvalResult) {
 	if r == nil {
@@ -113,7 +126,7 @@ func (st *loopState) flush() {
 		st.pump(s)
 		st.claimAll(s)
 		if ev := s.rt.DrainAudit(); len(ev) > 0 {
-			s.audit = append(s.audit, ev...)
+			s.keepAudit(ev, st.cfg.AuditPerSession)
 			if o := st.cfg.Observer; o != nil {
 				o.Audit(s.id, ev)
 			}
@@ -124,6 +137,10 @@ func (st *loopState) flush() {
 		}
 		if !s.done && s.result != nil && !s.result.Suspended {
 			s.done = true
+			// Its summary is all a finished session keeps of its script:
+			// a VM per finished session, thousands of them, is memory
+			// nobody reads.
+			s.rt.ReleaseScript()
 			st.finished = append(st.finished, s.id)
 			if a := st.cfg.Archive; a != nil {
 				// Before retention can forget it, so there is no moment

@@ -78,6 +78,20 @@ func (r *Runtime) Eval(source string) (*EvalResult, error) {
 	return e.eval(source)
 }
 
+// ReleaseScript drops the script engine (its VM, bindings and budget
+// timer) once the script has ended, keeping the runtime's operations,
+// audit and settled promises: a finished session holds its summary, not a
+// VM. It reports whether it released one; while a script is suspended it
+// does nothing. A later Eval builds a new engine.
+func (r *Runtime) ReleaseScript() bool {
+	e, _ := r.script.(*scriptEngine)
+	if e == nil || e.active || e.inSlice {
+		return false
+	}
+	r.script = nil
+	return true
+}
+
 func (e *scriptEngine) eval(source string) (*EvalResult, error) {
 	if e.active {
 		return nil, fmt.Errorf("%w: suspended at its await", ErrScriptRunning)
