@@ -74,6 +74,12 @@ var (
 	// ErrUnknownSession is returned for a session id the loop does not
 	// hold.
 	ErrUnknownSession = errors.New("host: unknown session")
+	// ErrHostBusy: the host holds as many suspended sessions as its
+	// Limits allow; a submission may succeed later.
+	ErrHostBusy = errors.New("host: too many suspended sessions")
+	// ErrLimitTooHigh: a submission asked for a budget or pending limit
+	// above the host's Limits.
+	ErrLimitTooHigh = errors.New("host: limit above the host's maximum")
 	// ErrInvalidConfig is returned by StartLoop for a configuration it
 	// cannot run with.
 	ErrInvalidConfig = errors.New("host: invalid loop configuration")

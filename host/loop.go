@@ -29,6 +29,9 @@ type LoopConfig struct {
 	// (exponential, multiplier 2, jitter ±50%). Zero picks 100ms and 30s.
 	RetryInitial time.Duration
 	RetryMax     time.Duration
+	// Limits bound the sessions the loop takes on; the zero value takes
+	// the defaults of Limits.
+	Limits Limits
 	// AuditPerSession bounds the audit events the loop keeps for each
 	// session (the newest are kept); 0 picks DefaultAuditPerSession.
 	AuditPerSession int
@@ -118,6 +121,10 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	}
 	if cfg.KeepFinished <= 0 {
 		cfg.KeepFinished = 1024
+	}
+	var err error
+	if cfg.Limits, err = cfg.Limits.withDefaults(); err != nil {
+		return nil, err
 	}
 	if cfg.AuditPerSession <= 0 {
 		cfg.AuditPerSession = DefaultAuditPerSession

@@ -81,13 +81,27 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 		return SessionStatus{}, ctx.Err()
 	default:
 	}
+	if err := l.cfg.Limits.check(sub); err != nil {
+		return SessionStatus{}, err
+	}
 	rt, res, err := prepareSession(l.cfg, sub)
 	if err != nil {
 		return SessionStatus{}, err
 	}
-	return call(ctx, l, func(reply chan<- SessionStatus) command {
-		return cmdFunc(func(st *loopState) { reply <- st.adopt(rt, res) })
+	type answer struct {
+		s   SessionStatus
+		err error
+	}
+	a, err := call(ctx, l, func(reply chan<- answer) command {
+		return cmdFunc(func(st *loopState) {
+			s, err := st.adopt(rt, res)
+			reply <- answer{s, err}
+		})
 	})
+	if err != nil {
+		return SessionStatus{}, err
+	}
+	return a.s, a.err
 }
 
 // Status returns a session's snapshot and its audit log so far.
@@ -168,11 +182,17 @@ func prepareSession(lc LoopConfig, sub Submission) (*Runtime, *EvalResult, error
 	if sub.Grants != nil {
 		cfg.Grants = sub.Grants
 	}
-	if sub.ToolCallBudget > 0 {
+	switch {
+	case sub.ToolCallBudget > 0:
 		cfg.ToolCallBudget = sub.ToolCallBudget
+	case cfg.ToolCallBudget == 0:
+		cfg.ToolCallBudget = lc.Limits.DefaultToolCallBudget
 	}
-	if sub.MaxPending > 0 {
+	switch {
+	case sub.MaxPending > 0:
 		cfg.MaxPending = sub.MaxPending
+	case cfg.MaxPending == 0:
+		cfg.MaxPending = lc.Limits.DefaultMaxPending
 	}
 	if sub.ExecutionBudget > 0 {
 		cfg.ExecutionBudget = sub.ExecutionBudget
@@ -196,8 +216,14 @@ func prepareSession(lc LoopConfig, sub Submission) (*Runtime, *EvalResult, error
 	return rt, res, nil
 }
 
-// adopt makes rt, whose first step gave res, a session of the loop.
-func (st *loopState) adopt(rt *Runtime, res *EvalResult) SessionStatus {
+// adopt makes rt, whose first step gave res, a session of the loop. A
+// script that is still waiting counts against the suspended sessions the
+// limits allow; over them it is refused before anything it started is
+// claimed, so nothing was dispatched.
+func (st *loopState) adopt(rt *Runtime, res *EvalResult) (SessionStatus, error) {
+	if (res == nil || res.Suspended) && st.suspended >= st.cfg.Limits.MaxSuspendedSessions {
+		return SessionStatus{}, fmt.Errorf("%w: %d suspended, the limit", ErrHostBusy, st.suspended)
+	}
 	st.nextSession++
 	s := &session{
 		id:      SessionID("s-" + st.incarnation + "-" + strconv.FormatUint(st.nextSession, 36)),
@@ -208,9 +234,13 @@ func (st *loopState) adopt(rt *Runtime, res *EvalResult) SessionStatus {
 	st.sessions[s.id] = s
 	st.setResult(s, res)
 	st.touch(s)
+	if res == nil || res.Suspended {
+		st.suspended++
+		s.counted = true
+	}
 	// Claim now so the returned status already lists the dispatches.
 	st.claimAll(s)
-	return st.status(s)
+	return st.status(s), nil
 }
 
 func (st *loopState) cancel(id SessionID, op ExternalToolID) error {

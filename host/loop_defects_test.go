@@ -230,3 +230,55 @@ func TestLoopBoundsEachSessionsAudit(t *testing.T) {
 		t.Fatalf("audit of %d events ending %+v, want the newest 10", len(audit), audit[len(audit)-1])
 	}
 }
+
+// Over its suspended-session limit a host refuses new scripts
+// (ErrHostBusy) and leaves the accepted ones alone; a finished one frees
+// its place.
+func TestLoopRefusesSessionsOverTheLimit(t *testing.T) {
+	tr := newChanTransport()
+	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Limits: Limits{MaxSuspendedSessions: 2},
+		Catalog: func(rt *Runtime) error { return rt.RegisterExternalTool(NewToolPolicy("t")) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	first := submitID(t, l, `return await tool.start("t", "1")`)
+	submitID(t, l, `return await tool.start("t", "2")`)
+	inv := tr.next(t)
+	tr.next(t)
+	if _, err := l.Submit(context.Background(), Submission{Source: `return await tool.start("t", "3")`}); !errors.Is(err, ErrHostBusy) {
+		t.Fatalf("third submission: %v, want ErrHostBusy", err)
+	}
+	// A script that does not wait takes no place.
+	if s, err := l.Submit(context.Background(), Submission{Source: `return "now"`}); err != nil || s.State != SessionCompleted {
+		t.Fatalf("a script that finishes at once: %+v, %v", s, err)
+	}
+	p := protocol.TextPayload("one")
+	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	waitState(t, l, first, SessionCompleted)
+	submitID(t, l, `return await tool.start("t", "4")`)
+}
+
+// A submission may not ask for more than the host's maxima, and one that
+// asks for nothing gets the host's defaults.
+func TestLoopLimitsBudgetAndPending(t *testing.T) {
+	tr := newChanTransport()
+	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1",
+		Limits: Limits{DefaultToolCallBudget: 2, MaxToolCallBudget: 5, MaxPending: 7},
+		Catalog: func(rt *Runtime) error {
+			return rt.RegisterLocalTool(NewToolPolicy("local.echo"), func(in string) (string, error) { return in, nil })
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	for _, sub := range []Submission{{Source: `1`, ToolCallBudget: 6}, {Source: `1`, MaxPending: 8}} {
+		if _, err := l.Submit(context.Background(), sub); !errors.Is(err, ErrLimitTooHigh) {
+			t.Errorf("submission %+v: %v, want ErrLimitTooHigh", sub, err)
+		}
+	}
+	id := submitID(t, l, `for (let i = 0; i < 3; i++) { await tool.start("local.echo", "x") }`)
+	if s := waitState(t, l, id, SessionFailed); !strings.Contains(s.Error, "budget") {
+		t.Fatalf("a third call under the default budget of 2: %q", s.Error)
+	}
+}

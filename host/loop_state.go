@@ -20,6 +20,9 @@ type loopState struct {
 	incarnation string
 	nextSession uint64
 	nextRequest uint64
+	// suspended counts the sessions adopted while waiting and not yet
+	// finished, against Limits.MaxSuspendedSessions.
+	suspended int
 
 	sessions map[SessionID]*session
 	// byRequest maps a request id (one per operation, stable across
@@ -65,6 +68,8 @@ type session struct {
 	// within LoopConfig.AuditPerSession.
 	auditDropped int
 	done         bool
+	// counted: the session counts in loopState.suspended.
+	counted bool
 }
 
 // dispatched is one claimed operation the loop has handed out.
@@ -137,6 +142,10 @@ func (st *loopState) flush() {
 		}
 		if !s.done && s.result != nil && !s.result.Suspended {
 			s.done = true
+			if s.counted {
+				s.counted = false
+				st.suspended--
+			}
 			// Its summary is all a finished session keeps of its script:
 			// a VM per finished session, thousands of them, is memory
 			// nobody reads.

@@ -84,6 +84,8 @@ var errorCodes = []errorCode{
 	{host.ErrWrongState, http.StatusConflict, "wrong_state"},
 	{host.ErrNotClaimed, http.StatusConflict, "wrong_state"},
 	{host.ErrScriptRunning, http.StatusConflict, "script_running"},
+	{host.ErrHostBusy, http.StatusTooManyRequests, "host_busy"},
+	{host.ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
 	{host.ErrLoopStopped, http.StatusServiceUnavailable, "unavailable"},
 	{host.ErrArchiveUnavailable, http.StatusServiceUnavailable, "archive_unavailable"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout"},

@@ -115,6 +115,13 @@ func catalog(rt *host.Runtime) error {
 
 // newLoopEnv serves the API over a real host.Loop driven by a memWorker.
 func newLoopEnv(t *testing.T) *apiEnv {
+	e, _ := newLimitedLoopEnv(t, host.Limits{})
+	return e
+}
+
+// newLimitedLoopEnv is newLoopEnv under limits, with the loop, for tests
+// that stop it.
+func newLimitedLoopEnv(t *testing.T, limits host.Limits) (*apiEnv, *host.Loop) {
 	t.Helper()
 	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
 	loop, err := host.StartLoop(host.LoopConfig{
@@ -122,6 +129,7 @@ func newLoopEnv(t *testing.T) *apiEnv {
 		HostID:    "h1",
 		Catalog:   catalog,
 		Observer:  httpapi.Tee(events),
+		Limits:    limits,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +138,33 @@ func newLoopEnv(t *testing.T) *apiEnv {
 	srv := httptest.NewServer(httpapi.New(loop, httpapi.Config{Token: testToken, Events: events}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(events.Close)
-	return &apiEnv{srv: srv, events: events}
+	return &apiEnv{srv: srv, events: events}, loop
+}
+
+// A busy host answers 429 host_busy and a stopped one 503, both with
+// Retry-After; a limit above the host's maximum is 422 limit_too_high.
+func TestLoopRefusalsSayWhenToRetry(t *testing.T) {
+	e, loop := newLimitedLoopEnv(t, host.Limits{MaxSuspendedSessions: 1, MaxToolCallBudget: 10})
+	submitSession(t, e, `await tool.start("hold", "x")`)
+	for _, tc := range []struct {
+		name, body, code string
+		status           int
+		retry            bool
+	}{
+		{"busy", `{"source":"await tool.start(\"hold\", \"y\")"}`, "host_busy", http.StatusTooManyRequests, true},
+		{"limit", `{"source":"1","tool_call_budget":11}`, "limit_too_high", http.StatusUnprocessableEntity, false},
+	} {
+		resp := e.do(t, http.MethodPost, "/v1/sessions", testToken, tc.body)
+		got := decodeBody[errorResponse](t, resp)
+		if resp.StatusCode != tc.status || got.Error.Code != tc.code || (resp.Header.Get("Retry-After") != "") != tc.retry {
+			t.Errorf("%s: status %d code %q Retry-After %q", tc.name, resp.StatusCode, got.Error.Code, resp.Header.Get("Retry-After"))
+		}
+	}
+	loop.Stop()
+	resp := e.do(t, http.MethodPost, "/v1/sessions", testToken, `{"source":"1"}`)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("stopped host: status %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
 }
 
 func submitSession(t *testing.T, e *apiEnv, source string) httpapi.Session {

@@ -27,6 +27,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// retryAfterSeconds is the Retry-After of a 429 or 503: a busy host frees
+// sessions as scripts finish, and a draining one is replaced within
+// seconds.
+const retryAfterSeconds = "1"
+
 // writeError answers with err's status and code. The message is err's
 // text: sentinels carry the "package: " prefix, which says where the
 // refusal came from.
@@ -37,8 +42,13 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.String("code", code), slog.String("error", err.Error()))
 	}
-	if status == http.StatusUnauthorized {
+	switch status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="splash"`)
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		// A busy or draining host may take the request a moment later
+		// (or another host may); say when to try again.
+		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: err.Error()}})
 }

@@ -58,6 +58,7 @@ type devConfig struct {
 	apiToken    string
 	metricsAddr string
 	catalog     string
+	limits      hostLimits
 	workers     int
 	natsPort    int
 }
@@ -69,6 +70,7 @@ func (c *devConfig) flags(fs *flagSet) {
 	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` for the host API (empty: generate one and print it)")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
 	registerCatalog(fs, &c.catalog)
+	c.limits.register(fs)
 	fs.intVar(&c.workers, "workers", "SPLASH_DEV_WORKERS", 4, "`number` of workers in the pool")
 	fs.intVar(&c.natsPort, "nats-port", "SPLASH_DEV_NATS_PORT", -1, "client `port` of the embedded NATS node on 127.0.0.1 (-1: any free port)")
 }
@@ -84,6 +86,9 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("%w: --nats-port %d", errUsage, c.natsPort)
 	}
 	log := a.log
+	if err := c.limits.check(); err != nil {
+		return err
+	}
 	cat, err := loadCatalog(c.catalog)
 	if err != nil {
 		return err
@@ -140,7 +145,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	defer hostNC.Close()
 	h, err := startHost(ctx, hostParts{
 		nc: hostNC, key: key, hostID: devHostID, fabric: fcfg, apiToken: token,
-		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat,
+		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat, limits: c.limits,
 	})
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ type hostConfig struct {
 	hostID      string
 	metricsAddr string
 	catalog     string
+	limits      hostLimits
 	replicas    int
 }
 
@@ -50,6 +51,7 @@ func (c *hostConfig) flags(fs *flagSet) {
 	fs.stringVar(&c.hostID, "host-id", envHostID, host, "`id` of this host in subjects and audit logs")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
 	registerCatalog(fs, &c.catalog)
+	c.limits.register(fs)
 	registerReplicas(fs, &c.replicas)
 }
 
@@ -65,6 +67,9 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	}
 	cfg, err := fabricConfig(c.replicas)
 	if err != nil {
+		return err
+	}
+	if err := c.limits.check(); err != nil {
 		return err
 	}
 	cat, err := loadCatalog(c.catalog)
@@ -95,7 +100,7 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	defer nc.Close()
 	h, err := startHost(ctx, hostParts{
 		nc: nc, key: key, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken,
-		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log, catalog: cat,
+		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log, catalog: cat, limits: c.limits,
 	})
 	if err != nil {
 		return err

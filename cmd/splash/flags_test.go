@@ -121,6 +121,9 @@ var sharedEnv = map[string]bool{
 	envNatsURL: true, envNatsUser: true, envNatsPassword: true, envKeyFile: true,
 	envAPIToken: true, envAPIAddr: true, envAPIURL: true, envMetricsAddr: true,
 	envLogFormat: true, envLogLevel: true, envReplicas: true, envCatalog: true,
+	// The host's limits, on splash host and splash dev alike.
+	"SPLASH_MAX_SESSIONS": true, "SPLASH_SESSION_BUDGET": true, "SPLASH_MAX_SESSION_BUDGET": true,
+	"SPLASH_SESSION_PENDING": true, "SPLASH_MAX_SESSION_PENDING": true, "SPLASH_AUDIT_PER_SESSION": true,
 }
 
 func mapEnv(env map[string]string) func(string) (string, bool) {

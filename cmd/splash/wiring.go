@@ -141,6 +141,7 @@ type hostParts struct {
 	// catalog is the host's own catalog, which the fabric's published one
 	// overlays.
 	catalog *catalog
+	limits  hostLimits
 }
 
 // runningHost is a host's loop, transport and HTTP servers.
@@ -201,9 +202,11 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		HostID:    p.hostID,
 		// Each session registers the catalog as it is when the session
 		// starts, and keeps it: a change reaches new sessions only.
-		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
-		Observer: httpapi.Tee(h.events, obs),
-		Archive:  h.archive,
+		Catalog:         func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
+		Observer:        httpapi.Tee(h.events, obs),
+		Archive:         h.archive,
+		Limits:          p.limits.limits,
+		AuditPerSession: p.limits.auditPerSession,
 	}, p.log)
 	if err != nil {
 		h.events.Close()

@@ -1,0 +1,69 @@
+package host
+
+import (
+	"fmt"
+)
+
+// Limits are an operator's bounds on what one host takes on. The zero
+// value takes the defaults below; a negative bound is refused by
+// StartLoop.
+type Limits struct {
+	// MaxSuspendedSessions bounds the sessions waiting on operations at
+	// once; a submission over it is refused with ErrHostBusy, and nothing
+	// already accepted is touched.
+	MaxSuspendedSessions int
+	// DefaultToolCallBudget and DefaultMaxPending apply to a submission
+	// that gives none (and override an unlimited runtime template).
+	DefaultToolCallBudget int
+	DefaultMaxPending     int
+	// MaxToolCallBudget and MaxPending bound what a submission may ask
+	// for; more is refused with ErrLimitTooHigh.
+	MaxToolCallBudget int
+	MaxPending        int
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxSuspendedSessions     = 10_000
+	DefaultSessionToolCallBudget    = 1_000
+	DefaultSessionMaxPending        = 256
+	DefaultMaxSessionToolCallBudget = 1_000_000
+	DefaultMaxSessionPending        = 100_000
+)
+
+func (l Limits) withDefaults() (Limits, error) {
+	for _, v := range []int{l.MaxSuspendedSessions, l.DefaultToolCallBudget, l.DefaultMaxPending, l.MaxToolCallBudget, l.MaxPending} {
+		if v < 0 {
+			return l, fmt.Errorf("%w: negative limit in %+v", ErrInvalidConfig, l)
+		}
+	}
+	def := func(p *int, d int) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	def(&l.MaxSuspendedSessions, DefaultMaxSuspendedSessions)
+	def(&l.MaxToolCallBudget, DefaultMaxSessionToolCallBudget)
+	def(&l.MaxPending, DefaultMaxSessionPending)
+	// A default never exceeds the maximum an operator set alone.
+	def(&l.DefaultToolCallBudget, min(DefaultSessionToolCallBudget, l.MaxToolCallBudget))
+	def(&l.DefaultMaxPending, min(DefaultSessionMaxPending, l.MaxPending))
+	switch {
+	case l.DefaultToolCallBudget > l.MaxToolCallBudget:
+		return l, fmt.Errorf("%w: default tool call budget %d above the maximum %d", ErrInvalidConfig, l.DefaultToolCallBudget, l.MaxToolCallBudget)
+	case l.DefaultMaxPending > l.MaxPending:
+		return l, fmt.Errorf("%w: default pending limit %d above the maximum %d", ErrInvalidConfig, l.DefaultMaxPending, l.MaxPending)
+	}
+	return l, nil
+}
+
+// check refuses a submission asking for more than the limits allow.
+func (l Limits) check(sub Submission) error {
+	switch {
+	case sub.ToolCallBudget > l.MaxToolCallBudget:
+		return fmt.Errorf("%w: tool call budget %d, maximum %d", ErrLimitTooHigh, sub.ToolCallBudget, l.MaxToolCallBudget)
+	case sub.MaxPending > l.MaxPending:
+		return fmt.Errorf("%w: pending limit %d, maximum %d", ErrLimitTooHigh, sub.MaxPending, l.MaxPending)
+	}
+	return nil
+}
