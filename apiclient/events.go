@@ -29,6 +29,10 @@ const (
 	EventState EventKind = "state"
 	// EventAudit: the runtime recorded an audit event; Event.Audit is set.
 	EventAudit EventKind = "audit"
+	// EventOperation: one operation's status changed; Event.Operation is
+	// set. An operation whose state is terminal has left the session's
+	// live operations.
+	EventOperation EventKind = "operation"
 	// EventLagged: the client fell behind and the host drops the stream
 	// after this event; Event.Message says so.
 	EventLagged EventKind = "lagged"
@@ -41,10 +45,11 @@ type Event struct {
 	Kind EventKind
 	Data json.RawMessage
 
-	Chunk   Chunk
-	State   Session
-	Audit   AuditEntry
-	Message string
+	Chunk     Chunk
+	State     Session
+	Audit     AuditEntry
+	Operation Operation
+	Message   string
 }
 
 // Terminal reports whether e is the session's final state: the host ends
@@ -178,6 +183,8 @@ func decodeEvent(kind string, data []byte) (Event, error) {
 		err = json.Unmarshal(data, &ev.State)
 	case EventAudit:
 		err = json.Unmarshal(data, &ev.Audit)
+	case EventOperation:
+		err = json.Unmarshal(data, &ev.Operation)
 	case EventLagged:
 		var l struct {
 			Message string `json:"message"`

@@ -63,6 +63,8 @@ const DefaultAuditPerSession = 1024
 type Observer interface {
 	// SessionChanged reports a session's new state.
 	SessionChanged(s SessionStatus)
+	// OperationChanged reports an operation whose status changed.
+	OperationChanged(session SessionID, op OperationStatus)
 	// Chunk reports a released (redacted) chunk.
 	Chunk(session SessionID, c ExternalToolStreamChunk)
 	// Audit reports audit events drained from a session's runtime.

@@ -261,7 +261,7 @@ func (st *loopState) cancel(id SessionID, op ExternalToolID) error {
 	if err != nil {
 		return err
 	}
-	st.touch(s)
+	st.changedOp(d)
 	if d.betweenAttempts {
 		// No worker holds it: the next attempt is not out yet and never
 		// will be, so the cancellation is certain now.
@@ -307,7 +307,10 @@ func (st *loopState) opStatus(d *dispatched) OperationStatus {
 		Since:             d.since,
 		CancelDisposition: string(d.cancelDisposition),
 	}
-	if info, ok := d.s.rt.Operation(d.id); ok {
+	switch info, ok := d.s.rt.Operation(d.id); {
+	case d.final != 0:
+		o.State = d.final
+	case ok:
 		o.State = info.State
 	}
 	return o

@@ -41,6 +41,12 @@ type loopState struct {
 	settled     map[string]*dispatched
 	settledRing []string
 	settledNext int
+	// changedOps holds the operations whose status the current step
+	// changed, reported to the observer one by one at its end: the work
+	// of a step follows what it changed, not how many operations live.
+	changedOps []*dispatched
+	// reporting holds the sessions whose state the current step changed.
+	reporting []*session
 }
 
 // settledMemory bounds how many settled operations the loop remembers for
@@ -70,6 +76,9 @@ type session struct {
 	done         bool
 	// counted: the session counts in loopState.suspended.
 	counted bool
+	// reported is the state last reported to the observer; a session's
+	// status goes out when it changes, its operations one by one.
+	reported SessionState
 }
 
 // dispatched is one claimed operation the loop has handed out.
@@ -87,6 +96,10 @@ type dispatched struct {
 	// the next one is scheduled, not yet published. No worker holds the
 	// operation then, so a cancellation needs no worker to acknowledge it.
 	betweenAttempts bool
+	// changed: d is in loopState.changedOps. final is its terminal state
+	// once it settled (the runtime may forget it later).
+	changed bool
+	final   OperationState
 }
 
 func newLoopState(cfg LoopConfig, incarnation string) *loopState {
@@ -102,6 +115,16 @@ func newLoopState(cfg LoopConfig, incarnation string) *loopState {
 }
 
 func (st *loopState) touch(s *session) { st.dirty[s] = struct{}{} }
+
+// changedOp marks d's status as changed by this step, and its session as
+// touched.
+func (st *loopState) changedOp(d *dispatched) {
+	st.touch(d.s)
+	if !d.changed {
+		d.changed = true
+		st.changedOps = append(st.changedOps, d)
+	}
+}
 
 // keepAudit appends ev to the session's audit, keeping the newest limit
 // events; the ones it lets go are counted in auditDropped.
@@ -128,41 +151,72 @@ func (st *loopState) setResult(s *session, r *EvalResult) {
 func (st *loopState) flush() {
 	for s := range st.dirty {
 		delete(st.dirty, s)
-		st.pump(s)
-		st.claimAll(s)
-		if ev := s.rt.DrainAudit(); len(ev) > 0 {
-			s.keepAudit(ev, st.cfg.AuditPerSession)
-			if o := st.cfg.Observer; o != nil {
-				o.Audit(s.id, ev)
-			}
-		}
-		if next, ok := s.rt.NextDeadline(); ok && !next.Equal(s.deadline) {
-			s.deadline = next
-			st.timers.push(timerEntry{at: next, kind: timerDeadline, s: s})
-		}
-		if !s.done && s.result != nil && !s.result.Suspended {
-			s.done = true
-			if s.counted {
-				s.counted = false
-				st.suspended--
-			}
-			// Its summary is all a finished session keeps of its script:
-			// a VM per finished session, thousands of them, is memory
-			// nobody reads.
-			s.rt.ReleaseScript()
-			st.finished = append(st.finished, s.id)
-			if a := st.cfg.Archive; a != nil {
-				// Before retention can forget it, so there is no moment
-				// in which neither the loop nor the archive's queue
-				// holds it.
-				a.Record(summaryOf(s))
-			}
-			st.retain()
-		}
+		st.flushSession(s)
+	}
+	st.report()
+}
+
+// flushSession ends a step for one session it touched.
+func (st *loopState) flushSession(s *session) {
+	st.pump(s)
+	st.claimAll(s)
+	if ev := s.rt.DrainAudit(); len(ev) > 0 {
+		s.keepAudit(ev, st.cfg.AuditPerSession)
 		if o := st.cfg.Observer; o != nil {
+			o.Audit(s.id, ev)
+		}
+	}
+	if next, ok := s.rt.NextDeadline(); ok && !next.Equal(s.deadline) {
+		s.deadline = next
+		st.timers.push(timerEntry{at: next, kind: timerDeadline, s: s})
+	}
+	if !s.done && s.result != nil && !s.result.Suspended {
+		s.done = true
+		if s.counted {
+			s.counted = false
+			st.suspended--
+		}
+		// Its summary is all a finished session keeps of its script:
+		// a VM per finished session, thousands of them, is memory
+		// nobody reads.
+		s.rt.ReleaseScript()
+		st.finished = append(st.finished, s.id)
+		if a := st.cfg.Archive; a != nil {
+			// Before retention can forget it, so there is no moment
+			// in which neither the loop nor the archive's queue
+			// holds it.
+			a.Record(summaryOf(s))
+		}
+		st.retain()
+	}
+	if state := summaryOf(s).State; state != s.reported {
+		s.reported = state
+		st.reporting = append(st.reporting, s)
+	}
+}
+
+// report tells the observer what this step changed: each operation whose
+// status changed, then each session whose state changed. A session's
+// status, with its live operations, goes out only when its state changes
+// (when it starts and when it ends), so a step costs what it changed, not
+// what is live.
+func (st *loopState) report() {
+	o := st.cfg.Observer
+	for i, d := range st.changedOps {
+		d.changed = false
+		st.changedOps[i] = nil
+		if o != nil {
+			o.OperationChanged(d.s.id, st.opStatus(d))
+		}
+	}
+	st.changedOps = st.changedOps[:0]
+	for _, s := range st.reporting {
+		if o != nil {
 			o.SessionChanged(st.status(s))
 		}
 	}
+	clear(st.reporting)
+	st.reporting = st.reporting[:0]
 }
 
 // pumpRounds bounds the rounds of local tools one step runs for one
@@ -207,6 +261,7 @@ func (st *loopState) claimAll(s *session) {
 		}
 		s.ops[inv.ID] = d
 		st.byRequest[d.requestID] = d
+		st.changedOp(d)
 		st.publish(d, inv)
 	}
 }
@@ -221,6 +276,7 @@ func (st *loopState) publish(d *dispatched, inv ExternalInvocation) {
 		}
 	}
 	d.inv = inv
+	st.changedOp(d)
 	msg := invokeFor(d.requestID, inv)
 	if err := st.cfg.Transport.Publish(context.Background(), msg); err != nil {
 		// A refused publish is retried like a lost one: after a backoff,
@@ -247,6 +303,10 @@ func (st *loopState) schedulePublish(d *dispatched, after time.Duration) {
 
 // forget drops an operation that reached a terminal state.
 func (st *loopState) forget(d *dispatched) {
+	if info, ok := d.s.rt.Operation(d.id); ok {
+		d.final = info.State
+	}
+	st.changedOp(d)
 	delete(st.byRequest, d.requestID)
 	delete(d.s.ops, d.id)
 	if old := st.settledRing[st.settledNext]; old != "" {
@@ -384,7 +444,7 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 	if worker != "" {
 		d.worker = worker
 	}
-	st.touch(d.s)
+	st.changedOp(d)
 	switch m.Kind {
 	case protocol.KindResult:
 		st.applyResult(d, m.Result)

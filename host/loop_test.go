@@ -175,10 +175,11 @@ type recordingObserver struct {
 	rejs []string
 }
 
-func (r *recordingObserver) SessionChanged(SessionStatus)             {}
-func (r *recordingObserver) Chunk(SessionID, ExternalToolStreamChunk) {}
-func (r *recordingObserver) Audit(SessionID, []AuditEvent)            {}
-func (r *recordingObserver) Dispatched(SessionID, ExternalInvocation) {}
+func (r *recordingObserver) SessionChanged(SessionStatus)                {}
+func (r *recordingObserver) OperationChanged(SessionID, OperationStatus) {}
+func (r *recordingObserver) Chunk(SessionID, ExternalToolStreamChunk)    {}
+func (r *recordingObserver) Audit(SessionID, []AuditEvent)               {}
+func (r *recordingObserver) Dispatched(SessionID, ExternalInvocation)    {}
 func (r *recordingObserver) Rejected(reason string, _ error) {
 	r.mu.Lock()
 	r.rejs = append(r.rejs, reason)

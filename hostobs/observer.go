@@ -234,9 +234,7 @@ func (o *Observer) Chunk(_ host.SessionID, c host.ExternalToolStreamChunk) {
 	o.m.ChunkReleased(c.Tool, c.ReleasedBytes)
 }
 
-// SessionChanged counts sessions starting and ending, counts cancel
-// dispositions the snapshot shows for the first time, and forgets
-// operations the loop no longer lists.
+// SessionChanged counts sessions starting and ending.
 func (o *Observer) SessionChanged(s host.SessionStatus) {
 	_, isActive := o.active[s.ID]
 	_, isEnded := o.ended[s.ID]
@@ -250,25 +248,24 @@ func (o *Observer) SessionChanged(s host.SessionStatus) {
 		o.remember(s.ID)
 		o.m.SessionFinished(sessionState(s.State))
 	}
-	live := make(map[host.ExternalToolID]struct{}, len(s.Operations))
-	for _, op := range s.Operations {
-		live[op.ID] = struct{}{}
-		tr := o.lookup(s.ID, op.ID)
-		if tr == nil {
-			continue
-		}
-		d := op.CancelDisposition
-		if d != "" && d != tr.disposition && d != string(protocol.CancelAcknowledged) {
-			tr.disposition = d
-			o.m.CancellationAnswered(tr.tool, d)
-			// Only a worker holding the call answers a cancellation.
-			o.workerSpoke(tr, o.now())
-		}
+}
+
+// OperationChanged counts a cancel disposition the first time it shows,
+// and forgets an operation once it has settled.
+func (o *Observer) OperationChanged(session host.SessionID, op host.OperationStatus) {
+	tr := o.lookup(session, op.ID)
+	if tr == nil {
+		return
 	}
-	for id := range o.ops[s.ID] {
-		if _, ok := live[id]; !ok {
-			o.drop(s.ID, id)
-		}
+	d := op.CancelDisposition
+	if d != "" && d != tr.disposition && d != string(protocol.CancelAcknowledged) {
+		tr.disposition = d
+		o.m.CancellationAnswered(tr.tool, d)
+		// Only a worker holding the call answers a cancellation.
+		o.workerSpoke(tr, o.now())
+	}
+	if op.State.Terminal() {
+		o.drop(session, op.ID)
 	}
 	o.flush()
 }

@@ -36,9 +36,11 @@ const (
 	// EventLagged is the last event of a subscriber that fell too far
 	// behind; its channel is closed after it.
 	EventLagged
+	// EventOperation carries one operation whose status changed.
+	EventOperation
 )
 
-// String returns "state", "chunk", "audit" or "lagged".
+// String returns "state", "chunk", "audit", "operation" or "lagged".
 func (k EventKind) String() string {
 	switch k {
 	case EventState:
@@ -49,6 +51,8 @@ func (k EventKind) String() string {
 		return "audit"
 	case EventLagged:
 		return "lagged"
+	case EventOperation:
+		return "operation"
 	}
 	return "unknown"
 }
@@ -63,6 +67,8 @@ type Event struct {
 	Chunk host.ExternalToolStreamChunk
 	// Audit is set for EventAudit.
 	Audit host.AuditEvent
+	// Operation is set for EventOperation.
+	Operation host.OperationStatus
 }
 
 // Terminal reports whether e is a session's final state.
@@ -216,6 +222,13 @@ func (b *Broadcaster) SessionChanged(s host.SessionStatus) {
 			b.finished = b.finished[1:]
 		}
 	}
+}
+
+// OperationChanged implements host.Observer: one operation event, so a
+// session with ten thousand operations costs its stream one small event
+// per change rather than its whole list.
+func (b *Broadcaster) OperationChanged(session host.SessionID, op host.OperationStatus) {
+	b.event(Event{Kind: EventOperation, Session: session, Operation: op})
 }
 
 // Chunk implements host.Observer.

@@ -122,7 +122,10 @@ func TestEventKindString(t *testing.T) {
 // countingObserver counts every call.
 type countingObserver struct{ calls int }
 
-func (c *countingObserver) SessionChanged(host.SessionStatus)                  { c.calls++ }
+func (c *countingObserver) SessionChanged(host.SessionStatus) { c.calls++ }
+func (c *countingObserver) OperationChanged(host.SessionID, host.OperationStatus) {
+	c.calls++
+}
 func (c *countingObserver) Chunk(host.SessionID, host.ExternalToolStreamChunk) { c.calls++ }
 func (c *countingObserver) Audit(host.SessionID, []host.AuditEvent)            { c.calls++ }
 func (c *countingObserver) Dispatched(host.SessionID, host.ExternalInvocation) { c.calls++ }
@@ -133,14 +136,15 @@ func TestTeeForwardsToEveryObserver(t *testing.T) {
 	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
 	o := httpapi.Tee(a, nil, b, c)
 	o.SessionChanged(host.SessionStatus{ID: "s"})
+	o.OperationChanged("s", host.OperationStatus{Session: "s", ID: 1})
 	o.Chunk("s", host.ExternalToolStreamChunk{})
 	o.Audit("s", nil)
 	o.Dispatched("s", host.ExternalInvocation{})
 	o.Rejected("x", errors.New("y"))
-	if a.calls != 5 || c.calls != 5 {
+	if a.calls != 6 || c.calls != 6 {
 		t.Fatalf("calls %d %d", a.calls, c.calls)
 	}
-	if got := drain(closeAfterReplay(b, "s")); len(got) != 2 {
+	if got := drain(closeAfterReplay(b, "s")); len(got) != 3 {
 		t.Fatalf("broadcaster saw %v", kinds(got))
 	}
 }

@@ -115,6 +115,8 @@ func writeEvent(w io.Writer, ev Event) error {
 		data = chunkOf(ev.Chunk)
 	case EventAudit:
 		data = auditEntryOf(ev.Audit)
+	case EventOperation:
+		data = operationsOf([]host.OperationStatus{ev.Operation})[0]
 	case EventLagged:
 		data = laggedBody{Message: "stream fell behind and was dropped; GET the session or subscribe again"}
 	default:

@@ -230,6 +230,21 @@ func TestLoopCancelEndsSession(t *testing.T) {
 	if last := got[len(got)-1]; last.name != "state" || !strings.Contains(last.data, `"state":"failed"`) {
 		t.Fatalf("last event %+v", last)
 	}
+	// Each change of the operation came as an operation event of its own,
+	// the last one its terminal state, before the session's end.
+	var states []string
+	for _, ev := range got {
+		if ev.name == "operation" {
+			var op httpapi.Operation
+			if err := json.Unmarshal([]byte(ev.data), &op); err != nil {
+				t.Fatal(err)
+			}
+			states = append(states, op.State)
+		}
+	}
+	if got, want := strings.Join(states, ","), "cancellation_requested,cancelled"; !strings.HasSuffix(got, want) {
+		t.Fatalf("operation events %q, want them to end %s", states, want)
+	}
 }
 
 // A second cancel of an operation whose cancellation is in progress is

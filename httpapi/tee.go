@@ -24,6 +24,12 @@ func (t tee) SessionChanged(s host.SessionStatus) {
 	}
 }
 
+func (t tee) OperationChanged(session host.SessionID, op host.OperationStatus) {
+	for _, o := range t {
+		o.OperationChanged(session, op)
+	}
+}
+
 func (t tee) Chunk(session host.SessionID, c host.ExternalToolStreamChunk) {
 	for _, o := range t {
 		o.Chunk(session, c)

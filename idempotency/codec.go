@@ -45,6 +45,9 @@ func encodeRecord(r Record) ([]byte, error) {
 		b = append(b, `,"takeovers":`...)
 		b = strconv.AppendUint(b, uint64(r.Takeovers), 10)
 	}
+	if r.TakenOver {
+		b = append(b, `,"taken_over":true`...)
+	}
 	var err error
 	if !r.LeaseExpiresAt.IsZero() {
 		b = append(b, `,"lease_expires_at":`...)

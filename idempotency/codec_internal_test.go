@@ -35,7 +35,7 @@ func TestEncodeRecordMatchesEncodingJSON(t *testing.T) {
 	}{
 		{"zero", Record{}},
 		{"running", newRunning("op-1", "worker-a/1", time.Minute, at)},
-		{"taken over", Record{Key: "k", State: StateRunning, Owner: "b", PreviousOwner: "a", Claims: 2, Takeovers: 1,
+		{"taken over", Record{Key: "k", State: StateRunning, Owner: "b", PreviousOwner: "a", Claims: 2, Takeovers: 1, TakenOver: true,
 			LeaseExpiresAt: at.Add(time.Minute), CreatedAt: at, UpdatedAt: at.In(zone)}},
 		{"odd key", Record{Key: "ü/\x00\n\"\\\u2029\xc3", State: StateReleased, CreatedAt: at, UpdatedAt: at}},
 		{"text result", finished(newRunning("op", "w", time.Minute, at), Result{Status: StatusSucceeded, Payload: &text}, at)},
@@ -85,7 +85,7 @@ func TestEncodedShapesAreKnown(t *testing.T) {
 		v    any
 		want []string
 	}{
-		{Record{}, []string{"Key", "State", "Owner", "PreviousOwner", "Claims", "Takeovers", "LeaseExpiresAt", "CreatedAt", "UpdatedAt", "Result", "Revision"}},
+		{Record{}, []string{"Key", "State", "Owner", "PreviousOwner", "Claims", "Takeovers", "TakenOver", "LeaseExpiresAt", "CreatedAt", "UpdatedAt", "Result", "Revision"}},
 		{Result{}, []string{"Status", "Payload", "Error"}},
 		{protocol.WorkerPayload{}, []string{"Format", "Text", "JSON"}},
 	}

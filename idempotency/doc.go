@@ -24,13 +24,38 @@
 //		// replay c.Record.Result instead of running the tool
 //	}
 //
-// A held claim (Fresh or TakenOver) ends in exactly one of Finish (a
-// terminal result, replayed to every later Begin) or Release (no result:
-// a draining worker gives the operation back, and the next Begin is Fresh
-// rather than TakenOver because nothing ran, or what ran stopped cleanly).
+// A held claim (Fresh, TakenOver, or Resumed: see below) ends in exactly
+// one of Finish (a terminal result, replayed to every later Begin) or
+// Release (no result: a draining worker gives the operation back, and the
+// next Begin is Fresh rather than TakenOver because nothing ran, or what
+// ran stopped cleanly).
 // Renew, Finish and Release return ErrLeaseLost when the record moved on
 // without the caller; the caller must then stop producing effects and
 // must not report its result as the operation's.
+//
+// # A Begin whose answer was lost
+//
+// A Begin that fails with a transport error (the connection to the node
+// that took the write went away, a timeout) may have written the claim
+// all the same. Asked again with Begin, the journal would answer
+// RunningElsewhere, and once the lease ran out TakenOver: the caller's own
+// claim, met as a stranger's, would make it give the operation up as
+// indeterminate although nothing ran. The caller asks with Resume
+// instead, under the same owner id:
+//
+//	c, err := j.Begin(ctx, key, ownerID, lease)
+//	for err != nil && transient(err) {
+//		c, err = j.Resume(ctx, key, ownerID, lease)
+//	}
+//	// c.Outcome is Resumed if the first Begin's write landed; then
+//	// c.EffectUnknown() says whether that claim had taken over.
+//
+// Resume gives the caller back a running record whose owner is its own,
+// expired or not, and is Begin for anything else. It is safe because the
+// caller never ran under that claim: it did not know it held it. Owner
+// ids must therefore be unique per claimant (the worker agent draws one
+// per execution), and an owner that did run under a claim never resumes
+// it.
 //
 // # Operations that may run twice: Store without a claim
 //
@@ -68,7 +93,8 @@
 // and each loser learns it; at most one Finish per key ever succeeds. A
 // claim is not re-entrant: a second Begin by the same owner while its
 // lease is live is RunningElsewhere, because a duplicate delivery to the
-// same process is still a duplicate.
+// same process is still a duplicate; only Resume gives an owner its own
+// running record back (see above).
 //
 // Leases only decide when a silent owner is presumed dead. A lease that
 // ran out but that nobody took over still belongs to its owner: Renew
@@ -106,6 +132,8 @@
 //	Begin, new key        1 create
 //	Begin, duplicate      0 (a refused create, then reads)
 //	Begin, takeover/after release  1 update (after a read)
+//	Resume, own running record     1 update (after a refused create and a read)
+//	Resume, otherwise     as Begin
 //	Renew                 1 update per renewal
 //	Finish, Release       1 update
 //	Store, new key        1 create

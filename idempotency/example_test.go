@@ -88,3 +88,31 @@ func ExampleJournal() {
 	// worker-a finishing late: idempotency: lease lost: "nonce/7"
 	// stored: done indeterminate claims 2 takeovers 1
 }
+
+// A worker's Begin wrote the claim, but the answer was lost with the
+// connection, so the worker cannot tell whether it holds the key. Asking
+// again with Begin, it would meet its own claim as another holder's;
+// Resume, under the same owner id, gives the claim back, and the
+// operation runs once instead of ending indeterminate.
+func ExampleMemory_Resume() {
+	ctx := context.Background()
+	j := idempotency.NewMemory(nil)
+	const lease = 10 * time.Second
+
+	_, _ = j.Begin(ctx, "nonce/8", "worker-a/1", lease) // the answer is lost
+
+	again, _ := j.Begin(ctx, "nonce/8", "worker-a/1", lease)
+	fmt.Println("Begin again:", again.Outcome)
+
+	c, _ := j.Resume(ctx, "nonce/8", "worker-a/1", lease)
+	fmt.Println("Resume:", c.Outcome, "held", c.Held(), "effect unknown", c.EffectUnknown())
+	out := protocol.TextPayload("ran once")
+	_ = j.Finish(ctx, c, idempotency.Result{Status: idempotency.StatusSucceeded, Payload: &out})
+
+	rec, _ := j.Get(ctx, "nonce/8")
+	fmt.Println("stored:", rec.State, rec.Result.Payload.Text, "claims", rec.Claims)
+	// Output:
+	// Begin again: running_elsewhere
+	// Resume: resumed held true effect unknown false
+	// stored: done ran once claims 1
+}

@@ -14,8 +14,21 @@ type Journal interface {
 	// Begin asks to run the operation named by key. The outcome says what
 	// the caller may do: run it (Fresh, TakenOver), wait for the live
 	// owner (RunningElsewhere) or replay the stored result (Done). lease
-	// is how long the caller may hold the operation without renewing.
+	// is how long the caller may hold the operation without renewing. A
+	// claim is not re-entrant: to a Begin by the owner holding the lease
+	// it is RunningElsewhere, as to anyone.
 	Begin(ctx context.Context, key, owner string, lease time.Duration) (Claim, error)
+	// Resume is Begin for an owner that may hold the lease already
+	// without knowing it: its Begin failed with an error that leaves the
+	// write's fate unknown (an answer lost with the connection, a
+	// timeout), so the record may be its own. A running record whose
+	// Owner is owner, expired or not, is given back: the lease is
+	// extended by lease from now and the outcome is Resumed, which holds
+	// it. Anything else is answered as Begin answers it. The journal
+	// cannot tell a lost answer from a second claimant under the same
+	// owner id, so owner ids must be unique per claimant, and an owner
+	// resumes only a claim it never ran under.
+	Resume(ctx context.Context, key, owner string, lease time.Duration) (Claim, error)
 	// Renew extends a held lease by the claim's lease duration from now
 	// and returns the claim to use next. ErrLeaseLost means the caller no
 	// longer owns the operation and must stop producing effects.
@@ -41,10 +54,11 @@ type Journal interface {
 	Get(ctx context.Context, key string) (Record, error)
 }
 
-// Outcome is what Begin found.
+// Outcome is what Begin or Resume found.
 type Outcome uint8
 
-// Begin outcomes. Fresh and TakenOver hold the lease; the others do not.
+// Begin and Resume outcomes. Fresh, TakenOver and Resumed hold the lease;
+// the others do not.
 const (
 	// Fresh: no live record existed (never begun, or released); the caller
 	// holds the lease and runs the operation.
@@ -60,6 +74,11 @@ const (
 	// effect is unknown, so an idempotent operation may run again and a
 	// non-idempotent one should finish as indeterminate.
 	TakenOver
+	// Resumed (Resume only): the record already held the caller's own
+	// lease, written by an earlier Begin of the same owner whose answer
+	// was lost; the caller holds it again, extended. Whether the lease
+	// was fresh or taken over is in Record.TakenOver (Claim.EffectUnknown).
+	Resumed
 )
 
 // String returns the outcome's lower-case name.
@@ -73,6 +92,8 @@ func (o Outcome) String() string {
 		return "done"
 	case TakenOver:
 		return "taken_over"
+	case Resumed:
+		return "resumed"
 	default:
 		return fmt.Sprintf("outcome(%d)", uint8(o))
 	}
@@ -93,7 +114,17 @@ type Claim struct {
 
 // Held reports whether the claim holds the lease, that is whether the
 // caller may run the operation and must end it with Finish or Release.
-func (c Claim) Held() bool { return c.Outcome == Fresh || c.Outcome == TakenOver }
+func (c Claim) Held() bool {
+	return c.Outcome == Fresh || c.Outcome == TakenOver || c.Outcome == Resumed
+}
+
+// EffectUnknown reports whether a held claim follows an earlier holder
+// that lost its lease without a result, so that whether the effect
+// happened is unknown: the claim took the lease over (TakenOver), or
+// resumed a lease that its owner had taken over.
+func (c Claim) EffectUnknown() bool {
+	return c.Outcome == TakenOver || (c.Outcome == Resumed && c.Record.TakenOver)
+}
 
 // Revision is the record revision the claim's next write compares against.
 func (c Claim) Revision() uint64 { return c.Record.Revision }

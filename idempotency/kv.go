@@ -114,17 +114,29 @@ func (j *KVJournal) Bucket() string { return j.bucket }
 // duplicate costs a failed create and a read; a takeover or a re-claim
 // after release costs a read and one write (update).
 func (j *KVJournal) Begin(ctx context.Context, key, owner string, lease time.Duration) (Claim, error) {
+	return j.begin(ctx, "begin", key, owner, lease, decide)
+}
+
+// Resume implements Journal. It costs what Begin costs; resuming the
+// caller's own record costs a failed create, a read and one write
+// (update).
+func (j *KVJournal) Resume(ctx context.Context, key, owner string, lease time.Duration) (Claim, error) {
+	return j.begin(ctx, "resume", key, owner, lease, decideResume)
+}
+
+// begin is Begin or Resume, whichever decision rule they pass.
+func (j *KVJournal) begin(ctx context.Context, op, key, owner string, lease time.Duration, rule beginRule) (Claim, error) {
 	if err := validateBegin(key, owner, lease); err != nil {
 		return Claim{}, err
 	}
 	var outcome Outcome
-	rec, _, err := j.cas(ctx, "begin", key, func(cur *Record) (Record, bool) {
+	rec, _, err := j.cas(ctx, op, key, func(cur *Record) (Record, bool) {
 		now := j.clock()
 		if cur == nil {
 			outcome = Fresh
 			return newRunning(key, owner, lease, now), true
 		}
-		next, o, write := decide(*cur, owner, lease, now)
+		next, o, write := rule(*cur, owner, lease, now)
 		outcome = o
 		return next, write
 	})

@@ -54,6 +54,16 @@ var _ Journal = (*Memory)(nil)
 
 // Begin implements Journal.
 func (m *Memory) Begin(ctx context.Context, key, owner string, lease time.Duration) (Claim, error) {
+	return m.begin(ctx, key, owner, lease, decide)
+}
+
+// Resume implements Journal.
+func (m *Memory) Resume(ctx context.Context, key, owner string, lease time.Duration) (Claim, error) {
+	return m.begin(ctx, key, owner, lease, decideResume)
+}
+
+// begin is Begin or Resume, whichever decision rule they pass.
+func (m *Memory) begin(ctx context.Context, key, owner string, lease time.Duration, rule beginRule) (Claim, error) {
 	if err := validateBegin(key, owner, lease); err != nil {
 		return Claim{}, err
 	}
@@ -68,7 +78,7 @@ func (m *Memory) Begin(ctx context.Context, key, owner string, lease time.Durati
 		return Claim{}, err
 	} else if ok {
 		var write bool
-		next, outcome, write = decide(cur, owner, lease, now)
+		next, outcome, write = rule(cur, owner, lease, now)
 		if !write {
 			return Claim{Outcome: outcome, Owner: owner, Lease: lease, Record: cur}, nil
 		}

@@ -11,6 +11,7 @@ import (
 //	(none)   --Begin-->            running   Fresh
 //	released --Begin-->            running   Fresh
 //	running  --Begin, expired-->   running   TakenOver (new owner)
+//	running  --Resume, own-->      running   Resumed (same owner, later expiry)
 //	running  --Renew-->            running   (same owner, later expiry)
 //	running  --Finish-->           done
 //	running  --Release-->          released
@@ -44,6 +45,11 @@ type Record struct {
 	Claims uint32 `json:"claims"`
 	// Takeovers counts the leases taken from an expired owner.
 	Takeovers uint32 `json:"takeovers,omitempty"`
+	// TakenOver reports that the last lease granted for the key was
+	// taken from an expired owner (Begin answered TakenOver), so its
+	// holder follows one that may have produced the effect; a fresh
+	// grant clears it. A Resume of that lease reads it here.
+	TakenOver bool `json:"taken_over,omitempty"`
 	// LeaseExpiresAt is when a running record's lease ends, by the clock of
 	// the owner that last wrote it.
 	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
@@ -76,6 +82,10 @@ func newRunning(key, owner string, lease time.Duration, now time.Time) Record {
 	}
 }
 
+// beginRule applies Begin (decide) or Resume (decideResume) to an
+// existing record.
+type beginRule func(cur Record, owner string, lease time.Duration, now time.Time) (next Record, o Outcome, write bool)
+
 // decide applies Begin to an existing record. write reports whether next
 // must be stored (the caller then holds the lease if the write wins).
 func decide(cur Record, owner string, lease time.Duration, now time.Time) (next Record, o Outcome, write bool) {
@@ -93,11 +103,22 @@ func decide(cur Record, owner string, lease time.Duration, now time.Time) (next 
 	next.LeaseExpiresAt = now.Add(lease)
 	next.UpdatedAt = now
 	next.Result = nil
-	if cur.State == StateRunning {
+	next.TakenOver = cur.State == StateRunning
+	if next.TakenOver {
 		next.Takeovers++
 		return next, TakenOver, true
 	}
 	return next, Fresh, true
+}
+
+// decideResume applies Resume to an existing record: a running record of
+// owner's, expired or not, is owner's again with its lease extended;
+// anything else is decided as Begin decides it.
+func decideResume(cur Record, owner string, lease time.Duration, now time.Time) (next Record, o Outcome, write bool) {
+	if cur.State == StateRunning && cur.Owner == owner {
+		return renewed(cur, lease, now), Resumed, true
+	}
+	return decide(cur, owner, lease, now)
 }
 
 // storedOver is Store applied to cur, the existing record or nil; write

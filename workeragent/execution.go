@@ -2,6 +2,8 @@ package workeragent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -64,10 +66,22 @@ func (e *execution) claimed() bool { return !e.t.spec.idempotent }
 func (e *execution) firstDelivery() bool { return !e.redelivered && e.inv.Attempt <= 1 }
 
 // ownerID names this execution in the journal: unique per execution, so
-// that a second delivery to the same agent is a different owner.
+// that a second delivery to the same agent is a different owner, and per
+// process, so that a worker restarted under the same WorkerID (a
+// container keeps its hostname) never takes an owner id of its previous
+// life, whose claims may have run. A pickup resumes a claim under its
+// owner id (beginClaim), which is safe only for a claim nothing ran under.
 func (e *execution) ownerID() string {
-	return e.a.cfg.WorkerID + "/" + strconv.FormatUint(e.a.owner.Add(1), 10)
+	return e.a.cfg.WorkerID + "/" + incarnation + "/" + strconv.FormatUint(e.a.owner.Add(1), 10)
 }
+
+// incarnation tells this process's owner ids from those of earlier
+// processes under the same WorkerID.
+var incarnation = func() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
 
 func opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), opTimeout)

@@ -13,8 +13,8 @@ import (
 // on to the handler; when it should not, the pickup has already answered,
 // deferred or handed the message back.
 
-// pickupClaimed claims the call's key in the journal (Begin), for tools
-// whose effect must not happen twice.
+// pickupClaimed claims the call's key in the journal (beginClaim), for
+// tools whose effect must not happen twice.
 func (e *execution) pickupClaimed() (recorded, proceed bool) {
 	a, inv := e.a, e.inv
 	// The local copy of the cancel records answers at once; only when it
@@ -35,14 +35,12 @@ func (e *execution) pickupClaimed() (recorded, proceed bool) {
 			cancelled <- lookup{ok, err}
 		})
 	}
-	ctx, cancel := opContext()
-	claim, err := a.cfg.Journal.Begin(ctx, inv.IdempotencyKey, e.ownerID(), a.cfg.LeaseDuration)
-	cancel()
+	claim, err := e.beginClaim()
 	var l lookup
 	if cancelled != nil {
 		l = <-cancelled
 	}
-	if err == nil && l.err != nil && claim.Outcome == idempotency.Fresh {
+	if err == nil && l.err != nil && claim.Held() && !claim.EffectUnknown() {
 		// Without knowing whether the call was cancelled it must not run;
 		// give the key back so the redelivery starts fresh. A taken-over
 		// claim is left to expire instead: releasing it would erase that
@@ -77,9 +75,12 @@ func (e *execution) pickupClaimed() (recorded, proceed bool) {
 		delay = min(max(delay, a.cfg.HeartbeatInterval), a.cfg.LeaseDuration)
 		_ = e.msg.NakWithDelay(delay)
 		return false, false
-	case idempotency.TakenOver:
+	}
+	if claim.EffectUnknown() {
 		// Only tools that must not run twice are claimed, so the effect
-		// of the lost holder is unknown and cannot be repeated.
+		// of the lost holder is unknown and cannot be repeated. (A
+		// resumed claim that had taken over lost that answer, so it is
+		// counted here too.)
 		a.stats.takenOver.Add(1)
 		a.stats.indeterminate.Add(1)
 		e.finish(idempotency.Result{
@@ -89,6 +90,78 @@ func (e *execution) pickupClaimed() (recorded, proceed bool) {
 		return false, false
 	}
 	return recorded, true
+}
+
+// beginClaim claims the call's key: Begin, and while the journal's
+// answers are lost (the node that took the write went away, a timeout),
+// Resume under the same owner id. A Begin that fails that way may have
+// written the claim all the same; asked again with Begin, the journal
+// would show this execution its own claim as another holder's, and once
+// the lease ran out as one taken over, so the call would end
+// indeterminate although nothing ran. Resume gives the claim back
+// (idempotency.Resumed). The owner id names this execution alone, which
+// ran nothing under it, so the claim Resume finds under it cannot be one
+// that produced an effect.
+//
+// While it retries, the message is reported in progress every heartbeat
+// (the first Begin may take opTimeout, more than a short ack wait), so it
+// stays with this execution rather than meeting its own claim elsewhere.
+// It gives up, leaving the message to pickupFailed, on an error no retry
+// can change, once the lease has passed (a claim of its own would have
+// expired, and the key is better handed on), or when the drain cancels
+// the agent's calls.
+func (e *execution) beginClaim() (idempotency.Claim, error) {
+	a, key := e.a, e.inv.IdempotencyKey
+	owner, lease := e.ownerID(), a.cfg.LeaseDuration
+	hb := e.startHeartbeat(func(error) {})
+	defer hb.stop()
+	ctx, cancel := opContext()
+	claim, err := a.cfg.Journal.Begin(ctx, key, owner, lease)
+	cancel()
+	if err == nil || !unanswered(err) {
+		return claim, err
+	}
+	a.log.Warn("journal claim unanswered; resuming it", "request", e.inv.RequestID, "owner", owner, "err", err)
+	giveUp := time.Now().Add(lease)
+	wait := min(resumeBackoff, a.cfg.HeartbeatInterval)
+	tries := 0
+	for err != nil && unanswered(err) && time.Now().Before(giveUp) && !e.drainStarted() {
+		time.Sleep(wait)
+		wait = min(2*wait, a.cfg.HeartbeatInterval)
+		tries++
+		ctx, cancel := opContext()
+		claim, err = a.cfg.Journal.Resume(ctx, key, owner, lease)
+		cancel()
+	}
+	if err != nil {
+		a.log.Warn("journal claim still unanswered", "request", e.inv.RequestID, "owner", owner, "tries", tries, "err", err)
+	} else {
+		a.log.Info("journal claim answered", "request", e.inv.RequestID, "owner", owner, "outcome", claim.Outcome, "tries", tries)
+	}
+	return claim, err
+}
+
+// resumeBackoff is the first pause before beginClaim resumes an
+// unanswered claim; it doubles up to the heartbeat interval.
+const resumeBackoff = 100 * time.Millisecond
+
+// unanswered reports a journal error that leaves unknown whether the
+// write landed, as opposed to a refusal no retry can change.
+func unanswered(err error) bool {
+	for _, never := range []error{idempotency.ErrCorruptRecord, idempotency.ErrInvalidKey, idempotency.ErrInvalidOwner, idempotency.ErrInvalidLease} {
+		if errors.Is(err, never) {
+			return false
+		}
+	}
+	return true
+}
+
+// drainStarted reports that the agent's drain has cancelled its calls:
+// a pickup still waiting on the journal stops there.
+func (e *execution) drainStarted() bool {
+	e.a.mu.Lock()
+	defer e.a.mu.Unlock()
+	return e.a.draining
 }
 
 // pickupUnclaimed readies a call of a tool registered Idempotent. Running

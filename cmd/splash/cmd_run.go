@@ -187,6 +187,10 @@ func (r *scriptRun) consume(stream *apiclient.EventStream, s apiclient.Session) 
 			if r.progress != nil {
 				r.progress.audit(ev.Audit)
 			}
+		case apiclient.EventOperation:
+			if r.progress != nil {
+				r.progress.operation(ev.Operation)
+			}
 		case apiclient.EventLagged:
 			r.note("the host dropped the event stream: " + ev.Message)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -114,6 +115,45 @@ func (p *progress) update(s apiclient.Session) {
 		}
 	}
 	p.draw()
+}
+
+// operation records one operation's change: a terminal state takes it off
+// the live ones, anything else adds or replaces it.
+func (p *progress) operation(o apiclient.Operation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := o.ID + "#" + fmt.Sprint(o.Attempt)
+	i := slices.IndexFunc(p.ops, func(x apiclient.Operation) bool { return x.ID == o.ID })
+	switch {
+	case terminalOperation(o.State):
+		if i >= 0 {
+			p.ops = slices.Delete(p.ops, i, i+1)
+		}
+		for key := range p.seen {
+			if strings.HasPrefix(key, o.ID+"#") {
+				delete(p.seen, key)
+			}
+		}
+	case i >= 0:
+		p.ops[i] = o
+	default:
+		p.ops = append(p.ops, o)
+	}
+	if !terminalOperation(o.State) {
+		if _, ok := p.seen[k]; !ok {
+			p.seen[k] = p.now()
+		}
+	}
+	p.draw()
+}
+
+// terminalOperation reports whether an operation state is final.
+func terminalOperation(state string) bool {
+	switch state {
+	case "succeeded", "failed", "timed_out", "cancelled", "finished":
+		return true
+	}
+	return false
 }
 
 // audit writes an audit event as a plain line; a terminal shows the

@@ -153,3 +153,29 @@ func TestChunkLines(t *testing.T) {
 		}
 	}
 }
+
+// Operation events keep the live operations: a new one is added, a later
+// attempt restarts its clock, a terminal state takes it off.
+func TestProgressOperationEvents(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	p := newProgress(new(bytes.Buffer), true, clock.now)
+	p.update(apiclient.Session{})
+	op := apiclient.Operation{ID: "op-1", Tool: "demo.flaky", State: "claimed", Attempt: 1}
+	p.operation(op)
+	clock.t = clock.t.Add(time.Second)
+	p.operation(apiclient.Operation{ID: "op-2", Tool: "demo.echo", State: "claimed", Attempt: 1})
+	if got := p.line(); got != "waiting on demo.flaky (attempt 1) 1.0s and 1 more" {
+		t.Errorf("two live: %q", got)
+	}
+	op.Attempt = 2
+	p.operation(op)
+	clock.t = clock.t.Add(500 * time.Millisecond)
+	if got := p.line(); got != "waiting on demo.flaky (attempt 2) 0.5s and 1 more" {
+		t.Errorf("next attempt: %q", got)
+	}
+	op.State = "succeeded"
+	p.operation(op)
+	if got := p.line(); got != "waiting on demo.echo (attempt 1) 0.5s" {
+		t.Errorf("after the first settled: %q", got)
+	}
+}

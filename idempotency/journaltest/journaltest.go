@@ -67,6 +67,18 @@ func (e *env) begin(key, owner string, want idempotency.Outcome) idempotency.Cla
 	return c
 }
 
+func (e *env) resume(key, owner string, want idempotency.Outcome) idempotency.Claim {
+	e.t.Helper()
+	c, err := e.j.Resume(e.ctx, key, owner, Lease)
+	if err != nil {
+		e.t.Fatalf("Resume(%q, %q): %v", key, owner, err)
+	}
+	if c.Outcome != want {
+		e.t.Fatalf("Resume(%q, %q) outcome = %s, want %s (record %+v)", key, owner, c.Outcome, want, c.Record)
+	}
+	return c
+}
+
 func (e *env) get(key string) idempotency.Record {
 	e.t.Helper()
 	r, err := e.j.Get(e.ctx, key)
@@ -143,6 +155,12 @@ func RunConformance(t *testing.T, f Factory) {
 		{"StoreOverReleased", testStoreOverReleased},
 		{"StoreAfterFinish", testStoreAfterFinish},
 		{"InvalidStoreWritesNothing", testInvalidStore},
+		{"ResumeAfterLostBeginReply", testResumeLostReply},
+		{"ResumeOwnExpiredLease", testResumeExpired},
+		{"ResumeKeepsTakeover", testResumeKeepsTakeover},
+		{"ResumeOtherwiseBegins", testResumeOtherwise},
+		{"ConcurrentResumeAndTakeoverOneWins", testConcurrentResume},
+		{"FreshClaimClearsTakenOver", testFreshClearsTakenOver},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(setup(t, f)) })
@@ -156,7 +174,7 @@ func testFreshBegin(e *env) {
 	}
 	r := c.Record
 	if r.Key != "op-1" || r.State != idempotency.StateRunning || r.Owner != "worker-a" ||
-		r.Claims != 1 || r.Takeovers != 0 || r.PreviousOwner != "" || r.Result != nil {
+		r.Claims != 1 || r.Takeovers != 0 || r.TakenOver || r.PreviousOwner != "" || r.Result != nil || c.EffectUnknown() {
 		e.t.Fatalf("record = %+v", r)
 	}
 	if !r.LeaseExpiresAt.Equal(Epoch.Add(Lease)) || !r.CreatedAt.Equal(Epoch) {
@@ -292,7 +310,7 @@ func testTakeover(e *env) {
 	e.clock.Advance(time.Nanosecond) // the lease ends at its expiry instant
 	b := e.begin("op", "worker-b", idempotency.TakenOver)
 	r := b.Record
-	if !b.Held() || r.Owner != "worker-b" || r.PreviousOwner != "worker-a" || r.Claims != 2 || r.Takeovers != 1 ||
+	if !b.Held() || !b.EffectUnknown() || r.Owner != "worker-b" || r.PreviousOwner != "worker-a" || r.Claims != 2 || r.Takeovers != 1 || !r.TakenOver ||
 		r.Revision <= a.Revision() || !r.LeaseExpiresAt.Equal(Epoch.Add(2*Lease)) || !r.CreatedAt.Equal(Epoch) {
 		e.t.Fatalf("claim = %+v", b)
 	}
@@ -427,6 +445,8 @@ func testInvalidBegin(e *env) {
 	for _, tc := range tests {
 		_, err := e.j.Begin(e.ctx, tc.key, tc.owner, tc.lease)
 		wantErr(e.t, tc.name, err, tc.wantErr)
+		_, err = e.j.Resume(e.ctx, tc.key, tc.owner, tc.lease)
+		wantErr(e.t, tc.name+" (Resume)", err, tc.wantErr)
 	}
 	_, err := e.j.Get(e.ctx, "op")
 	wantErr(e.t, "Get after rejected Begins", err, idempotency.ErrNotFound)
@@ -506,6 +526,8 @@ func testCancelledContext(e *env) {
 	cancel()
 	_, err := e.j.Begin(ctx, "op", "worker-a", Lease)
 	wantErr(e.t, "Begin", err, context.Canceled)
+	_, err = e.j.Resume(ctx, "op", "worker-a", Lease)
+	wantErr(e.t, "Resume", err, context.Canceled)
 	_, err = e.j.Get(e.ctx, "op")
 	wantErr(e.t, "Get after cancelled Begin", err, idempotency.ErrNotFound)
 }
@@ -651,4 +673,185 @@ func testInvalidStore(e *env) {
 	wantErr(e.t, "Get after rejected Stores", err, idempotency.ErrNotFound)
 	// The size bound is inclusive, as Finish's is.
 	e.store("op", "worker-a", succeeded(strings.Repeat("x", MaxResultBytes)), true)
+}
+
+// testResumeLostReply: an owner whose Begin wrote the claim but lost the
+// answer (a connection cut mid-write) gets its own lease back from
+// Resume instead of meeting it as someone else's.
+func testResumeLostReply(e *env) {
+	lost := e.begin("op", "worker-a", idempotency.Fresh) // the caller never saw this answer
+	e.clock.Advance(Lease / 2)
+	e.begin("op", "worker-b", idempotency.RunningElsewhere)
+	c := e.resume("op", "worker-a", idempotency.Resumed)
+	r := c.Record
+	if !c.Held() || c.EffectUnknown() || c.Owner != "worker-a" || c.Lease != Lease || c.Revision() <= lost.Revision() {
+		e.t.Fatalf("claim = %+v", c)
+	}
+	if r.State != idempotency.StateRunning || r.Owner != "worker-a" || r.PreviousOwner != "" || r.Claims != 1 ||
+		r.Takeovers != 0 || r.TakenOver || !r.LeaseExpiresAt.Equal(Epoch.Add(Lease/2+Lease)) || !r.CreatedAt.Equal(Epoch) {
+		e.t.Fatalf("record = %+v", r)
+	}
+	// Resuming again is the same claim once more, for as long as the
+	// owner cannot tell whether its write landed.
+	c = e.resume("op", "worker-a", idempotency.Resumed)
+	e.clock.Advance(Lease - time.Millisecond) // past the first expiry, before the resumed one
+	e.begin("op", "worker-b", idempotency.RunningElsewhere)
+	wantErr(e.t, "Finish with the unanswered claim", e.j.Finish(e.ctx, lost, succeeded("x")), idempotency.ErrLeaseLost)
+	e.finish(c, succeeded("once"))
+	if d := e.begin("op", "worker-b", idempotency.Done); d.Record.Result.Payload.Text != "once" || d.Record.Claims != 1 {
+		e.t.Fatalf("claim = %+v", d)
+	}
+	e.resume("op", "worker-a", idempotency.Done)
+}
+
+// testResumeExpired: an expired lease that nobody took over is still its
+// owner's, so Resume gives it back rather than taking it over.
+func testResumeExpired(e *env) {
+	e.begin("op", "worker-a", idempotency.Fresh)
+	e.clock.Advance(2 * Lease)
+	c := e.resume("op", "worker-a", idempotency.Resumed)
+	if r := c.Record; c.EffectUnknown() || r.Claims != 1 || r.Takeovers != 0 || r.TakenOver || r.PreviousOwner != "" ||
+		!r.LeaseExpiresAt.Equal(Epoch.Add(3*Lease)) {
+		e.t.Fatalf("claim = %+v", c)
+	}
+	e.begin("op", "worker-b", idempotency.RunningElsewhere)
+	e.finish(c, succeeded("late but alone"))
+}
+
+// testResumeKeepsTakeover: resuming a lease that its owner took over from
+// a lost holder still says that the effect is unknown; the lost holder
+// cannot resume what it no longer owns.
+func testResumeKeepsTakeover(e *env) {
+	e.begin("op", "worker-a", idempotency.Fresh)
+	e.clock.Advance(Lease)
+	e.begin("op", "worker-b", idempotency.TakenOver) // the answer is lost
+	c := e.resume("op", "worker-b", idempotency.Resumed)
+	if r := c.Record; !c.Held() || !c.EffectUnknown() || !r.TakenOver || r.Owner != "worker-b" ||
+		r.PreviousOwner != "worker-a" || r.Claims != 2 || r.Takeovers != 1 {
+		e.t.Fatalf("claim = %+v", c)
+	}
+	if a := e.resume("op", "worker-a", idempotency.RunningElsewhere); a.Held() || a.Record.Revision != c.Revision() {
+		e.t.Fatalf("the lost holder resumed: %+v", a)
+	}
+	e.finish(c, idempotency.Result{Status: idempotency.StatusIndeterminate})
+}
+
+// testResumeOtherwise: where the record is not the caller's running
+// lease, Resume answers and writes as Begin does.
+func testResumeOtherwise(e *env) {
+	c := e.resume("new", "worker-a", idempotency.Fresh)
+	if r := c.Record; r.Claims != 1 || r.Owner != "worker-a" || c.EffectUnknown() {
+		e.t.Fatalf("claim = %+v", c)
+	}
+
+	live := e.begin("live", "worker-a", idempotency.Fresh)
+	if c := e.resume("live", "worker-b", idempotency.RunningElsewhere); c.Record.Revision != live.Revision() {
+		e.t.Fatalf("claim = %+v", c)
+	}
+
+	done := e.begin("done", "worker-a", idempotency.Fresh)
+	e.finish(done, succeeded("x"))
+	for _, owner := range []string{"worker-a", "worker-b"} {
+		if c := e.resume("done", owner, idempotency.Done); c.Record.Result.Payload.Text != "x" {
+			e.t.Fatalf("%s: claim = %+v", owner, c)
+		}
+	}
+
+	rel := e.begin("released", "worker-a", idempotency.Fresh)
+	if err := e.j.Release(e.ctx, rel); err != nil {
+		e.t.Fatalf("Release: %v", err)
+	}
+	if c := e.resume("released", "worker-a", idempotency.Fresh); c.Record.Claims != 2 || c.Record.PreviousOwner != "worker-a" {
+		e.t.Fatalf("claim = %+v", c)
+	}
+
+	e.begin("expired", "worker-a", idempotency.Fresh)
+	e.clock.Advance(Lease)
+	c = e.resume("expired", "worker-b", idempotency.TakenOver)
+	if r := c.Record; !c.EffectUnknown() || !r.TakenOver || r.Takeovers != 1 || r.PreviousOwner != "worker-a" {
+		e.t.Fatalf("claim = %+v", c)
+	}
+}
+
+// testConcurrentResume: an expired owner resuming races others taking its
+// lease over; exactly one holds the lease afterwards.
+func testConcurrentResume(e *env) {
+	const others = 7
+	for k := range 10 {
+		key := fmt.Sprintf("op-%d", k)
+		e.begin(key, "worker-a", idempotency.Fresh)
+		e.clock.Advance(Lease)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		claims := make(chan idempotency.Claim, others+1)
+		errs := make(chan error, others+1)
+		call := func(f func() (idempotency.Claim, error)) {
+			wg.Go(func() {
+				<-start
+				c, err := f()
+				if err != nil {
+					errs <- err
+					return
+				}
+				claims <- c
+			})
+		}
+		call(func() (idempotency.Claim, error) { return e.j.Resume(e.ctx, key, "worker-a", Lease) })
+		for i := range others {
+			call(func() (idempotency.Claim, error) { return e.j.Begin(e.ctx, key, fmt.Sprintf("worker-%d", i), Lease) })
+		}
+		close(start)
+		wg.Wait()
+		close(claims)
+		close(errs)
+		for err := range errs {
+			e.t.Fatalf("%s: %v", key, err)
+		}
+		var held []idempotency.Claim
+		for c := range claims {
+			if c.Held() {
+				held = append(held, c)
+			} else if c.Outcome != idempotency.RunningElsewhere {
+				e.t.Fatalf("%s: outcome %s", key, c.Outcome)
+			}
+		}
+		if len(held) != 1 {
+			e.t.Fatalf("%s: %d claims hold the lease, want 1: %+v", key, len(held), held)
+		}
+		r := e.get(key)
+		switch h := held[0]; {
+		case h.Outcome == idempotency.Resumed && h.Owner == "worker-a":
+			if r.Claims != 1 || r.Takeovers != 0 || r.Owner != "worker-a" {
+				e.t.Fatalf("%s: resumed, record = %+v", key, r)
+			}
+		case h.Outcome == idempotency.TakenOver && h.Owner != "worker-a":
+			if r.Claims != 2 || r.Takeovers != 1 || r.Owner != h.Owner {
+				e.t.Fatalf("%s: taken over, record = %+v", key, r)
+			}
+		default:
+			e.t.Fatalf("%s: held claim %+v", key, h)
+		}
+	}
+}
+
+// testFreshClaimClearsTakenOver: the flag describes the last lease
+// granted, so a fresh claim after a taken-over one is released clears it.
+func testFreshClearsTakenOver(e *env) {
+	e.begin("op", "worker-a", idempotency.Fresh)
+	e.clock.Advance(Lease)
+	b := e.begin("op", "worker-b", idempotency.TakenOver)
+	if err := e.j.Release(e.ctx, b); err != nil {
+		e.t.Fatalf("Release: %v", err)
+	}
+	if g := e.get("op"); g.State != idempotency.StateReleased || !g.TakenOver {
+		e.t.Fatalf("released record = %+v", g)
+	}
+	c := e.begin("op", "worker-c", idempotency.Fresh)
+	if r := c.Record; r.TakenOver || c.EffectUnknown() || r.Takeovers != 1 || r.Claims != 3 {
+		e.t.Fatalf("claim = %+v", c)
+	}
+	// Resumed, the fresh claim stays fresh.
+	if r := e.resume("op", "worker-c", idempotency.Resumed); r.EffectUnknown() {
+		e.t.Fatalf("resumed claim = %+v", r)
+	}
 }

@@ -179,7 +179,8 @@ func (c *completions) SessionChanged(s host.SessionStatus) {
 	r.complete(id)
 }
 
-func (*completions) Chunk(host.SessionID, host.ExternalToolStreamChunk) {}
-func (*completions) Audit(host.SessionID, []host.AuditEvent)            {}
-func (*completions) Dispatched(host.SessionID, host.ExternalInvocation) {}
-func (*completions) Rejected(string, error)                             {}
+func (*completions) OperationChanged(host.SessionID, host.OperationStatus) {}
+func (*completions) Chunk(host.SessionID, host.ExternalToolStreamChunk)    {}
+func (*completions) Audit(host.SessionID, []host.AuditEvent)               {}
+func (*completions) Dispatched(host.SessionID, host.ExternalInvocation)    {}
+func (*completions) Rejected(string, error)                                {}

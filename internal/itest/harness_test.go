@@ -377,6 +377,8 @@ func (o *observer) SessionChanged(s host.SessionStatus) {
 	}
 }
 
+func (o *observer) OperationChanged(host.SessionID, host.OperationStatus) {}
+
 func (o *observer) Chunk(id host.SessionID, c host.ExternalToolStreamChunk) {
 	o.mu.Lock()
 	o.chunks[id] = append(o.chunks[id], c)
