@@ -138,6 +138,47 @@ func (c *Codec) OpenCancel(data []byte) (protocol.Cancel, error) {
 	return cancel, nil
 }
 
+// SealStreamDenied seals d as the host's frame StreamDeniedSeq(d.Attempt)
+// of session d.RequestID.
+func (c *Codec) SealStreamDenied(d protocol.StreamDenied) ([]byte, error) {
+	if err := checkAttempt(d.Attempt); err != nil {
+		return nil, err
+	}
+	return c.seal(d.RequestID, protocol.RoleHost, StreamDeniedSeq(d.Attempt), protocol.StreamDeniedMessage(d))
+}
+
+// OpenControl authenticates a frame a host sends a running call on its
+// tool's control subject: a cancel (checked as OpenCancel does) or a
+// stream denial, bound the same way to its request and attempt. Every
+// rejection wraps ErrForged.
+func (c *Codec) OpenControl(data []byte) (protocol.WorkerMessage, error) {
+	f, msg, err := c.open(data, protocol.RoleHost)
+	if err != nil {
+		return protocol.WorkerMessage{}, err
+	}
+	switch msg.Kind {
+	case protocol.KindCancel:
+		cancel := *msg.Cancel
+		if f.SessionID != cancel.RequestID {
+			return protocol.WorkerMessage{}, sessionMismatch(f.SessionID, cancel.RequestID)
+		}
+		if cancel.Attempt == 0 || f.Sequence != CancelSeq(cancel.Attempt) {
+			return protocol.WorkerMessage{}, seqMismatch(f.Sequence, CancelSeq(max(cancel.Attempt, 1)))
+		}
+	case protocol.KindStreamDenied:
+		d := *msg.Denied
+		if f.SessionID != d.RequestID {
+			return protocol.WorkerMessage{}, sessionMismatch(f.SessionID, d.RequestID)
+		}
+		if f.Sequence != StreamDeniedSeq(d.Attempt) {
+			return protocol.WorkerMessage{}, seqMismatch(f.Sequence, StreamDeniedSeq(d.Attempt))
+		}
+	default:
+		return protocol.WorkerMessage{}, wrongKind(msg.Kind, "cancel or stream_denied")
+	}
+	return msg, nil
+}
+
 // SealWorker seals msg as a worker's frame k (from 1) of attempt of
 // requestID. msg must be a chunk, result or cancel disposition of that
 // request (and, where the message says, of that attempt); anything else

@@ -210,3 +210,43 @@ func BenchmarkCodecInvoke(b *testing.B) {
 		}
 	}
 }
+
+// A host's control frames reach a running call on one subject: a cancel or
+// a stream denial, each bound to its request and attempt.
+func TestOpenControl(t *testing.T) {
+	c := newCodec(t, testKey)
+	denied := protocol.StreamDenied{RequestID: "req-1", Tool: "t", Attempt: 2, Reason: "spent"}
+	data, err := c.SealStreamDenied(denied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := c.OpenControl(data)
+	if err != nil || msg.Kind != protocol.KindStreamDenied || *msg.Denied != denied {
+		t.Fatalf("OpenControl = %+v, %v", msg, err)
+	}
+	cancel := protocol.Cancel{RequestID: "req-1", Tool: "t", Attempt: 1, IdempotencyKey: "k"}
+	data, err = c.SealCancel(cancel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := c.OpenControl(data); err != nil || msg.Kind != protocol.KindCancel || *msg.Cancel != cancel {
+		t.Fatalf("OpenControl(cancel) = %+v, %v", msg, err)
+	}
+	dm := protocol.StreamDeniedMessage(denied)
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		wantErr error
+	}{
+		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleHost, fabric.StreamDeniedSeq(2), dm), protocol.ErrBadTag},
+		{"worker role", mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.StreamDeniedSeq(2), dm), protocol.ErrWrongRole},
+		{"other session", mustFrame(t, testKey, "req-9", protocol.RoleHost, fabric.StreamDeniedSeq(2), dm), protocol.ErrInvalidSession},
+		{"another attempt's number", mustFrame(t, testKey, "req-1", protocol.RoleHost, fabric.StreamDeniedSeq(1), dm), protocol.ErrSequence},
+		{"an invoke", mustFrame(t, testKey, "req-1", protocol.RoleHost, fabric.InvokeSeq(1), protocol.InvokeMessage(validInvoke("req-1", 1))), protocol.ErrInvalidMessage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.OpenControl(tc.data)
+			wantErrIs(t, err, fabric.ErrForged, tc.wantErr)
+		})
+	}
+}

@@ -203,6 +203,28 @@ func (t *HostTransport) Cancel(ctx context.Context, c protocol.Cancel) error {
 	return t.track(ctx, pendingAck{fut: fut, broadcast: broadcast})
 }
 
+// DenyStream tells whichever worker runs d's attempt that the host refused
+// one of its chunks, on the tool's control subject (core NATS, where the
+// cancel broadcast goes): backpressure, so it streams no more. It is
+// advice, not state: a worker that misses it learns at its next refused
+// chunk, and the runtime refuses every chunk past the bounds regardless.
+func (t *HostTransport) DenyStream(_ context.Context, d protocol.StreamDenied) error {
+	if !t.enter() {
+		return ErrClosed
+	}
+	defer t.active.Done()
+	if err := protocol.ValidateToolName(d.Tool); err != nil {
+		return err
+	}
+	data, err := t.codec.SealStreamDenied(d)
+	if err != nil {
+		return err
+	}
+	return t.nc.PublishMsg(&nats.Msg{Subject: CancelSubject(d.Tool), Data: data, Header: nats.Header{HeaderHost: []string{t.hostID}}})
+}
+
+var _ host.StreamDenier = (*HostTransport)(nil)
+
 func (t *HostTransport) track(ctx context.Context, p pendingAck) error {
 	select {
 	case t.pending <- p:

@@ -16,6 +16,12 @@ func InvokeSeq(attempt uint32) uint64 { return uint64(attempt)*2 - 1 }
 // follows the invocation it cancels.
 func CancelSeq(attempt uint32) uint64 { return uint64(attempt) * 2 }
 
+// StreamDeniedSeq is the sequence of the host's stream denial of attempt:
+// a space of its own (bit 62 set) above every invoke and cancel, so it
+// never takes their numbers. Workers keep no replay window: a replayed
+// denial only repeats that the stream is spent.
+func StreamDeniedSeq(attempt uint32) uint64 { return 1<<62 | uint64(attempt) }
+
 // WorkerSeq is the sequence of a worker's k-th frame (k from 1) of attempt:
 // attempt<<32 | k, so every frame of a later attempt is newer than every
 // frame of an earlier one.

@@ -294,12 +294,9 @@ func invokeFor(requestID string, inv ExternalInvocation) protocol.Invoke {
 		Contract:       inv.Contract,
 	}
 	if inv.Stream != nil {
-		out.Stream = &protocol.StreamLimits{
-			MaxChunks:        inv.Stream.MaxChunks,
-			MaxChunkBytes:    inv.Stream.MaxChunkBytes,
-			MaxSourceBytes:   inv.Stream.MaxSourceBytes,
-			MaxReleasedBytes: inv.Stream.MaxReleasedBytes,
-		}
+		l := inv.Stream.Limits()
+		l.UsedChunks, l.UsedSourceBytes, l.UsedReleasedBytes = inv.StreamUsed.Chunks, inv.StreamUsed.SourceBytes, inv.StreamUsed.ReleasedBytes
+		out.Stream = &l
 	}
 	if inv.HasDeadline {
 		ms := inv.RemainingDeadline.Milliseconds()

@@ -282,3 +282,55 @@ func TestLoopLimitsBudgetAndPending(t *testing.T) {
 		t.Fatalf("a third call under the default budget of 2: %q", s.Error)
 	}
 }
+
+// denyingTransport is a chanTransport that also takes stream denials.
+type denyingTransport struct {
+	*chanTransport
+	denied chan protocol.StreamDenied
+}
+
+func (d denyingTransport) DenyStream(_ context.Context, sd protocol.StreamDenied) error {
+	d.denied <- sd
+	return nil
+}
+
+// Worker-side stream bounds span attempts: a retry carries what earlier
+// attempts streamed. A chunk the host refuses is told to the worker once
+// per attempt, so it can stop.
+func TestLoopStreamBoundsSpanAttemptsAndDenialsReachTheWorker(t *testing.T) {
+	tr := denyingTransport{chanTransport: newChanTransport(), denied: make(chan protocol.StreamDenied, 8)}
+	stream := NewToolStreamPolicy(3, 100, 1000, 1000)
+	l := startTestLoop(t, tr, func(rt *Runtime) error {
+		return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(2).WithStream(stream))
+	})
+	id := submitID(t, l, `await tool.start("t", "x")`)
+	first := tr.next(t)
+	chunk := func(inv protocol.Invoke, seq uint64, text string) {
+		c := protocol.Chunk{RequestID: inv.RequestID, Sequence: seq, Text: text}
+		tr.events <- Event{Kind: EventMessage, Message: protocol.ChunkMessage(c), Worker: "w1"}
+	}
+	chunk(first, 1, "ab")
+	chunk(first, 2, "cde")
+	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryTransient, Error: "again"})
+	second := tr.next(t)
+	if s := second.Stream; s == nil || s.UsedChunks != 2 || s.UsedSourceBytes != 5 || s.UsedReleasedBytes != 5 {
+		t.Fatalf("attempt 2 stream %+v, want 2 chunks and 5 bytes used", s)
+	}
+	chunk(second, 3, "f")
+	chunk(second, 4, "g") // the fourth chunk of the operation: refused
+	chunk(second, 5, "h") // refused again: no second denial
+	d := <-tr.denied
+	if d.RequestID != second.RequestID || d.Attempt != 2 || d.Tool != "t" || !strings.Contains(d.Reason, "stream limit") {
+		t.Fatalf("denial %+v", d)
+	}
+	p := protocol.TextPayload("done")
+	tr.reply(protocol.Result{RequestID: second.RequestID, Attempt: 2, Status: protocol.ResultSucceeded, Payload: &p})
+	// Events are applied in order: once the result is, both refused
+	// chunks were.
+	waitState(t, l, id, SessionCompleted)
+	select {
+	case extra := <-tr.denied:
+		t.Fatalf("a second denial for the same attempt: %+v", extra)
+	default:
+	}
+}

@@ -96,6 +96,8 @@ type dispatched struct {
 	// the next one is scheduled, not yet published. No worker holds the
 	// operation then, so a cancellation needs no worker to acknowledge it.
 	betweenAttempts bool
+	// deniedAttempt is the last attempt told that its stream is spent.
+	deniedAttempt uint32
 	// changed: d is in loopState.changedOps. final is its terminal state
 	// once it settled (the runtime may forget it later).
 	changed bool
@@ -452,6 +454,9 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 		c, err := d.s.rt.PushExternalToolChunk(d.id, m.Chunk.Text)
 		if err != nil {
 			st.reject("chunk", err)
+			if errors.Is(err, ErrStreamLimitExceeded) {
+				st.denyStream(d, err)
+			}
 			return
 		}
 		if o := st.cfg.Observer; o != nil {
@@ -462,6 +467,26 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 		if m.CancelDisp.Disposition == protocol.CancelAcknowledged {
 			st.confirmCancel(d)
 		}
+	}
+}
+
+// denyStream tells the worker running d's attempt that its stream is
+// spent, once per attempt: it should stop streaming rather than send
+// chunks the runtime will refuse.
+func (st *loopState) denyStream(d *dispatched, why error) {
+	sd, ok := st.cfg.Transport.(StreamDenier)
+	if !ok || d.deniedAttempt == d.inv.Attempt {
+		return
+	}
+	d.deniedAttempt = d.inv.Attempt
+	reason := why.Error()
+	if len(reason) > 256 {
+		reason = reason[:256]
+	}
+	if err := sd.DenyStream(context.Background(), protocol.StreamDenied{
+		RequestID: d.requestID, Tool: d.inv.Tool, Attempt: d.inv.Attempt, Reason: reason,
+	}); err != nil {
+		st.reject("stream_denied", err)
 	}
 }
 

@@ -32,7 +32,14 @@ func NewToolStreamPolicy(chunks, chunkBytes, sourceBytes, releasedBytes int) Too
 
 // Limits converts the policy to the form a worker receives.
 func (s ToolStreamPolicy) Limits() protocol.StreamLimits {
-	return protocol.StreamLimits(s)
+	return protocol.StreamLimits{MaxChunks: s.MaxChunks, MaxChunkBytes: s.MaxChunkBytes,
+		MaxSourceBytes: s.MaxSourceBytes, MaxReleasedBytes: s.MaxReleasedBytes}
+}
+
+// StreamUsage is what an operation's stream has used of its policy so
+// far, across its attempts.
+type StreamUsage struct {
+	Chunks, SourceBytes, ReleasedBytes int
 }
 
 func (s ToolStreamPolicy) validate() error {

@@ -277,8 +277,10 @@ type ExternalInvocation struct {
 	IdempotencyKey string
 	OutputLimit    int
 	// Stream is a copy of the tool's stream policy, nil when streaming
-	// is off.
+	// is off; StreamUsed is what earlier attempts of the operation used
+	// of it, since the bounds span every attempt.
 	Stream            *ToolStreamPolicy
+	StreamUsed        StreamUsage
 	RemainingDeadline time.Duration
 	HasDeadline       bool
 	// Contract is the definition the tool was registered from, nil for a
@@ -315,6 +317,7 @@ func (r *Runtime) invocation(op *operation, now time.Time) ExternalInvocation {
 	if p.Stream != nil {
 		s := *p.Stream
 		inv.Stream = &s
+		inv.StreamUsed = StreamUsage{Chunks: op.chunks, SourceBytes: op.sourceBytes, ReleasedBytes: op.releasedBytes}
 	}
 	if op.hasDeadline() {
 		inv.HasDeadline = true

@@ -21,6 +21,14 @@ type Transport interface {
 	Events() <-chan Event
 }
 
+// StreamDenier is implemented by transports that can tell the worker
+// running an attempt that the host refused one of its chunks, so it stops
+// streaming (backpressure it can act on). The loop tells it once per
+// attempt.
+type StreamDenier interface {
+	DenyStream(ctx context.Context, d protocol.StreamDenied) error
+}
+
 // EventKind tells what an Event carries.
 type EventKind int
 

@@ -71,7 +71,8 @@ func fullMessages() []WorkerMessage {
 	return []WorkerMessage{
 		InvokeMessage(Invoke{RequestID: "req-1", Tool: "text.remote", Input: text, CallIndex: 1<<64 - 1,
 			Attempt: 2, AttemptLimit: 1<<32 - 1, IdempotencyKey: "idem-1", OutputLimit: 1 << 40,
-			Stream:         &StreamLimits{MaxChunks: 1, MaxChunkBytes: 2, MaxSourceBytes: 3, MaxReleasedBytes: -4},
+			Stream: &StreamLimits{MaxChunks: 1, MaxChunkBytes: 2, MaxSourceBytes: 3, MaxReleasedBytes: -4,
+				UsedChunks: 5, UsedSourceBytes: 6, UsedReleasedBytes: 7},
 			DeadlineMillis: -1 << 63, Contract: &Contract{Digest: "sha256:00", Idempotent: true, Cancellable: true}}),
 		CancelMessage(Cancel{RequestID: "req-1", Tool: "text.remote", Attempt: 1, IdempotencyKey: "idem-1"}),
 		ChunkMessage(Chunk{RequestID: "req-1", Sequence: 7, Text: "\x00\x1f\u2028\u2029"}),
@@ -79,6 +80,7 @@ func fullMessages() []WorkerMessage {
 			Error: "slow down", RetryAfterMillis: 1500}),
 		CancelReplyMessage(CancelReply{RequestID: "req-1", Attempt: 1, Disposition: CancelUnsupported}),
 		ReconcileMessage(OperationReconcileRequest{SessionID: "s", RequestID: "r", Tool: "t", OperationKey: "k"}),
+		StreamDeniedMessage(StreamDenied{RequestID: "req-1", Tool: "text.remote", Attempt: 2, Reason: "chunk 33 of at most 32"}),
 		ReconciledMessage(OperationReconcileResult{SessionID: "s", RequestID: "r", Tool: "t", OperationKey: "k",
 			Status: OperationStatus{State: OperationFailed, Payload: &text, Error: "gone"}}),
 	}

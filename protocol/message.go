@@ -14,6 +14,7 @@ const (
 	KindCancelDisposition   MessageKind = "cancel_disposition"
 	KindReconcileOperation  MessageKind = "reconcile_operation"
 	KindReconciledOperation MessageKind = "reconciled_operation"
+	KindStreamDenied        MessageKind = "stream_denied"
 )
 
 // PayloadFormat says whether a payload is plain text or a JSON value.
@@ -41,12 +42,27 @@ func JSONPayload(raw json.RawMessage) WorkerPayload {
 }
 
 // StreamLimits are the four bounds of a tool's stream policy, as a worker
-// needs to know them.
+// needs to know them, and what earlier attempts of the operation used of
+// them: the bounds span every attempt, so an attempt starts where the
+// last one left off.
 type StreamLimits struct {
-	MaxChunks        int `json:"max_chunks"`
-	MaxChunkBytes    int `json:"max_chunk_bytes"`
-	MaxSourceBytes   int `json:"max_source_bytes"`
-	MaxReleasedBytes int `json:"max_released_bytes"`
+	MaxChunks         int `json:"max_chunks"`
+	MaxChunkBytes     int `json:"max_chunk_bytes"`
+	MaxSourceBytes    int `json:"max_source_bytes"`
+	MaxReleasedBytes  int `json:"max_released_bytes"`
+	UsedChunks        int `json:"used_chunks,omitempty"`
+	UsedSourceBytes   int `json:"used_source_bytes,omitempty"`
+	UsedReleasedBytes int `json:"used_released_bytes,omitempty"`
+}
+
+// StreamDenied tells the worker running an attempt that the host refused
+// one of its chunks (the stream's bounds are spent): backpressure it can
+// act on, by streaming no more.
+type StreamDenied struct {
+	RequestID string `json:"request_id"`
+	Tool      string `json:"tool"`
+	Attempt   uint32 `json:"attempt"`
+	Reason    string `json:"reason"`
 }
 
 // Invoke asks a worker to run one attempt of an operation.
@@ -153,6 +169,7 @@ type WorkerMessage struct {
 	CancelDisp *CancelReply               `json:"cancel_disposition,omitempty"`
 	Reconcile  *OperationReconcileRequest `json:"reconcile_operation,omitempty"`
 	Reconciled *OperationReconcileResult  `json:"reconciled_operation,omitempty"`
+	Denied     *StreamDenied              `json:"stream_denied,omitempty"`
 }
 
 // InvokeMessage wraps v as a KindInvoke message.
@@ -170,6 +187,11 @@ func ResultMessage(v Result) WorkerMessage { return WorkerMessage{Kind: KindResu
 // CancelReplyMessage wraps v as a KindCancelDisposition message.
 func CancelReplyMessage(v CancelReply) WorkerMessage {
 	return WorkerMessage{Kind: KindCancelDisposition, CancelDisp: &v}
+}
+
+// StreamDeniedMessage wraps v as a KindStreamDenied message.
+func StreamDeniedMessage(v StreamDenied) WorkerMessage {
+	return WorkerMessage{Kind: KindStreamDenied, Denied: &v}
 }
 
 // ReconcileMessage wraps v as a KindReconcileOperation message.

@@ -86,6 +86,8 @@ func (l *lexer) message(m *WorkerMessage) bool {
 			return seen.first(6) && l.reconcileRequest(alloc(&m.Reconcile))
 		case "reconciled_operation":
 			return seen.first(7) && l.reconcileResult(alloc(&m.Reconciled))
+		case "stream_denied":
+			return seen.first(8) && l.streamDenied(alloc(&m.Denied))
 		}
 		return false
 	})
@@ -157,6 +159,12 @@ func (l *lexer) streamLimits(v *StreamLimits) bool {
 			return seen.first(2) && l.setInt(&v.MaxSourceBytes)
 		case "max_released_bytes":
 			return seen.first(3) && l.setInt(&v.MaxReleasedBytes)
+		case "used_chunks":
+			return seen.first(4) && l.setInt(&v.UsedChunks)
+		case "used_source_bytes":
+			return seen.first(5) && l.setInt(&v.UsedSourceBytes)
+		case "used_released_bytes":
+			return seen.first(6) && l.setInt(&v.UsedReleasedBytes)
 		}
 		return false
 	})
@@ -177,6 +185,23 @@ func (l *lexer) payload(v *WorkerPayload) bool {
 			raw, ok := l.raw()
 			v.JSON = raw
 			return ok
+		}
+		return false
+	})
+}
+
+func (l *lexer) streamDenied(v *StreamDenied) bool {
+	var seen fieldSet
+	return l.object(func(key []byte) bool {
+		switch string(key) {
+		case "request_id":
+			return seen.first(0) && l.setString(&v.RequestID)
+		case "tool":
+			return seen.first(1) && l.setString(&v.Tool)
+		case "attempt":
+			return seen.first(2) && l.setUint32(&v.Attempt)
+		case "reason":
+			return seen.first(3) && l.setString(&v.Reason)
 		}
 		return false
 	})
@@ -308,7 +333,7 @@ func (l *lexer) operationStatus(v *OperationStatus) bool {
 // as a plain string, for Validate to refuse.
 var (
 	kindNames = []MessageKind{KindInvoke, KindCancel, KindChunk, KindResult,
-		KindCancelDisposition, KindReconcileOperation, KindReconciledOperation}
+		KindCancelDisposition, KindReconcileOperation, KindReconciledOperation, KindStreamDenied}
 	formatNames       = []PayloadFormat{FormatText, FormatJSON}
 	resultStatusNames = []ResultStatus{ResultSucceeded, ResultFailed, ResultRetryTransient,
 		ResultRetryRateLimited, ResultIndeterminate}

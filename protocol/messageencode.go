@@ -26,7 +26,7 @@ func encodeMessage(m *WorkerMessage) ([]byte, error) {
 
 // appendMessageFast is encodeMessage's fast path; see there.
 func appendMessageFast(b []byte, m *WorkerMessage) ([]byte, bool) {
-	if m.Reconcile != nil || m.Reconciled != nil {
+	if m.Reconcile != nil || m.Reconciled != nil || m.Denied != nil {
 		return b, false
 	}
 	w := objWriter{b: b, ok: true}
@@ -131,6 +131,15 @@ func (w *objWriter) invoke(v *Invoke) {
 		w.int("max_chunk_bytes", int64(s.MaxChunkBytes))
 		w.int("max_source_bytes", int64(s.MaxSourceBytes))
 		w.int("max_released_bytes", int64(s.MaxReleasedBytes))
+		if s.UsedChunks != 0 {
+			w.int("used_chunks", int64(s.UsedChunks))
+		}
+		if s.UsedSourceBytes != 0 {
+			w.int("used_source_bytes", int64(s.UsedSourceBytes))
+		}
+		if s.UsedReleasedBytes != 0 {
+			w.int("used_released_bytes", int64(s.UsedReleasedBytes))
+		}
 		w.close()
 	}
 	if v.DeadlineMillis != 0 {

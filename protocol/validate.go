@@ -45,6 +45,8 @@ func (m WorkerMessage) body() (v validator, ok, known bool) {
 		return m.Reconcile, m.Reconcile != nil, true
 	case KindReconciledOperation:
 		return m.Reconciled, m.Reconciled != nil, true
+	case KindStreamDenied:
+		return m.Denied, m.Denied != nil, true
 	}
 	return nil, false, false
 }
@@ -53,7 +55,7 @@ func (m WorkerMessage) body() (v validator, ok, known bool) {
 func (m WorkerMessage) payloads() int {
 	n := 0
 	for _, set := range [...]bool{m.Invoke != nil, m.Cancel != nil, m.Chunk != nil, m.Result != nil,
-		m.CancelDisp != nil, m.Reconcile != nil, m.Reconciled != nil} {
+		m.CancelDisp != nil, m.Reconcile != nil, m.Reconciled != nil, m.Denied != nil} {
 		if set {
 			n++
 		}
@@ -84,10 +86,28 @@ func (p WorkerPayload) Validate() error {
 
 // Validate checks that every limit is non-negative.
 func (l StreamLimits) Validate() error {
-	if l.MaxChunks < 0 || l.MaxChunkBytes < 0 || l.MaxSourceBytes < 0 || l.MaxReleasedBytes < 0 {
+	if l.MaxChunks < 0 || l.MaxChunkBytes < 0 || l.MaxSourceBytes < 0 || l.MaxReleasedBytes < 0 ||
+		l.UsedChunks < 0 || l.UsedSourceBytes < 0 || l.UsedReleasedBytes < 0 {
 		return fmt.Errorf("%w: negative stream limit %+v", ErrInvalidMessage, l)
 	}
 	return nil
+}
+
+// maxReasonBytes bounds a stream denial's reason.
+const maxReasonBytes = 1024
+
+// Validate checks a stream denial: request id present, a legal tool name,
+// an attempt from 1 and a bounded reason.
+func (v StreamDenied) Validate() error {
+	switch {
+	case v.RequestID == "":
+		return fmt.Errorf("%w: empty request_id", ErrInvalidMessage)
+	case v.Attempt < 1:
+		return fmt.Errorf("%w: attempt %d, attempts count from 1", ErrInvalidMessage, v.Attempt)
+	case len(v.Reason) > maxReasonBytes:
+		return fmt.Errorf("%w: reason of %d bytes", ErrInvalidMessage, len(v.Reason))
+	}
+	return checkTool(v.Tool)
 }
 
 // Validate checks an invocation: request id and idempotency key present, a

@@ -242,15 +242,16 @@ func TestCancelTooLateResultWins(t *testing.T) {
 func TestCancelUnsupportedThenWatchdog(t *testing.T) {
 	rec := &recorder{}
 	s := startSupervisor(t, testConfig(rec))
+	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("echo:warm")}), "warm") // the start must not eat the deadline
 	cancel := make(chan struct{})
 	told := make(chan protocol.CancelDisposition, 1)
 	close(cancel)
-	o := call(t, s, toolproc.Request{Invoke: invoke("hang"), Cancel: cancel, Deadline: time.Now().Add(500 * time.Millisecond),
+	o := call(t, s, toolproc.Request{Invoke: invoke("hang"), Cancel: cancel, Deadline: time.Now().Add(2 * time.Second),
 		Disposition: func(d protocol.CancelDisposition) { told <- d }})
 	if o.Kind != toolproc.Lost || !o.Watchdog || !errors.Is(o.Err, toolproc.ErrWatchdog) {
 		t.Fatalf("outcome %v watchdog %v (%v), want lost to the watchdog", o.Kind, o.Watchdog, o.Err)
 	}
-	if d := <-told; d != protocol.CancelUnsupported {
+	if d := testwait.Receive(t, 0, "the disposition", told); d != protocol.CancelUnsupported {
 		t.Errorf("disposition %s, want unsupported", d)
 	}
 	if got := rec.snapshot(); got.watched != 1 || got.poisoned[toolproc.ReasonWatchdog] != 1 {
@@ -286,10 +287,13 @@ func TestWatchdogStopsHungToolNextCallFreshProcess(t *testing.T) {
 func TestDeadlineMetByResultDisarmsWatchdog(t *testing.T) {
 	rec := &recorder{}
 	s := startSupervisor(t, testConfig(rec))
-	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("echo:quick"), Deadline: time.Now().Add(200 * time.Millisecond)}), "quick")
+	// The process is started first, so its start (slow under -race on a
+	// busy machine) does not eat the deadline.
+	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("echo:warm")}), "warm")
+	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("echo:quick"), Deadline: time.Now().Add(time.Second)}), "quick")
 	// A call that outlives the first one's deadline runs in the same
 	// process: the timer was stopped at the result.
-	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("sleep:400ms")}), "slept")
+	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("sleep:1200ms")}), "slept")
 	if got := rec.snapshot(); got.watched != 0 || got.started != 1 {
 		t.Errorf("watchdog stops %d, processes %d; want 0 and 1", got.watched, got.started)
 	}

@@ -102,7 +102,10 @@ type StreamPolicy struct {
 }
 
 // Limits converts the policy to the form an invoke message carries.
-func (p StreamPolicy) Limits() protocol.StreamLimits { return protocol.StreamLimits(p) }
+func (p StreamPolicy) Limits() protocol.StreamLimits {
+	return protocol.StreamLimits{MaxChunks: p.MaxChunks, MaxChunkBytes: p.MaxChunkBytes,
+		MaxSourceBytes: p.MaxSourceBytes, MaxReleasedBytes: p.MaxReleasedBytes}
+}
 
 // RedactRule replaces every match of Literal or Regexp (exactly one of
 // them) with Replace. Replace is literal: "$1" is not expanded.

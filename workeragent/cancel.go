@@ -19,7 +19,15 @@ import (
 // unsupported if its tool is not cancellable; a finished one has its
 // result on the way.
 func (a *Agent) onCancel(t *tool, m *nats.Msg) {
-	c, err := a.codec.OpenCancel(m.Data)
+	msg, err := a.codec.OpenControl(m.Data)
+	if err == nil && msg.Kind == protocol.KindStreamDenied {
+		a.onStreamDenied(t, *msg.Denied)
+		return
+	}
+	var c protocol.Cancel
+	if err == nil {
+		c = *msg.Cancel
+	}
 	if err == nil && c.Tool != t.name {
 		err = fmt.Errorf("%w: cancel for tool %q on the subject of %q", errWrongSubject, c.Tool, t.name)
 	}
@@ -36,6 +44,23 @@ func (a *Agent) onCancel(t *tool, m *nats.Msg) {
 	for e := range a.running {
 		if fabric.Covers(c, e.inv) {
 			a.cancelLocked(e, c)
+		}
+	}
+}
+
+// onStreamDenied tells the running attempt the host refused a chunk of:
+// its writer fails every later chunk, and the handler learns at its next
+// Write.
+func (a *Agent) onStreamDenied(t *tool, d protocol.StreamDenied) {
+	if d.Tool != t.name {
+		a.forged(fmt.Errorf("%w: stream denial for tool %q on the subject of %q", errWrongSubject, d.Tool, t.name))
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for e := range a.running {
+		if e.inv.RequestID == d.RequestID && e.inv.Attempt == d.Attempt && e.writer != nil {
+			e.writer.deny(d.Reason)
 		}
 	}
 }

@@ -19,14 +19,31 @@ type ChunkWriter struct {
 
 	mu       sync.Mutex
 	frames   uint32 // frames of this attempt sealed so far; guarded by mu
-	chunks   int    // guarded by mu
-	bytes    int    // source bytes sent; guarded by mu
+	chunks   int    // chunks of the operation, earlier attempts included; guarded by mu
+	bytes    int    // source bytes of the operation; guarded by mu
+	released int    // released bytes of earlier attempts plus source bytes of this one; guarded by mu
 	exceeded bool   // guarded by mu
+	denied   string // why the host said the stream is spent; guarded by mu
 	closed   bool   // guarded by mu
 }
 
+// newChunkWriter counts from what earlier attempts used: the bounds span
+// the whole operation, as the host's do.
 func newChunkWriter(limits *protocol.StreamLimits, send func(c protocol.Chunk, k uint32) error) *ChunkWriter {
-	return &ChunkWriter{limits: limits, send: send}
+	w := &ChunkWriter{limits: limits, send: send}
+	if limits != nil {
+		w.chunks, w.bytes, w.released = limits.UsedChunks, limits.UsedSourceBytes, limits.UsedReleasedBytes
+	}
+	return w
+}
+
+// deny records that the host refused a chunk of this call: every later
+// Write fails with ErrStreamLimitExceeded, saying why.
+func (w *ChunkWriter) deny(reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.exceeded = true
+	w.denied = reason
 }
 
 // Write sends text as the next chunk. It returns ErrStreamLimitExceeded when
@@ -43,6 +60,8 @@ func (w *ChunkWriter) Write(text string) error {
 		return ErrCallFinished
 	case w.limits == nil:
 		return ErrStreamNotAllowed
+	case w.exceeded && w.denied != "":
+		return fmt.Errorf("%w: the host refused a chunk: %s", ErrStreamLimitExceeded, w.denied)
 	case w.exceeded:
 		return fmt.Errorf("%w: streaming stopped", ErrStreamLimitExceeded)
 	}
@@ -55,11 +74,11 @@ func (w *ChunkWriter) Write(text string) error {
 		why = fmt.Sprintf("chunk of %d bytes, at most %d", len(text), l.MaxChunkBytes)
 	case l.MaxSourceBytes > 0 && w.bytes+len(text) > l.MaxSourceBytes:
 		why = fmt.Sprintf("%d source bytes, at most %d", w.bytes+len(text), l.MaxSourceBytes)
-	case l.MaxReleasedBytes > 0 && w.bytes+len(text) > l.MaxReleasedBytes:
+	case l.MaxReleasedBytes > 0 && w.released+len(text) > l.MaxReleasedBytes:
 		// Redaction happens at the host and this side cannot see its
 		// output; counting source bytes against the released bound stops
 		// early only if redaction shrinks text, never late.
-		why = fmt.Sprintf("%d bytes, at most %d released", w.bytes+len(text), l.MaxReleasedBytes)
+		why = fmt.Sprintf("%d bytes, at most %d released", w.released+len(text), l.MaxReleasedBytes)
 	}
 	if why != "" {
 		w.exceeded = true
@@ -68,6 +87,7 @@ func (w *ChunkWriter) Write(text string) error {
 	w.frames++
 	w.chunks++
 	w.bytes += len(text)
+	w.released += len(text)
 	return w.send(protocol.Chunk{Sequence: uint64(w.chunks), Text: text}, w.frames)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,39 @@ func TestChunkWriterLimits(t *testing.T) {
 				t.Fatalf("write after close: %v", err)
 			}
 		})
+	}
+}
+
+// A later attempt's writer starts from what earlier attempts used: the
+// bounds span the operation, as the host's do. Its chunks go on numbering
+// after theirs.
+func TestChunkWriterBoundsSpanAttempts(t *testing.T) {
+	limits := &protocol.StreamLimits{MaxChunks: 4, MaxChunkBytes: 10, MaxSourceBytes: 8, MaxReleasedBytes: 9,
+		UsedChunks: 2, UsedSourceBytes: 5, UsedReleasedBytes: 7}
+	var sent []protocol.Chunk
+	w := newChunkWriter(limits, func(c protocol.Chunk, _ uint32) error { sent = append(sent, c); return nil })
+	if err := w.Write("ab"); err != nil {
+		t.Fatalf("first chunk of the attempt: %v", err)
+	}
+	// 7 released by earlier attempts + 2 + 1 > 9.
+	if err := w.Write("c"); !errors.Is(err, ErrStreamLimitExceeded) {
+		t.Fatalf("past the released bound left by earlier attempts: %v", err)
+	}
+	if len(sent) != 1 || sent[0].Sequence != 3 || w.Chunks() != 3 {
+		t.Fatalf("sent %+v, chunks %d; want chunk 3 of the operation", sent, w.Chunks())
+	}
+}
+
+// A denial from the host stops the writer, saying why.
+func TestChunkWriterDenied(t *testing.T) {
+	w := newChunkWriter(&protocol.StreamLimits{MaxChunks: 100, MaxChunkBytes: 100, MaxSourceBytes: 1000, MaxReleasedBytes: 1000},
+		func(protocol.Chunk, uint32) error { return nil })
+	if err := w.Write("a"); err != nil {
+		t.Fatal(err)
+	}
+	w.deny("released bytes 1001 of at most 1000")
+	err := w.Write("b")
+	if !errors.Is(err, ErrStreamLimitExceeded) || !strings.Contains(err.Error(), "the host refused a chunk") {
+		t.Fatalf("write after the host's denial: %v", err)
 	}
 }

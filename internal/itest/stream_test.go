@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/internal/testwait"
@@ -59,5 +60,43 @@ func TestStreamingStopsAtLimitAndResultArrives(t *testing.T) {
 	}
 	if fx.count() != 1 {
 		t.Errorf("handler ran %d times, want 1", fx.count())
+	}
+}
+
+// When redaction grows what a worker streams past the released bound,
+// which the worker cannot count, the host refuses a chunk and tells the
+// worker running the attempt: its next Write fails, saying so, instead of
+// streaming on into refusals.
+func TestStreamDenialReachesTheWorker(t *testing.T) {
+	ht := tool("it.expand")
+	ht.policy = ht.policy.WithStream(host.NewToolStreamPolicy(1000, 64, 100000, 50))
+	// Each one-byte chunk is released as 17 bytes.
+	ht.redactor = func(s string) string { return strings.ReplaceAll(s, "s", "[secret-removed]") }
+	c := newCluster(t, options{tools: []hostTool{ht}})
+	stopped := make(chan error, 1)
+	c.startWorker("w1", func(a *workeragent.Agent) {
+		must(t, a.Handle("it.expand", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for range 1000 {
+				if err := call.Stream.Write("s"); err != nil {
+					stopped <- err
+					return workeragent.Result("stopped"), nil
+				}
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					return workeragent.Output{}, ctx.Err()
+				}
+			}
+			stopped <- nil
+			return workeragent.Result("wrote everything"), nil
+		})))
+	})
+	id := c.submit(`await tool.start("it.expand", "go")`)
+	wantCompleted(t, c.wait(id, 0), "stopped")
+	err := testwait.Receive(t, 0, "the handler to stop streaming", stopped)
+	if !errors.Is(err, workeragent.ErrStreamLimitExceeded) || !strings.Contains(err.Error(), "the host refused a chunk") {
+		t.Fatalf("the handler stopped with %v, want the host's refusal", err)
 	}
 }
