@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -132,6 +133,12 @@ func bwrapArgs(cfg Config, argv0 string, env []string) []string {
 		args = append(args, "--share-net")
 	}
 	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	// The private /tmp would hide a tool that lives under /tmp (a
+	// checkout there, a test binary): the top directory of its working
+	// directory and of its program comes back, read-only.
+	for _, top := range tmpTops(cfg.Dir, argv0) {
+		args = append(args, "--ro-bind", top, top)
+	}
 	for _, b := range cfg.Contain.ROBinds {
 		args = append(args, "--ro-bind", b.Src, b.Dst)
 	}
@@ -148,6 +155,23 @@ func bwrapArgs(cfg Config, argv0 string, env []string) []string {
 	}
 	args = append(args, "--", argv0)
 	return append(args, cfg.Command[1:]...)
+}
+
+// tmpTops returns, once each, the directories directly under /tmp that
+// hold the given paths.
+func tmpTops(paths ...string) []string {
+	var tops []string
+	for _, p := range paths {
+		rest, ok := strings.CutPrefix(filepath.Clean(p), "/tmp/")
+		if !ok || rest == "" {
+			continue
+		}
+		top := "/tmp/" + strings.SplitN(rest, "/", 2)[0]
+		if !slices.Contains(tops, top) {
+			tops = append(tops, top)
+		}
+	}
+	return tops
 }
 
 // probeBwrap checks that bwrap can build this tool's sandbox here, by

@@ -452,15 +452,22 @@ func TestContainedToolRefusesWithoutBwrap(t *testing.T) {
 }
 
 // containedConfig runs the test tool under Bubblewrap. The test binary
-// lives under /tmp, which the sandbox replaces, so its directory is bound
-// back read-only.
+// lives under /tmp, which the sandbox replaces with a private one; the
+// supervisor binds its top directory back, so nothing is needed here.
 func containedConfig(c toolproc.Containment) toolproc.Config {
 	cfg := testConfig(nil)
-	exe, _ := os.Executable()
-	dir := filepath.Dir(exe)
-	c.ROBinds = append(c.ROBinds, toolproc.Bind{Src: dir, Dst: dir})
 	cfg.Contain = &c
 	return cfg
+}
+
+// A contained tool whose directory lies under /tmp (a checkout there)
+// still starts in it: the private /tmp does not hide it.
+func TestContainedToolLivingUnderTmp(t *testing.T) {
+	requireBwrap(t)
+	cfg := containedConfig(toolproc.Containment{})
+	cfg.Dir = t.TempDir()
+	s := startSupervisor(t, cfg)
+	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("echo:here")}), "here")
 }
 
 // requireBwrap skips a containment test where Bubblewrap is missing,
