@@ -41,7 +41,7 @@ func Definition(name string) (*toolspec.Tool, error) {
 }
 
 // Catalog registers every demo tool, demo.ledger included, on rt from the
-// demo catalog's definitions. It has the shape host.LoopConfig.Catalog
+// demo catalog's definitions. It has the shape hostloop.LoopConfig.Catalog
 // expects.
 func Catalog(rt *host.Runtime) error {
 	if err := rt.RegisterTools(Definitions()); err != nil {

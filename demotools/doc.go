@@ -25,9 +25,9 @@
 //
 // One table describes each tool to both sides, so their registrations
 // agree. The host registers the policies with Catalog, which is what
-// host.LoopConfig.Catalog takes:
+// hostloop.LoopConfig.Catalog takes:
 //
-//	cfg := host.LoopConfig{Catalog: demotools.Catalog}
+//	cfg := hostloop.LoopConfig{Catalog: demotools.Catalog}
 //
 // A worker registers the handlers, all of them or a chosen few:
 //

@@ -18,7 +18,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/fabric"
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
@@ -238,7 +238,7 @@ func invocation(n int, tool, input string) protocol.Invoke {
 
 // awaitEvent returns the next event the host transport delivers that
 // matches.
-func awaitEvent(t *testing.T, tr *fabric.HostTransport, what string, match func(host.Event) bool) host.Event {
+func awaitEvent(t *testing.T, tr *fabric.HostTransport, what string, match func(hostloop.Event) bool) hostloop.Event {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -247,7 +247,7 @@ func awaitEvent(t *testing.T, tr *fabric.HostTransport, what string, match func(
 			if !ok {
 				t.Fatalf("events closed waiting for %s", what)
 			}
-			if ev.Kind == host.EventPublishFailed {
+			if ev.Kind == hostloop.EventPublishFailed {
 				t.Fatalf("publish failed waiting for %s: %v", what, ev.Err)
 			}
 			if match(ev) {
@@ -259,8 +259,8 @@ func awaitEvent(t *testing.T, tr *fabric.HostTransport, what string, match func(
 	}
 }
 
-func resultOf(requestID string) func(host.Event) bool {
-	return func(ev host.Event) bool {
+func resultOf(requestID string) func(hostloop.Event) bool {
+	return func(ev hostloop.Event) bool {
 		r := ev.Message.Result
 		return ev.Message.Kind == protocol.KindResult && r != nil && r.RequestID == requestID
 	}
@@ -314,18 +314,18 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 	if err := rig.host.Cancel(ctx, protocol.Cancel{RequestID: sleep.RequestID, Tool: sleep.Tool, Attempt: 1, IdempotencyKey: sleep.IdempotencyKey}); err != nil {
 		t.Fatal(err)
 	}
-	awaitEvent(t, rig.host, "cancel disposition", func(ev host.Event) bool {
+	awaitEvent(t, rig.host, "cancel disposition", func(ev hostloop.Event) bool {
 		return ev.Message.Kind == protocol.KindCancelDisposition || resultOf(sleep.RequestID)(ev)
 	})
 
 	// The session archive: an incarnation and a terminal record written
 	// and read back by the host user.
-	inc := host.Incarnation{ID: permHostID + "-0123456789ab", HostID: permHostID, Started: time.Now()}
+	inc := hostloop.Incarnation{ID: permHostID + "-0123456789ab", HostID: permHostID, Started: time.Now()}
 	if err := rig.archive.Register(ctx, inc); err != nil {
 		t.Fatalf("register incarnation: %v (violations %q)", err, rig.hostViol.snapshot())
 	}
-	sid := host.SessionID("s-" + inc.ID + "-1")
-	rig.archive.Record(host.SessionStatus{ID: sid, State: host.SessionCompleted, Value: "1", Created: time.Now()})
+	sid := hostloop.SessionID("s-" + inc.ID + "-1")
+	rig.archive.Record(hostloop.SessionStatus{ID: sid, State: hostloop.SessionCompleted, Value: "1", Created: time.Now()})
 	if err := rig.archive.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 	if _, err := rig.archive.Incarnation(ctx, inc.ID); err != nil {
 		t.Fatalf("read incarnation: %v", err)
 	}
-	if _, err := rig.archive.Lookup(ctx, "s-"+permHostID+"-0123456789ab-2"); !errors.Is(err, host.ErrUnknownSession) {
+	if _, err := rig.archive.Lookup(ctx, "s-"+permHostID+"-0123456789ab-2"); !errors.Is(err, hostloop.ErrUnknownSession) {
 		t.Fatalf("read absent session record: %v (violations %q)", err, rig.hostViol.snapshot())
 	}
 

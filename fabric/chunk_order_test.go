@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -71,7 +71,7 @@ func expectFrames(t *testing.T, tr *fabric.HostTransport, want []workerFrame) {
 	t.Helper()
 	for i, w := range want {
 		ev := testwait.Receive(t, 0, "worker frame", tr.Events())
-		if ev.Kind != host.EventMessage {
+		if ev.Kind != hostloop.EventMessage {
 			t.Fatalf("event %d = %+v", i, ev)
 		}
 		m := ev.Message

@@ -1,7 +1,7 @@
 // Package fabric is the NATS JetStream side of Splash Fabric: it provisions
 // the streams, consumers and buckets, maps tool names and host ids to
 // subjects, seals and opens every frame through package protocol, and
-// implements host.Transport.
+// implements hostloop.Transport.
 //
 // # Provisioning
 //
@@ -31,10 +31,10 @@
 //
 // # The host transport
 //
-// NewHostTransport returns the host.Transport that host.Loop drives. Publish
+// NewHostTransport returns the hostloop.Transport that hostloop.Loop drives. Publish
 // and Cancel never wait for the server: publish acknowledgements are
 // watched by one goroutine and a failure comes back on Events as
-// host.EventPublishFailed. Worker frames (chunks and terminal events alike)
+// hostloop.EventPublishFailed. Worker frames (chunks and terminal events alike)
 // arrive in publish order on one durable consumer of the host's events
 // subject; each is authenticated, checked against a per-request replay
 // window, and only then handed to Events. Rejected frames are dropped and
@@ -43,8 +43,8 @@
 //
 // # The session archive
 //
-// NewSessionArchive returns the host.SessionArchive over splash_sessions
-// that a host passes as host.LoopConfig.Archive: terminal session records
+// NewSessionArchive returns the hostloop.SessionArchive over splash_sessions
+// that a host passes as hostloop.LoopConfig.Archive: terminal session records
 // written asynchronously (Record never waits for the server) and the
 // host's incarnations, so a restarted host answers for the sessions an
 // earlier process held. Close it after the loop's Stop, which flushes it.

@@ -9,11 +9,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
-// HostTransport is the host.Transport over NATS JetStream.
+// HostTransport is the hostloop.Transport over NATS JetStream.
 //
 // Goroutines: the events consumer callback (owned by nats.go, stopped in
 // Close) and one ack watcher started here. Both write Events; Close waits
@@ -36,7 +36,7 @@ type HostTransport struct {
 
 	// events is written by the callbacks and the watcher, read by the loop,
 	// and closed by Close after every writer stopped.
-	events chan host.Event
+	events chan hostloop.Event
 	// pending carries publishes awaiting their ack from Publish and Cancel
 	// to the watcher, in publish order.
 	pending chan pendingAck
@@ -67,7 +67,7 @@ type pendingAck struct {
 	broadcast *nats.Msg
 }
 
-var _ host.Transport = (*HostTransport)(nil)
+var _ hostloop.Transport = (*HostTransport)(nil)
 
 // NewHostTransport starts a transport for hostID on nc. Provision must have
 // run with cfg. ctx bounds only the setup calls. The caller keeps ownership
@@ -101,7 +101,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 		nc:          nc,
 		js:          js,
 		opts:        o,
-		events:      make(chan host.Event, o.eventBuffer),
+		events:      make(chan hostloop.Event, o.eventBuffer),
 		pending:     make(chan pendingAck, o.maxPending),
 		done:        make(chan struct{}),
 		watcherDone: make(chan struct{}),
@@ -140,7 +140,7 @@ func (t *HostTransport) HostID() string { return t.hostID }
 
 // Events delivers verified worker frames and publish failures; it is closed
 // by Close.
-func (t *HostTransport) Events() <-chan host.Event { return t.events }
+func (t *HostTransport) Events() <-chan hostloop.Event { return t.events }
 
 // Rejected returns how many frames were dropped, by reason (the Reject…
 // constants).
@@ -153,7 +153,7 @@ func (t *HostTransport) Forget(requestID string) { t.window.forget(requestID) }
 // Publish seals inv and publishes it to its tool's subject with
 // Nats-Msg-Id = MsgID(inv.IdempotencyKey, inv.Attempt), so a republish of
 // the same attempt is stored once. It returns once the publish is queued;
-// a failure after that arrives on Events as host.EventPublishFailed.
+// a failure after that arrives on Events as hostloop.EventPublishFailed.
 func (t *HostTransport) Publish(ctx context.Context, inv protocol.Invoke) error {
 	if !t.enter() {
 		return ErrClosed
@@ -223,7 +223,7 @@ func (t *HostTransport) DenyStream(_ context.Context, d protocol.StreamDenied) e
 	return t.nc.PublishMsg(&nats.Msg{Subject: CancelSubject(d.Tool), Data: data, Header: nats.Header{HeaderHost: []string{t.hostID}}})
 }
 
-var _ host.StreamDenier = (*HostTransport)(nil)
+var _ hostloop.StreamDenier = (*HostTransport)(nil)
 
 func (t *HostTransport) track(ctx context.Context, p pendingAck) error {
 	select {
@@ -267,7 +267,7 @@ func (t *HostTransport) watch() {
 			continue
 		}
 		if err != nil {
-			t.emit(host.Event{Kind: host.EventPublishFailed, Invoke: p.inv, Err: err})
+			t.emit(hostloop.Event{Kind: hostloop.EventPublishFailed, Invoke: p.inv, Err: err})
 		}
 	}
 }
@@ -287,7 +287,7 @@ func (t *HostTransport) onEvent(m jetstream.Msg) {
 		return
 	}
 	worker := m.Headers().Get(HeaderWorker)
-	if t.emit(host.Event{Kind: host.EventMessage, Message: msg, Worker: worker}) {
+	if t.emit(hostloop.Event{Kind: hostloop.EventMessage, Message: msg, Worker: worker}) {
 		_ = m.Ack()
 	}
 }
@@ -324,7 +324,7 @@ func (t *HostTransport) reportError(err error) {
 
 // emit hands ev to the loop, blocking while Events is full, and reports
 // false if the transport closed first.
-func (t *HostTransport) emit(ev host.Event) bool {
+func (t *HostTransport) emit(ev hostloop.Event) bool {
 	select {
 	case t.events <- ev:
 		return true

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -148,7 +148,7 @@ func TestPublishFailureComesBackAsEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := testwait.Receive(t, 0, "publish failure", tr.Events())
-	if ev.Kind != host.EventPublishFailed || ev.Invoke.RequestID != "req-1" || ev.Err == nil {
+	if ev.Kind != hostloop.EventPublishFailed || ev.Invoke.RequestID != "req-1" || ev.Err == nil {
 		t.Fatalf("event = %+v", ev)
 	}
 }
@@ -166,7 +166,7 @@ func TestWorkerEventsAndChunksReachEvents(t *testing.T) {
 	}
 	for k := uint64(1); k <= 3; k++ {
 		ev := testwait.Receive(t, 0, "chunk", tr.Events())
-		if ev.Kind != host.EventMessage || ev.Message.Chunk == nil || ev.Message.Chunk.Sequence != k {
+		if ev.Kind != hostloop.EventMessage || ev.Message.Chunk == nil || ev.Message.Chunk.Sequence != k {
 			t.Fatalf("event %d = %+v", k, ev)
 		}
 	}

@@ -12,9 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
-// SessionArchive is host.SessionArchive over the splash_sessions bucket.
+// SessionArchive is hostloop.SessionArchive over the splash_sessions bucket.
 //
 // Record never waits for the server: it encodes the status, queues it and
 // wakes the writer goroutine, which publishes the queued records to the
@@ -52,7 +53,7 @@ type SessionArchive struct {
 	// queue holds encoded records Record took and the writer has not;
 	// pending holds each id's latest record until its write resolved.
 	queue   []archiveWrite
-	pending map[host.SessionID]archiveWrite
+	pending map[hostloop.SessionID]archiveWrite
 	// seq numbers records as Record takes them; resolved is the highest
 	// seq whose write resolved (in order), which Flush waits on.
 	seq, resolved uint64
@@ -75,7 +76,7 @@ type ArchiveStats struct {
 
 type archiveWrite struct {
 	seq  uint64
-	id   host.SessionID
+	id   hostloop.SessionID
 	key  string
 	data []byte
 }
@@ -90,7 +91,7 @@ type flushWaiter struct {
 	ch  chan error
 }
 
-var _ host.SessionArchive = (*SessionArchive)(nil)
+var _ hostloop.SessionArchive = (*SessionArchive)(nil)
 
 // NewSessionArchive binds to the splash_sessions bucket, which Provision
 // must have created with cfg. Of the options, WithErrorHandler receives
@@ -128,7 +129,7 @@ func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg Config, opts ...O
 		budget:  int(sessionValueBytes(cfg)) - recordHeadroom,
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
-		pending: make(map[host.SessionID]archiveWrite),
+		pending: make(map[hostloop.SessionID]archiveWrite),
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.wg.Add(1)
@@ -138,7 +139,7 @@ func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg Config, opts ...O
 
 // Register stores inc's record, waiting for the server, and keeps it
 // refreshed until Close.
-func (a *SessionArchive) Register(ctx context.Context, inc host.Incarnation) error {
+func (a *SessionArchive) Register(ctx context.Context, inc hostloop.Incarnation) error {
 	key, ok := archiveKey(incarnationKeyPrefix, inc.ID)
 	if !ok {
 		return fmt.Errorf("%w: incarnation %q is not a key token", host.ErrInvalidInput, truncate(inc.ID))
@@ -169,7 +170,7 @@ func (a *SessionArchive) Register(ctx context.Context, inc host.Incarnation) err
 // RecordWait is Record that waits, within ctx, for the writer to make
 // room in a full queue instead of dropping the record: a host's stop
 // records every suspended session at once, and must lose none.
-func (a *SessionArchive) RecordWait(ctx context.Context, s host.SessionStatus) error {
+func (a *SessionArchive) RecordWait(ctx context.Context, s hostloop.SessionStatus) error {
 	for {
 		a.mu.Lock()
 		full := len(a.queue) >= a.opts.maxPending && !a.closed
@@ -185,10 +186,10 @@ func (a *SessionArchive) RecordWait(ctx context.Context, s host.SessionStatus) e
 	}
 }
 
-var _ host.WaitingRecorder = (*SessionArchive)(nil)
+var _ hostloop.WaitingRecorder = (*SessionArchive)(nil)
 
 // Record queues s's record. It never blocks on the server.
-func (a *SessionArchive) Record(s host.SessionStatus) {
+func (a *SessionArchive) Record(s hostloop.SessionStatus) {
 	key, ok := archiveKey(sessionKeyPrefix, string(s.ID))
 	var data []byte
 	var cut bool
@@ -227,11 +228,11 @@ func (a *SessionArchive) Record(s host.SessionStatus) {
 
 // Lookup returns id's record: from memory while its write is in flight,
 // else from the bucket. An id that is not a key token, or has no record,
-// is host.ErrUnknownSession.
-func (a *SessionArchive) Lookup(ctx context.Context, id host.SessionID) (host.SessionStatus, error) {
+// is hostloop.ErrUnknownSession.
+func (a *SessionArchive) Lookup(ctx context.Context, id hostloop.SessionID) (hostloop.SessionStatus, error) {
 	key, ok := archiveKey(sessionKeyPrefix, string(id))
 	if !ok {
-		return host.SessionStatus{}, fmt.Errorf("%w: %q is not a session id", host.ErrUnknownSession, truncate(string(id)))
+		return hostloop.SessionStatus{}, fmt.Errorf("%w: %q is not a session id", hostloop.ErrUnknownSession, truncate(string(id)))
 	}
 	a.mu.Lock()
 	w, inFlight := a.pending[id]
@@ -244,34 +245,34 @@ func (a *SessionArchive) Lookup(ctx context.Context, id host.SessionID) (host.Se
 	e, err := a.kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return host.SessionStatus{}, fmt.Errorf("%w: %q", host.ErrUnknownSession, id)
+		return hostloop.SessionStatus{}, fmt.Errorf("%w: %q", hostloop.ErrUnknownSession, id)
 	case err != nil:
-		return host.SessionStatus{}, fmt.Errorf("fabric: session record %q: %w", id, err)
+		return hostloop.SessionStatus{}, fmt.Errorf("fabric: session record %q: %w", id, err)
 	}
 	return decodeSession(e.Value())
 }
 
 // Incarnation returns a registered incarnation's record, or
-// host.ErrUnknownIncarnation.
-func (a *SessionArchive) Incarnation(ctx context.Context, id string) (host.Incarnation, error) {
+// hostloop.ErrUnknownIncarnation.
+func (a *SessionArchive) Incarnation(ctx context.Context, id string) (hostloop.Incarnation, error) {
 	key, ok := archiveKey(incarnationKeyPrefix, id)
 	if !ok {
-		return host.Incarnation{}, fmt.Errorf("%w: %q is not an incarnation", host.ErrUnknownIncarnation, truncate(id))
+		return hostloop.Incarnation{}, fmt.Errorf("%w: %q is not an incarnation", hostloop.ErrUnknownIncarnation, truncate(id))
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	e, err := a.kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return host.Incarnation{}, fmt.Errorf("%w: %q", host.ErrUnknownIncarnation, id)
+		return hostloop.Incarnation{}, fmt.Errorf("%w: %q", hostloop.ErrUnknownIncarnation, id)
 	case err != nil:
-		return host.Incarnation{}, fmt.Errorf("fabric: incarnation record %q: %w", id, err)
+		return hostloop.Incarnation{}, fmt.Errorf("fabric: incarnation record %q: %w", id, err)
 	}
 	var rec incarnationRecord
 	if err := json.Unmarshal(e.Value(), &rec); err != nil {
-		return host.Incarnation{}, fmt.Errorf("fabric: incarnation record %q: %w", id, err)
+		return hostloop.Incarnation{}, fmt.Errorf("fabric: incarnation record %q: %w", id, err)
 	}
-	return host.Incarnation{ID: rec.ID, HostID: rec.HostID, Started: rec.Started}, nil
+	return hostloop.Incarnation{ID: rec.ID, HostID: rec.HostID, Started: rec.Started}, nil
 }
 
 // Flush waits until every record taken before the call has been stored or

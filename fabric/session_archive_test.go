@@ -1,7 +1,6 @@
 package fabric_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,9 +13,9 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
-	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // errorLog collects what an archive reports to WithErrorHandler.
@@ -72,15 +71,15 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 	env := newEnv(t)
 	a := newArchive(t, env)
 	ctx := testCtx(t)
-	inc := host.Incarnation{ID: "h1-0123456789ab", HostID: "h1", Started: created}
+	inc := hostloop.Incarnation{ID: "h1-0123456789ab", HostID: "h1", Started: created}
 	if err := a.Register(ctx, inc); err != nil {
 		t.Fatal(err)
 	}
-	stopped := fmt.Errorf("%w: 1 operation left", host.ErrHostStopped)
-	records := []host.SessionStatus{
-		{ID: "s-h1-0123456789ab-1", State: host.SessionCompleted, Value: `{"n":1}`, Created: created},
-		{ID: "s-h1-0123456789ab-2", State: host.SessionFailed, Err: stopped, Error: "stopped: 1 operation left", Created: created},
-		{ID: "s-h1-0123456789ab-3", State: host.SessionFailed, Err: errors.New("Error: boom"), Error: "Error: boom", Created: created},
+	stopped := fmt.Errorf("%w: 1 operation left", hostloop.ErrHostStopped)
+	records := []hostloop.SessionStatus{
+		{ID: "s-h1-0123456789ab-1", State: hostloop.SessionCompleted, Value: `{"n":1}`, Created: created},
+		{ID: "s-h1-0123456789ab-2", State: hostloop.SessionFailed, Err: stopped, Error: "stopped: 1 operation left", Created: created},
+		{ID: "s-h1-0123456789ab-3", State: hostloop.SessionFailed, Err: errors.New("Error: boom"), Error: "Error: boom", Created: created},
 	}
 	for _, r := range records {
 		a.Record(r)
@@ -102,7 +101,7 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 		if got.ID != want.ID || got.State != want.State || got.Value != want.Value || got.Error != want.Error || !got.Created.Equal(created) || got.Truncated {
 			t.Fatalf("%s: got %+v", want.ID, got)
 		}
-		if (want.Err == nil) != (got.Err == nil) || errors.Is(got.Err, host.ErrHostStopped) != errors.Is(want.Err, host.ErrHostStopped) {
+		if (want.Err == nil) != (got.Err == nil) || errors.Is(got.Err, hostloop.ErrHostStopped) != errors.Is(want.Err, hostloop.ErrHostStopped) {
 			t.Fatalf("%s: err %v, want one like %v", want.ID, got.Err, want.Err)
 		}
 	}
@@ -110,10 +109,10 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 	if err != nil || gotInc.ID != inc.ID || gotInc.HostID != "h1" || !gotInc.Started.Equal(created) {
 		t.Fatalf("incarnation %+v, %v", gotInc, err)
 	}
-	if _, err := b.Lookup(ctx, "s-h1-0123456789ab-9"); !errors.Is(err, host.ErrUnknownSession) {
+	if _, err := b.Lookup(ctx, "s-h1-0123456789ab-9"); !errors.Is(err, hostloop.ErrUnknownSession) {
 		t.Fatalf("absent session: %v", err)
 	}
-	if _, err := b.Incarnation(ctx, "h1-ffffffffffff"); !errors.Is(err, host.ErrUnknownIncarnation) {
+	if _, err := b.Incarnation(ctx, "h1-ffffffffffff"); !errors.Is(err, hostloop.ErrUnknownIncarnation) {
 		t.Fatalf("absent incarnation: %v", err)
 	}
 }
@@ -125,13 +124,13 @@ func TestSessionArchiveTruncatesToTheBucketBound(t *testing.T) {
 	long := strings.Repeat("ä", 100<<10) // 200 KiB of two-byte runes
 	tests := []struct {
 		name string
-		in   host.SessionStatus
-		cut  func(host.SessionStatus) string
+		in   hostloop.SessionStatus
+		cut  func(hostloop.SessionStatus) string
 	}{
-		{"value", host.SessionStatus{ID: "s-h-0123456789ab-1", State: host.SessionCompleted, Value: long + "!"}, func(s host.SessionStatus) string { return s.Value }},
-		{"error", host.SessionStatus{ID: "s-h-0123456789ab-2", State: host.SessionFailed, Err: errors.New(long), Error: long}, func(s host.SessionStatus) string { return s.Error }},
+		{"value", hostloop.SessionStatus{ID: "s-h-0123456789ab-1", State: hostloop.SessionCompleted, Value: long + "!"}, func(s hostloop.SessionStatus) string { return s.Value }},
+		{"error", hostloop.SessionStatus{ID: "s-h-0123456789ab-2", State: hostloop.SessionFailed, Err: errors.New(long), Error: long}, func(s hostloop.SessionStatus) string { return s.Error }},
 		// Control characters take six bytes each in JSON.
-		{"escaped value", host.SessionStatus{ID: "s-h-0123456789ab-3", State: host.SessionCompleted, Value: strings.Repeat("\x01", 60<<10)}, func(s host.SessionStatus) string { return s.Value }},
+		{"escaped value", hostloop.SessionStatus{ID: "s-h-0123456789ab-3", State: hostloop.SessionCompleted, Value: strings.Repeat("\x01", 60<<10)}, func(s hostloop.SessionStatus) string { return s.Value }},
 	}
 	for _, tt := range tests {
 		a.Record(tt.in)
@@ -178,17 +177,17 @@ func TestSessionArchiveRefusesBadIDs(t *testing.T) {
 	bad := []string{"", "s.x", "s-*", "s->", "a b", "s-h1\x00", "s-ü", strings.Repeat("s", 300)}
 	for _, id := range bad {
 		t.Run(id[:min(len(id), 8)], func(t *testing.T) {
-			if _, err := a.Lookup(ctx, host.SessionID(id)); !errors.Is(err, host.ErrUnknownSession) {
+			if _, err := a.Lookup(ctx, hostloop.SessionID(id)); !errors.Is(err, hostloop.ErrUnknownSession) {
 				t.Fatalf("Lookup: %v, want ErrUnknownSession", err)
 			}
-			if _, err := a.Incarnation(ctx, id); !errors.Is(err, host.ErrUnknownIncarnation) {
+			if _, err := a.Incarnation(ctx, id); !errors.Is(err, hostloop.ErrUnknownIncarnation) {
 				t.Fatalf("Incarnation: %v, want ErrUnknownIncarnation", err)
 			}
-			if err := a.Register(ctx, host.Incarnation{ID: id}); !errors.Is(err, host.ErrInvalidInput) {
+			if err := a.Register(ctx, hostloop.Incarnation{ID: id}); !errors.Is(err, host.ErrInvalidInput) {
 				t.Fatalf("Register: %v, want ErrInvalidInput", err)
 			}
 		})
-		a.Record(host.SessionStatus{ID: host.SessionID(id), State: host.SessionCompleted})
+		a.Record(hostloop.SessionStatus{ID: hostloop.SessionID(id), State: hostloop.SessionCompleted})
 	}
 	if err := a.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -210,7 +209,7 @@ func TestSessionArchiveRefreshesItsIncarnations(t *testing.T) {
 	}
 	a := newArchive(t, env)
 	ctx := testCtx(t)
-	if err := a.Register(ctx, host.Incarnation{ID: "h1-0123456789ab", HostID: "h1", Started: created}); err != nil {
+	if err := a.Register(ctx, hostloop.Incarnation{ID: "h1-0123456789ab", HostID: "h1", Started: created}); err != nil {
 		t.Fatal(err)
 	}
 	kv := sessionBucket(t, env)
@@ -231,12 +230,12 @@ func TestSessionArchiveAfterClose(t *testing.T) {
 	a := newArchive(t, env, fabric.WithErrorHandler(errs.add))
 	_ = a.Close()
 	_ = a.Close()
-	a.Record(host.SessionStatus{ID: "s-h1-0123456789ab-1", State: host.SessionCompleted})
+	a.Record(hostloop.SessionStatus{ID: "s-h1-0123456789ab-1", State: hostloop.SessionCompleted})
 	if st := a.Stats(); st.Dropped != 1 || errs.count() != 1 {
 		t.Fatalf("stats %+v, %d errors", st, errs.count())
 	}
 	wantErrIs(t, a.Flush(testCtx(t)), nil)
-	wantErrIs(t, a.Register(testCtx(t), host.Incarnation{ID: "h1-0123456789ab"}), fabric.ErrClosed)
+	wantErrIs(t, a.Register(testCtx(t), hostloop.Incarnation{ID: "h1-0123456789ab"}), fabric.ErrClosed)
 }
 
 func TestNewSessionArchiveNeedsTheBucket(t *testing.T) {
@@ -257,7 +256,7 @@ func TestNewSessionArchiveNeedsTheBucket(t *testing.T) {
 func TestSessionArchiveAcrossLoops(t *testing.T) {
 	env := newEnv(t)
 	ctx := testCtx(t)
-	start := func() (*host.Loop, *fabric.SessionArchive, func()) {
+	start := func() (*hostloop.Loop, *fabric.SessionArchive, func()) {
 		tr, err := fabric.NewHostTransport(ctx, env.nc, env.cfg, "h1", testKey)
 		if err != nil {
 			t.Fatal(err)
@@ -266,7 +265,7 @@ func TestSessionArchiveAcrossLoops(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := host.StartLoop(host.LoopConfig{
+		l, err := hostloop.StartLoop(hostloop.LoopConfig{
 			Transport: tr, HostID: "h1", Archive: a,
 			Catalog: func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("text.remote")) },
 		})
@@ -275,9 +274,9 @@ func TestSessionArchiveAcrossLoops(t *testing.T) {
 		}
 		return l, a, func() { l.Stop(); _ = a.Close(); _ = tr.Close() }
 	}
-	submit := func(l *host.Loop) host.SessionID {
-		s, err := l.Submit(ctx, host.Submission{Source: `await tool.start("text.remote", "x")`})
-		if err != nil || s.State != host.SessionSuspended {
+	submit := func(l *hostloop.Loop) hostloop.SessionID {
+		s, err := l.Submit(ctx, hostloop.Submission{Source: `await tool.start("text.remote", "x")`})
+		if err != nil || s.State != hostloop.SessionSuspended {
 			t.Fatalf("submit: %+v, %v", s, err)
 		}
 		return s.ID
@@ -296,15 +295,15 @@ func TestSessionArchiveAcrossLoops(t *testing.T) {
 	l3, _, stop3 := start()
 	defer stop3()
 	for _, tt := range []struct {
-		id   host.SessionID
+		id   hostloop.SessionID
 		want error
-	}{{graceful, host.ErrHostStopped}, {killed, host.ErrHostRestarted}} {
+	}{{graceful, hostloop.ErrHostStopped}, {killed, hostloop.ErrHostRestarted}} {
 		st, _, err := l3.Status(ctx, tt.id)
-		if err != nil || st.State != host.SessionFailed || !errors.Is(st.Err, tt.want) {
+		if err != nil || st.State != hostloop.SessionFailed || !errors.Is(st.Err, tt.want) {
 			t.Fatalf("%s: %+v, %v; want failed with %v", tt.id, st, err, tt.want)
 		}
 	}
-	if _, _, err := l3.Status(ctx, "s-h1-000000000000-1"); !errors.Is(err, host.ErrUnknownSession) {
+	if _, _, err := l3.Status(ctx, "s-h1-000000000000-1"); !errors.Is(err, hostloop.ErrUnknownSession) {
 		t.Fatalf("unknown incarnation: %v", err)
 	}
 }
@@ -325,14 +324,6 @@ func TestProvisionCreatesTheSessionBucket(t *testing.T) {
 	}
 }
 
-// idleTransport takes every invocation and never answers: its sessions
-// stay suspended.
-type idleTransport struct{ events chan host.Event }
-
-func (idleTransport) Publish(context.Context, protocol.Invoke) error { return nil }
-func (idleTransport) Cancel(context.Context, protocol.Cancel) error  { return nil }
-func (t idleTransport) Events() <-chan host.Event                    { return t.events }
-
 // A graceful stop records every suspended session, however many there
 // are: the archive's queue is bounded, so the loop waits for a batch to
 // be stored before it queues the next, within its ArchiveTimeout.
@@ -340,8 +331,9 @@ func TestLoopStopArchivesEverySuspendedSession(t *testing.T) {
 	const sessions = 600
 	env := newEnv(t)
 	a := newArchive(t, env, fabric.WithMaxPending(64))
-	l, err := host.StartLoop(host.LoopConfig{
-		Transport: idleTransport{events: make(chan host.Event)},
+	l, err := hostloop.StartLoop(hostloop.LoopConfig{
+		// Nobody answers: every session stays suspended.
+		Transport: hostloop.NewMemTransport(sessions),
 		HostID:    "h1",
 		Archive:   a,
 		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) },
@@ -350,7 +342,7 @@ func TestLoopStopArchivesEverySuspendedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range sessions {
-		if _, err := l.Submit(testCtx(t), host.Submission{Source: `await tool.start("t", "x")`}); err != nil {
+		if _, err := l.Submit(testCtx(t), hostloop.Submission{Source: `await tool.start("t", "x")`}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
 // Keys of the splash_sessions bucket: "s.<session id>" holds a session's
@@ -51,7 +51,7 @@ func archiveKey(prefix, id string) (string, bool) {
 	return prefix + id, true
 }
 
-// sessionRecord is the stored form of a terminal host.SessionStatus. It
+// sessionRecord is the stored form of a terminal hostloop.SessionStatus. It
 // is not sealed: the bucket is the host user's alone (deploy/nats), and it
 // holds what the host's API serves anyway.
 type sessionRecord struct {
@@ -64,7 +64,7 @@ type sessionRecord struct {
 	Truncated bool      `json:"truncated,omitempty"`
 }
 
-// incarnationRecord is the stored form of a host.Incarnation.
+// incarnationRecord is the stored form of a hostloop.Incarnation.
 type incarnationRecord struct {
 	ID      string    `json:"id"`
 	HostID  string    `json:"host_id"`
@@ -77,8 +77,8 @@ var errorKinds = []struct {
 	err  error
 	kind string
 }{
-	{host.ErrHostStopped, "host_stopped"},
-	{host.ErrHostRestarted, "host_restarted"},
+	{hostloop.ErrHostStopped, "host_stopped"},
+	{hostloop.ErrHostRestarted, "host_restarted"},
 }
 
 // archivedError is a failure read back from a record: the original text,
@@ -112,7 +112,7 @@ func errorOfKind(kind, msg string) error {
 // encodeSession returns s's record in at most limit bytes, cutting Value
 // first and then Error (marked) when it would not fit; cut reports that it
 // did.
-func encodeSession(s host.SessionStatus, limit int) (data []byte, cut bool, err error) {
+func encodeSession(s hostloop.SessionStatus, limit int) (data []byte, cut bool, err error) {
 	rec := sessionRecord{
 		ID: string(s.ID), State: string(s.State), Value: s.Value, Error: s.Error,
 		Kind: kindOf(s.Err), Created: s.Created.UTC(), Truncated: s.Truncated,
@@ -181,16 +181,16 @@ func jsonCost(r rune, size int) int {
 	return size
 }
 
-func decodeSession(data []byte) (host.SessionStatus, error) {
+func decodeSession(data []byte) (hostloop.SessionStatus, error) {
 	var rec sessionRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return host.SessionStatus{}, fmt.Errorf("fabric: session record: %w", err)
+		return hostloop.SessionStatus{}, fmt.Errorf("fabric: session record: %w", err)
 	}
-	s := host.SessionStatus{
-		ID: host.SessionID(rec.ID), State: host.SessionState(rec.State), Value: rec.Value,
+	s := hostloop.SessionStatus{
+		ID: hostloop.SessionID(rec.ID), State: hostloop.SessionState(rec.State), Value: rec.Value,
 		Error: rec.Error, Created: rec.Created, Truncated: rec.Truncated,
 	}
-	if rec.State == string(host.SessionFailed) {
+	if rec.State == string(hostloop.SessionFailed) {
 		s.Err = errorOfKind(rec.Kind, rec.Error)
 	}
 	return s, nil

@@ -1,8 +1,9 @@
 // Package host is the single-threaded capability runtime of Splash
 // Fabric: the tool registry, policies, budgets, pending operations,
 // deadlines, streams, retries, cancellation, reconciliation and audit log
-// of one script session, plus the JavaScript engine and the Loop that
-// drives runtimes from a Transport.
+// of one script session, plus its JavaScript engine. Package hostloop
+// drives runtimes from a transport; this package does no I/O and knows no
+// context, transport or clock but the one it is given.
 //
 // A Runtime is a pure state machine in the manner of etcd raft's RawNode.
 // It starts no goroutines, takes time from a Clock and randomness from
@@ -57,13 +58,6 @@
 // shared by every runtime of the process (a bounded LRU), so a script
 // submitted many times compiles once.
 //
-// # Sessions across restarts
-//
-// A Loop keeps its sessions in memory. With LoopConfig.Archive set, it
-// hands each finished session's status to the archive without waiting and
-// registers its incarnation at start; Loop.Status then answers a session
-// the loop no longer holds from the archive, and a session of an earlier
-// incarnation that left no record as failed with ErrHostRestarted (or
-// ErrHostStopped after a graceful stop). Package fabric stores the archive
-// in JetStream KV.
+// Package hostloop keeps sessions, drives them from worker events and
+// timers, and answers for them across restarts.
 package host

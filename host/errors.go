@@ -69,20 +69,6 @@ var (
 	ErrCapabilityDenied = errors.New("host: capability denied")
 	// ErrExecutionBudget: a script slice ran past its execution budget.
 	ErrExecutionBudget = errors.New("host: execution budget exceeded")
-	// ErrLoopStopped is returned by loop commands sent after Stop.
-	ErrLoopStopped = errors.New("host: loop stopped")
-	// ErrUnknownSession is returned for a session id the loop does not
-	// hold.
-	ErrUnknownSession = errors.New("host: unknown session")
-	// ErrHostBusy: the host holds as many suspended sessions as its
-	// Limits allow; a submission may succeed later.
-	ErrHostBusy = errors.New("host: too many suspended sessions")
-	// ErrLimitTooHigh: a submission asked for a budget or pending limit
-	// above the host's Limits.
-	ErrLimitTooHigh = errors.New("host: limit above the host's maximum")
-	// ErrInvalidConfig is returned by StartLoop for a configuration it
-	// cannot run with.
-	ErrInvalidConfig = errors.New("host: invalid loop configuration")
 )
 
 // StateError reports a method called on an operation in a state where it
@@ -110,20 +96,3 @@ func (e *StateError) Unwrap() []error {
 }
 
 // Errors of the session archive (see SessionArchive).
-var (
-	// ErrHostRestarted is the reason of a session whose host process ended
-	// while the session was suspended and did not record its outcome (it
-	// was killed or crashed): a later process of the same host answers for
-	// it from the archive.
-	ErrHostRestarted = errors.New("host: host restarted while the session was suspended")
-	// ErrHostStopped is the reason of a session that was suspended when its
-	// host process stopped gracefully (Loop.Stop).
-	ErrHostStopped = errors.New("host: host stopped while the session was suspended")
-	// ErrArchiveUnavailable reports a session archive that could not be
-	// written or read: StartLoop fails with it when the incarnation cannot
-	// be registered, Status when a lookup fails.
-	ErrArchiveUnavailable = errors.New("host: session archive unavailable")
-	// ErrUnknownIncarnation is returned by SessionArchive.Incarnation for
-	// an incarnation that was never registered (or has expired).
-	ErrUnknownIncarnation = errors.New("host: unknown incarnation")
-)

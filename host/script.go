@@ -92,6 +92,10 @@ func (r *Runtime) ReleaseScript() bool {
 	return true
 }
 
+// HoldsScript reports whether the runtime holds a script engine (a VM):
+// from its first Eval until ReleaseScript.
+func (r *Runtime) HoldsScript() bool { return r.script != nil }
+
 func (e *scriptEngine) eval(source string) (*EvalResult, error) {
 	if e.active {
 		return nil, fmt.Errorf("%w: suspended at its await", ErrScriptRunning)

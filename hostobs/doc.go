@@ -1,7 +1,7 @@
 // Package hostobs turns what a host loop reports into the host's
 // Prometheus series (package metrics).
 //
-// An Observer is a host.Observer: pass it to host.LoopConfig.Observer, next
+// An Observer is a hostloop.Observer: pass it to hostloop.LoopConfig.Observer, next
 // to the HTTP API's broadcaster through httpapi.Tee, and it keeps
 // metrics.Host current from the loop's audit events, released chunks,
 // dispatches and session snapshots:
@@ -10,7 +10,7 @@
 //	obs := hostobs.New(metrics.NewHost(reg))
 //	transport, _ := fabric.NewHostTransport(ctx, nc, cfg, hostID, key,
 //		fabric.WithRejectHandler(obs.FrameRejected))
-//	loop, _ := host.StartLoop(host.LoopConfig{
+//	loop, _ := hostloop.StartLoop(hostloop.LoopConfig{
 //		Transport: transport, HostID: hostID, Catalog: catalog,
 //		Observer: httpapi.Tee(events, obs),
 //	})

@@ -1,7 +1,6 @@
 package hostobs_test
 
 import (
-	"context"
 	"sort"
 	"strings"
 	"testing"
@@ -9,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -52,36 +51,21 @@ func labelString(m *dto.Metric) string {
 	return strings.Join(parts, ",")
 }
 
-// chanTransport is a host.Transport whose worker is the test: published
-// invocations and cancels arrive on channels, and the test answers on
-// events. It stands in for fabric's transport, which is tested against
-// NATS in its own package and end to end by cmd/splash.
+// chanTransport is the loop's in-memory transport with the cancellations
+// on a channel too: the test is the worker. It stands in for fabric's
+// transport, which is tested against NATS in its own package and end to
+// end by cmd/splash.
 type chanTransport struct {
-	invokes chan protocol.Invoke
+	*hostloop.MemTransport
+	invokes <-chan protocol.Invoke
 	cancels chan protocol.Cancel
-	events  chan host.Event
 }
 
 func newChanTransport() *chanTransport {
-	return &chanTransport{
-		invokes: make(chan protocol.Invoke, 64),
-		cancels: make(chan protocol.Cancel, 64),
-		events:  make(chan host.Event, 64),
-	}
+	m := hostloop.NewMemTransport(64)
+	c := &chanTransport{MemTransport: m, invokes: m.Invocations(), cancels: make(chan protocol.Cancel, 64)}
+	m.OnCancel = func(cl protocol.Cancel) { c.cancels <- cl }
+	return c
 }
 
-func (c *chanTransport) Publish(_ context.Context, inv protocol.Invoke) error {
-	c.invokes <- inv
-	return nil
-}
-
-func (c *chanTransport) Cancel(_ context.Context, cl protocol.Cancel) error {
-	c.cancels <- cl
-	return nil
-}
-
-func (c *chanTransport) Events() <-chan host.Event { return c.events }
-
-func (c *chanTransport) send(m protocol.WorkerMessage) {
-	c.events <- host.Event{Kind: host.EventMessage, Message: m, Worker: "w1"}
-}
+func (c *chanTransport) send(m protocol.WorkerMessage) { c.Message(m) }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -46,16 +47,16 @@ type Observer struct {
 	now func() time.Time
 
 	// Owned by the loop goroutine.
-	ops        map[host.SessionID]map[host.ExternalToolID]*opTrack
-	active     map[host.SessionID]struct{}
-	ended      map[host.SessionID]struct{}
-	endedOrder []host.SessionID
+	ops        map[hostloop.SessionID]map[host.ExternalToolID]*opTrack
+	active     map[hostloop.SessionID]struct{}
+	ended      map[hostloop.SessionID]struct{}
+	endedOrder []hostloop.SessionID
 	pending    map[string]int
 	claimed    map[string]int
 	dirty      map[string]struct{}
 }
 
-var _ host.Observer = (*Observer)(nil)
+var _ hostloop.Observer = (*Observer)(nil)
 
 // New returns an Observer that records into m. A nil m is allowed (every
 // metrics.Host method is a no-op on nil), which leaves only the
@@ -64,16 +65,16 @@ func New(m *metrics.Host) *Observer {
 	return &Observer{
 		m:       m,
 		now:     time.Now,
-		ops:     make(map[host.SessionID]map[host.ExternalToolID]*opTrack),
-		active:  make(map[host.SessionID]struct{}),
-		ended:   make(map[host.SessionID]struct{}),
+		ops:     make(map[hostloop.SessionID]map[host.ExternalToolID]*opTrack),
+		active:  make(map[hostloop.SessionID]struct{}),
+		ended:   make(map[hostloop.SessionID]struct{}),
 		pending: make(map[string]int),
 		claimed: make(map[string]int),
 		dirty:   make(map[string]struct{}),
 	}
 }
 
-func (o *Observer) track(session host.SessionID, id host.ExternalToolID, tool string) *opTrack {
+func (o *Observer) track(session hostloop.SessionID, id host.ExternalToolID, tool string) *opTrack {
 	ops := o.ops[session]
 	if ops == nil {
 		ops = make(map[host.ExternalToolID]*opTrack)
@@ -87,11 +88,11 @@ func (o *Observer) track(session host.SessionID, id host.ExternalToolID, tool st
 	return tr
 }
 
-func (o *Observer) lookup(session host.SessionID, id host.ExternalToolID) *opTrack {
+func (o *Observer) lookup(session hostloop.SessionID, id host.ExternalToolID) *opTrack {
 	return o.ops[session][id]
 }
 
-func (o *Observer) drop(session host.SessionID, id host.ExternalToolID) {
+func (o *Observer) drop(session hostloop.SessionID, id host.ExternalToolID) {
 	ops := o.ops[session]
 	if tr := ops[id]; tr != nil {
 		o.setState(tr, notQueued)
@@ -150,7 +151,7 @@ func (o *Observer) workerSpoke(tr *opTrack, at time.Time) {
 }
 
 // Dispatched records when an attempt was handed to the transport.
-func (o *Observer) Dispatched(session host.SessionID, inv host.ExternalInvocation) {
+func (o *Observer) Dispatched(session hostloop.SessionID, inv host.ExternalInvocation) {
 	tr := o.track(session, inv.ID, inv.Tool)
 	switch {
 	case inv.Attempt != tr.attempt:
@@ -167,14 +168,14 @@ func (o *Observer) Dispatched(session host.SessionID, inv host.ExternalInvocatio
 
 // Audit turns a session's audit events into the operation, retry, stream
 // and cancellation series.
-func (o *Observer) Audit(session host.SessionID, events []host.AuditEvent) {
+func (o *Observer) Audit(session hostloop.SessionID, events []host.AuditEvent) {
 	for _, e := range events {
 		o.audit(session, e)
 	}
 	o.flush()
 }
 
-func (o *Observer) audit(session host.SessionID, e host.AuditEvent) {
+func (o *Observer) audit(session hostloop.SessionID, e host.AuditEvent) {
 	if e.ID == 0 {
 		return // a denied call never became an operation
 	}
@@ -221,7 +222,7 @@ func (o *Observer) audit(session host.SessionID, e host.AuditEvent) {
 	}
 }
 
-func (o *Observer) finish(session host.SessionID, e host.AuditEvent, tr *opTrack) {
+func (o *Observer) finish(session hostloop.SessionID, e host.AuditEvent, tr *opTrack) {
 	if tr.counted {
 		o.m.OperationFinished(tr.tool, outcome(e), e.At.Sub(tr.started))
 	}
@@ -229,13 +230,13 @@ func (o *Observer) finish(session host.SessionID, e host.AuditEvent, tr *opTrack
 }
 
 // Chunk counts a released chunk at both its source and released size.
-func (o *Observer) Chunk(_ host.SessionID, c host.ExternalToolStreamChunk) {
+func (o *Observer) Chunk(_ hostloop.SessionID, c host.ExternalToolStreamChunk) {
 	o.m.ChunkReceived(c.Tool, c.SourceBytes)
 	o.m.ChunkReleased(c.Tool, c.ReleasedBytes)
 }
 
 // SessionChanged counts sessions starting and ending.
-func (o *Observer) SessionChanged(s host.SessionStatus) {
+func (o *Observer) SessionChanged(s hostloop.SessionStatus) {
 	_, isActive := o.active[s.ID]
 	_, isEnded := o.ended[s.ID]
 	if !isActive && !isEnded {
@@ -243,7 +244,7 @@ func (o *Observer) SessionChanged(s host.SessionStatus) {
 		isActive = true
 		o.m.SessionStarted()
 	}
-	if isActive && s.State != host.SessionSuspended {
+	if isActive && s.State != hostloop.SessionSuspended {
 		delete(o.active, s.ID)
 		o.remember(s.ID)
 		o.m.SessionFinished(sessionState(s.State))
@@ -252,7 +253,7 @@ func (o *Observer) SessionChanged(s host.SessionStatus) {
 
 // OperationChanged counts a cancel disposition the first time it shows,
 // and forgets an operation once it has settled.
-func (o *Observer) OperationChanged(session host.SessionID, op host.OperationStatus) {
+func (o *Observer) OperationChanged(session hostloop.SessionID, op hostloop.OperationStatus) {
 	tr := o.lookup(session, op.ID)
 	if tr == nil {
 		return
@@ -270,7 +271,7 @@ func (o *Observer) OperationChanged(session host.SessionID, op host.OperationSta
 	o.flush()
 }
 
-func (o *Observer) remember(id host.SessionID) {
+func (o *Observer) remember(id hostloop.SessionID) {
 	o.ended[id] = struct{}{}
 	o.endedOrder = append(o.endedOrder, id)
 	if len(o.endedOrder) > keepEnded {
@@ -366,8 +367,8 @@ func outcome(e host.AuditEvent) string {
 	return metrics.OutcomeFailed
 }
 
-func sessionState(s host.SessionState) string {
-	if s == host.SessionCompleted {
+func sessionState(s hostloop.SessionState) string {
+	if s == hostloop.SessionCompleted {
 		return metrics.SessionCompleted
 	}
 	return metrics.SessionFailed

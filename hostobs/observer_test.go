@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostobs"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/metrics"
@@ -41,7 +42,7 @@ func catalog(rt *host.Runtime) error {
 type loopFixture struct {
 	reg  *prometheus.Registry
 	tr   *chanTransport
-	loop *host.Loop
+	loop *hostloop.Loop
 }
 
 func startLoop(t *testing.T) *loopFixture {
@@ -49,7 +50,7 @@ func startLoop(t *testing.T) *loopFixture {
 	reg := prometheus.NewRegistry()
 	obs := hostobs.New(metrics.NewHost(reg))
 	tr := newChanTransport()
-	loop, err := host.StartLoop(host.LoopConfig{
+	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport:    tr,
 		HostID:       "h1",
 		Catalog:      catalog,
@@ -64,9 +65,9 @@ func startLoop(t *testing.T) *loopFixture {
 	return &loopFixture{reg: reg, tr: tr, loop: loop}
 }
 
-func (f *loopFixture) submit(t *testing.T, src string) host.SessionID {
+func (f *loopFixture) submit(t *testing.T, src string) hostloop.SessionID {
 	t.Helper()
-	s, err := f.loop.Submit(context.Background(), host.Submission{Source: src})
+	s, err := f.loop.Submit(context.Background(), hostloop.Submission{Source: src})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}

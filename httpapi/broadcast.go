@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
 // Defaults for the zero values of BroadcasterConfig.
@@ -60,15 +61,15 @@ func (k EventKind) String() string {
 // Event is one notification about a session.
 type Event struct {
 	Kind    EventKind
-	Session host.SessionID
+	Session hostloop.SessionID
 	// Status is set for EventState.
-	Status host.SessionStatus
+	Status hostloop.SessionStatus
 	// Chunk is set for EventChunk.
 	Chunk host.ExternalToolStreamChunk
 	// Audit is set for EventAudit.
 	Audit host.AuditEvent
 	// Operation is set for EventOperation.
-	Operation host.OperationStatus
+	Operation hostloop.OperationStatus
 }
 
 // Terminal reports whether e is a session's final state.
@@ -87,7 +88,7 @@ type BroadcasterConfig struct {
 	KeepFinished int
 }
 
-// Broadcaster is a host.Observer that fans each session's events out to
+// Broadcaster is a hostloop.Observer that fans each session's events out to
 // its subscribers. The loop calls it on its own goroutine, so nothing here
 // blocks: every send is non-blocking, and a subscriber whose buffer is full
 // gets a final EventLagged and is dropped.
@@ -97,8 +98,8 @@ type Broadcaster struct {
 	// mu guards everything below; it is held only for map updates and
 	// non-blocking sends.
 	mu       sync.Mutex
-	topics   map[host.SessionID]*topic
-	finished []host.SessionID // finished sessions, oldest first
+	topics   map[hostloop.SessionID]*topic
+	finished []hostloop.SessionID // finished sessions, oldest first
 	closed   bool
 }
 
@@ -108,7 +109,7 @@ type topic struct {
 	backlog []Event
 	// last is the last state sent, so an unchanged status (every step
 	// reports one) is not repeated.
-	last *host.SessionStatus
+	last *hostloop.SessionStatus
 	done bool
 }
 
@@ -116,7 +117,7 @@ type subscriber struct {
 	ch chan Event
 }
 
-var _ host.Observer = (*Broadcaster)(nil)
+var _ hostloop.Observer = (*Broadcaster)(nil)
 
 // NewBroadcaster returns an empty Broadcaster.
 func NewBroadcaster(cfg BroadcasterConfig) *Broadcaster {
@@ -129,14 +130,14 @@ func NewBroadcaster(cfg BroadcasterConfig) *Broadcaster {
 	if cfg.KeepFinished <= 0 {
 		cfg.KeepFinished = DefaultKeepFinished
 	}
-	return &Broadcaster{cfg: cfg, topics: make(map[host.SessionID]*topic)}
+	return &Broadcaster{cfg: cfg, topics: make(map[hostloop.SessionID]*topic)}
 }
 
 // Subscribe returns a channel of session's events: first the retained
 // backlog, then live events. The channel is closed after the session's
 // terminal state event, after an EventLagged, on cancel, or on Close.
 // cancel may be called more than once.
-func (b *Broadcaster) Subscribe(session host.SessionID) (<-chan Event, func()) {
+func (b *Broadcaster) Subscribe(session hostloop.SessionID) (<-chan Event, func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.topic(session)
@@ -167,7 +168,7 @@ func (b *Broadcaster) Close() {
 	}
 }
 
-func (b *Broadcaster) unsubscribe(session host.SessionID, sub *subscriber) {
+func (b *Broadcaster) unsubscribe(session hostloop.SessionID, sub *subscriber) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.topics[session]
@@ -187,7 +188,7 @@ func (b *Broadcaster) unsubscribe(session host.SessionID, sub *subscriber) {
 }
 
 // topic returns session's topic, creating it; b.mu must be held.
-func (b *Broadcaster) topic(session host.SessionID) *topic {
+func (b *Broadcaster) topic(session hostloop.SessionID) *topic {
 	t := b.topics[session]
 	if t == nil {
 		t = &topic{subs: make(map[*subscriber]struct{})}
@@ -196,8 +197,8 @@ func (b *Broadcaster) topic(session host.SessionID) *topic {
 	return t
 }
 
-// SessionChanged implements host.Observer.
-func (b *Broadcaster) SessionChanged(s host.SessionStatus) {
+// SessionChanged implements hostloop.Observer.
+func (b *Broadcaster) SessionChanged(s hostloop.SessionStatus) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -224,29 +225,29 @@ func (b *Broadcaster) SessionChanged(s host.SessionStatus) {
 	}
 }
 
-// OperationChanged implements host.Observer: one operation event, so a
+// OperationChanged implements hostloop.Observer: one operation event, so a
 // session with ten thousand operations costs its stream one small event
 // per change rather than its whole list.
-func (b *Broadcaster) OperationChanged(session host.SessionID, op host.OperationStatus) {
+func (b *Broadcaster) OperationChanged(session hostloop.SessionID, op hostloop.OperationStatus) {
 	b.event(Event{Kind: EventOperation, Session: session, Operation: op})
 }
 
-// Chunk implements host.Observer.
-func (b *Broadcaster) Chunk(session host.SessionID, c host.ExternalToolStreamChunk) {
+// Chunk implements hostloop.Observer.
+func (b *Broadcaster) Chunk(session hostloop.SessionID, c host.ExternalToolStreamChunk) {
 	b.event(Event{Kind: EventChunk, Session: session, Chunk: c})
 }
 
-// Audit implements host.Observer.
-func (b *Broadcaster) Audit(session host.SessionID, events []host.AuditEvent) {
+// Audit implements hostloop.Observer.
+func (b *Broadcaster) Audit(session hostloop.SessionID, events []host.AuditEvent) {
 	for _, e := range events {
 		b.event(Event{Kind: EventAudit, Session: session, Audit: e})
 	}
 }
 
-// Dispatched implements host.Observer; dispatches show in state events.
-func (b *Broadcaster) Dispatched(host.SessionID, host.ExternalInvocation) {}
+// Dispatched implements hostloop.Observer; dispatches show in state events.
+func (b *Broadcaster) Dispatched(hostloop.SessionID, host.ExternalInvocation) {}
 
-// Rejected implements host.Observer; rejections belong to no session.
+// Rejected implements hostloop.Observer; rejections belong to no session.
 func (b *Broadcaster) Rejected(string, error) {}
 
 func (b *Broadcaster) event(ev Event) {
@@ -284,7 +285,7 @@ func (b *Broadcaster) publish(t *topic, ev Event) {
 	}
 }
 
-func sameStatus(a, b host.SessionStatus) bool {
+func sameStatus(a, b hostloop.SessionStatus) bool {
 	return a.ID == b.ID && a.State == b.State && a.Value == b.Value && a.Error == b.Error &&
 		a.Created.Equal(b.Created) && slices.Equal(a.Operations, b.Operations)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 )
 
@@ -55,14 +56,14 @@ func TestBroadcasterReplaysBoundedBacklog(t *testing.T) {
 	for i := range 5 {
 		b.Chunk("s", host.ExternalToolStreamChunk{Index: i})
 	}
-	b.SessionChanged(host.SessionStatus{ID: "s", State: host.SessionCompleted})
+	b.SessionChanged(hostloop.SessionStatus{ID: "s", State: hostloop.SessionCompleted})
 	got := drain(mustSubscribe(b, "s"))
 	if len(got) != 3 || got[0].Chunk.Index != 3 || got[1].Chunk.Index != 4 || !got[2].Terminal() {
 		t.Fatalf("replay %v", got)
 	}
 }
 
-func mustSubscribe(b *httpapi.Broadcaster, s host.SessionID) <-chan httpapi.Event {
+func mustSubscribe(b *httpapi.Broadcaster, s hostloop.SessionID) <-chan httpapi.Event {
 	ch, _ := b.Subscribe(s)
 	return ch
 }
@@ -71,11 +72,11 @@ func TestBroadcasterSkipsUnchangedStateAndClosesOnTerminal(t *testing.T) {
 	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{Backlog: -1})
 	ch, cancel := b.Subscribe("s")
 	defer cancel()
-	suspended := host.SessionStatus{ID: "s", State: host.SessionSuspended, Operations: []host.OperationStatus{{ID: 1, Tool: "t"}}}
+	suspended := hostloop.SessionStatus{ID: "s", State: hostloop.SessionSuspended, Operations: []hostloop.OperationStatus{{ID: 1, Tool: "t"}}}
 	b.SessionChanged(suspended)
 	b.SessionChanged(suspended)
 	b.Audit("s", []host.AuditEvent{{Seq: 1}, {Seq: 2}})
-	b.SessionChanged(host.SessionStatus{ID: "s", State: host.SessionFailed, Error: "boom"})
+	b.SessionChanged(hostloop.SessionStatus{ID: "s", State: hostloop.SessionFailed, Error: "boom"})
 	// After the terminal state nothing more reaches the stream.
 	b.Chunk("s", host.ExternalToolStreamChunk{})
 	got := kinds(drain(ch))
@@ -122,21 +123,21 @@ func TestEventKindString(t *testing.T) {
 // countingObserver counts every call.
 type countingObserver struct{ calls int }
 
-func (c *countingObserver) SessionChanged(host.SessionStatus) { c.calls++ }
-func (c *countingObserver) OperationChanged(host.SessionID, host.OperationStatus) {
+func (c *countingObserver) SessionChanged(hostloop.SessionStatus) { c.calls++ }
+func (c *countingObserver) OperationChanged(hostloop.SessionID, hostloop.OperationStatus) {
 	c.calls++
 }
-func (c *countingObserver) Chunk(host.SessionID, host.ExternalToolStreamChunk) { c.calls++ }
-func (c *countingObserver) Audit(host.SessionID, []host.AuditEvent)            { c.calls++ }
-func (c *countingObserver) Dispatched(host.SessionID, host.ExternalInvocation) { c.calls++ }
-func (c *countingObserver) Rejected(string, error)                             { c.calls++ }
+func (c *countingObserver) Chunk(hostloop.SessionID, host.ExternalToolStreamChunk) { c.calls++ }
+func (c *countingObserver) Audit(hostloop.SessionID, []host.AuditEvent)            { c.calls++ }
+func (c *countingObserver) Dispatched(hostloop.SessionID, host.ExternalInvocation) { c.calls++ }
+func (c *countingObserver) Rejected(string, error)                                 { c.calls++ }
 
 func TestTeeForwardsToEveryObserver(t *testing.T) {
 	a, c := &countingObserver{}, &countingObserver{}
 	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
 	o := httpapi.Tee(a, nil, b, c)
-	o.SessionChanged(host.SessionStatus{ID: "s"})
-	o.OperationChanged("s", host.OperationStatus{Session: "s", ID: 1})
+	o.SessionChanged(hostloop.SessionStatus{ID: "s"})
+	o.OperationChanged("s", hostloop.OperationStatus{Session: "s", ID: 1})
 	o.Chunk("s", host.ExternalToolStreamChunk{})
 	o.Audit("s", nil)
 	o.Dispatched("s", host.ExternalInvocation{})
@@ -151,7 +152,7 @@ func TestTeeForwardsToEveryObserver(t *testing.T) {
 
 // closeAfterReplay subscribes and cancels at once, leaving the replay in
 // the channel.
-func closeAfterReplay(b *httpapi.Broadcaster, s host.SessionID) <-chan httpapi.Event {
+func closeAfterReplay(b *httpapi.Broadcaster, s hostloop.SessionID) <-chan httpapi.Event {
 	ch, cancel := b.Subscribe(s)
 	cancel()
 	return ch

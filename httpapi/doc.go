@@ -5,7 +5,7 @@
 // Tee when metrics watch too), then serves New over the loop:
 //
 //	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
-//	loop, err := host.StartLoop(host.LoopConfig{
+//	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 //		Transport: transport,
 //		HostID:    "host-1",
 //		Catalog:   catalog,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
 // Errors the API itself raises. Each maps to one HTTP status and one
@@ -70,7 +71,7 @@ var errorCodes = []errorCode{
 	{ErrNotReady, http.StatusServiceUnavailable, "not_ready"},
 	{ErrEventsUnavailable, http.StatusNotImplemented, "events_unavailable"},
 
-	{host.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
+	{hostloop.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
 	{host.ErrUnknownOperation, http.StatusNotFound, "unknown_operation"},
 	{host.ErrUnknownTool, http.StatusUnprocessableEntity, "unknown_tool"},
 	{host.ErrInvalidToolName, http.StatusUnprocessableEntity, "invalid_tool_name"},
@@ -84,10 +85,10 @@ var errorCodes = []errorCode{
 	{host.ErrWrongState, http.StatusConflict, "wrong_state"},
 	{host.ErrNotClaimed, http.StatusConflict, "wrong_state"},
 	{host.ErrScriptRunning, http.StatusConflict, "script_running"},
-	{host.ErrHostBusy, http.StatusTooManyRequests, "host_busy"},
-	{host.ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
-	{host.ErrLoopStopped, http.StatusServiceUnavailable, "unavailable"},
-	{host.ErrArchiveUnavailable, http.StatusServiceUnavailable, "archive_unavailable"},
+	{hostloop.ErrHostBusy, http.StatusTooManyRequests, "host_busy"},
+	{hostloop.ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
+	{hostloop.ErrLoopStopped, http.StatusServiceUnavailable, "unavailable"},
+	{hostloop.ErrArchiveUnavailable, http.StatusServiceUnavailable, "archive_unavailable"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout"},
 	{context.Canceled, http.StatusServiceUnavailable, "canceled"},
 }
@@ -99,8 +100,8 @@ var sessionErrorCodes = []struct {
 	err  error
 	code string
 }{
-	{host.ErrHostRestarted, "host_restarted"},
-	{host.ErrHostStopped, "host_stopped"},
+	{hostloop.ErrHostRestarted, "host_restarted"},
+	{hostloop.ErrHostStopped, "host_stopped"},
 }
 
 // sessionErrorCode returns the code of a failed session's reason, or "".

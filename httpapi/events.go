@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
 // laggedBody is the data of a "lagged" event.
@@ -22,7 +22,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, ErrEventsUnavailable)
 		return
 	}
-	id := host.SessionID(r.PathValue("id"))
+	id := hostloop.SessionID(r.PathValue("id"))
 	// Subscribe before asking for the status: the loop reports every
 	// step to the broadcaster before it answers the next command, so a
 	// status that says terminal means the whole history is already in ch
@@ -116,7 +116,7 @@ func writeEvent(w io.Writer, ev Event) error {
 	case EventAudit:
 		data = auditEntryOf(ev.Audit)
 	case EventOperation:
-		data = operationsOf([]host.OperationStatus{ev.Operation})[0]
+		data = operationsOf([]hostloop.OperationStatus{ev.Operation})[0]
 	case EventLagged:
 		data = laggedBody{Message: "stream fell behind and was dropped; GET the session or subscribe again"}
 	default:

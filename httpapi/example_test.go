@@ -14,7 +14,7 @@ import (
 // token gets the JSON error body.
 func ExampleNew() {
 	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
-	backend := newFakeBackend(events) // a *host.Loop in a real process
+	backend := newFakeBackend(events) // a *hostloop.Loop in a real process
 	srv := httptest.NewServer(httpapi.New(backend, httpapi.Config{Token: "t0ken", Events: events}))
 	defer srv.Close()
 

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,18 +9,18 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
-// memWorker is an in-memory host.Transport that answers invocations the
-// way a worker pool would: "echo" returns its input, "stream" sends three
-// chunks and then "streamed", "sleep" waits for a cancellation and
-// acknowledges it, "hold" never answers, cancelled or not.
+// memWorker plays a worker pool over the loop's in-memory transport:
+// "echo" returns its input, "stream" sends three chunks and then
+// "streamed", "sleep" waits for a cancellation and acknowledges it, "hold"
+// never answers, cancelled or not.
 type memWorker struct {
-	invokes chan protocol.Invoke
+	*hostloop.MemTransport
 	cancels chan protocol.Cancel
-	events  chan host.Event
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -29,36 +28,16 @@ type memWorker struct {
 func startMemWorker(t *testing.T) *memWorker {
 	t.Helper()
 	w := &memWorker{
-		invokes: make(chan protocol.Invoke, 1024),
-		cancels: make(chan protocol.Cancel, 1024),
-		events:  make(chan host.Event, 1024),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		MemTransport: hostloop.NewMemTransport(1024),
+		cancels:      make(chan protocol.Cancel, 1024),
+		stop:         make(chan struct{}),
+		done:         make(chan struct{}),
 	}
+	w.OnCancel = func(c protocol.Cancel) { w.cancels <- c }
 	go w.run()
 	t.Cleanup(func() { close(w.stop); <-w.done })
 	return w
 }
-
-func (w *memWorker) Publish(_ context.Context, inv protocol.Invoke) error {
-	select {
-	case w.invokes <- inv:
-		return nil
-	default:
-		return fmt.Errorf("memWorker: invoke queue full")
-	}
-}
-
-func (w *memWorker) Cancel(_ context.Context, c protocol.Cancel) error {
-	select {
-	case w.cancels <- c:
-		return nil
-	default:
-		return fmt.Errorf("memWorker: cancel queue full")
-	}
-}
-
-func (w *memWorker) Events() <-chan host.Event { return w.events }
 
 func (w *memWorker) run() {
 	defer close(w.done)
@@ -67,36 +46,24 @@ func (w *memWorker) run() {
 		select {
 		case <-w.stop:
 			return
-		case inv := <-w.invokes:
+		case inv := <-w.Invocations():
 			switch inv.Tool {
 			case "echo":
-				w.result(inv, inv.Input.Text)
+				w.Succeed(inv, inv.Input.Text)
 			case "stream":
 				for i := 1; i <= 3; i++ {
-					w.send(protocol.ChunkMessage(protocol.Chunk{RequestID: inv.RequestID, Sequence: uint64(i), Text: fmt.Sprintf("part-%d", i)}))
+					w.Message(protocol.ChunkMessage(protocol.Chunk{RequestID: inv.RequestID, Sequence: uint64(i), Text: fmt.Sprintf("part-%d", i)}))
 				}
-				w.result(inv, "streamed")
+				w.Succeed(inv, "streamed")
 			case "sleep":
 				sleeping[inv.RequestID] = inv
 			}
 		case c := <-w.cancels:
 			if inv, ok := sleeping[c.RequestID]; ok {
 				delete(sleeping, c.RequestID)
-				w.send(protocol.CancelReplyMessage(protocol.CancelReply{RequestID: c.RequestID, Attempt: inv.Attempt, Disposition: protocol.CancelAcknowledged}))
+				w.Message(protocol.CancelReplyMessage(protocol.CancelReply{RequestID: c.RequestID, Attempt: inv.Attempt, Disposition: protocol.CancelAcknowledged}))
 			}
 		}
-	}
-}
-
-func (w *memWorker) result(inv protocol.Invoke, out string) {
-	p := protocol.TextPayload(out)
-	w.send(protocol.ResultMessage(protocol.Result{RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultSucceeded, Payload: &p}))
-}
-
-func (w *memWorker) send(m protocol.WorkerMessage) {
-	select {
-	case w.events <- host.Event{Kind: host.EventMessage, Message: m, Worker: "mem-1"}:
-	case <-w.stop:
 	}
 }
 
@@ -113,18 +80,18 @@ func catalog(rt *host.Runtime) error {
 	return rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("sleep"), host.ToolMetadata{Description: "waits to be cancelled", Cancellable: true})
 }
 
-// newLoopEnv serves the API over a real host.Loop driven by a memWorker.
+// newLoopEnv serves the API over a real hostloop.Loop driven by a memWorker.
 func newLoopEnv(t *testing.T) *apiEnv {
-	e, _ := newLimitedLoopEnv(t, host.Limits{})
+	e, _ := newLimitedLoopEnv(t, hostloop.Limits{})
 	return e
 }
 
 // newLimitedLoopEnv is newLoopEnv under limits, with the loop, for tests
 // that stop it.
-func newLimitedLoopEnv(t *testing.T, limits host.Limits) (*apiEnv, *host.Loop) {
+func newLimitedLoopEnv(t *testing.T, limits hostloop.Limits) (*apiEnv, *hostloop.Loop) {
 	t.Helper()
 	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
-	loop, err := host.StartLoop(host.LoopConfig{
+	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: startMemWorker(t),
 		HostID:    "h1",
 		Catalog:   catalog,
@@ -144,7 +111,7 @@ func newLimitedLoopEnv(t *testing.T, limits host.Limits) (*apiEnv, *host.Loop) {
 // A busy host answers 429 host_busy and a stopped one 503, both with
 // Retry-After; a limit above the host's maximum is 422 limit_too_high.
 func TestLoopRefusalsSayWhenToRetry(t *testing.T) {
-	e, loop := newLimitedLoopEnv(t, host.Limits{MaxSuspendedSessions: 1, MaxToolCallBudget: 10})
+	e, loop := newLimitedLoopEnv(t, hostloop.Limits{MaxSuspendedSessions: 1, MaxToolCallBudget: 10})
 	submitSession(t, e, `await tool.start("hold", "x")`)
 	for _, tc := range []struct {
 		name, body, code string

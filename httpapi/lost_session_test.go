@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 )
 
@@ -17,36 +18,36 @@ import (
 // from its archive for sessions it no longer holds.
 type archiveBackend struct {
 	*fakeBackend
-	statuses map[host.SessionID]host.SessionStatus
-	errs     map[host.SessionID]error
+	statuses map[hostloop.SessionID]hostloop.SessionStatus
+	errs     map[hostloop.SessionID]error
 }
 
-func (a *archiveBackend) Status(_ context.Context, id host.SessionID) (host.SessionStatus, []host.AuditEvent, error) {
+func (a *archiveBackend) Status(_ context.Context, id hostloop.SessionID) (hostloop.SessionStatus, []host.AuditEvent, error) {
 	if err := a.errs[id]; err != nil {
-		return host.SessionStatus{}, nil, err
+		return hostloop.SessionStatus{}, nil, err
 	}
 	if s, ok := a.statuses[id]; ok {
 		return s, nil, nil
 	}
-	return host.SessionStatus{}, nil, fmt.Errorf("%w: %q", host.ErrUnknownSession, id)
+	return hostloop.SessionStatus{}, nil, fmt.Errorf("%w: %q", hostloop.ErrUnknownSession, id)
 }
 
 func TestLostSessionsAnswerWithAnErrorCode(t *testing.T) {
-	failed := func(id string, err error) host.SessionStatus {
-		return host.SessionStatus{ID: host.SessionID(id), State: host.SessionFailed, Err: err, Error: err.Error(), Created: t0}
+	failed := func(id string, err error) hostloop.SessionStatus {
+		return hostloop.SessionStatus{ID: hostloop.SessionID(id), State: hostloop.SessionFailed, Err: err, Error: err.Error(), Created: t0}
 	}
-	restarted := fmt.Errorf("%w: the host process h1-0123456789ab ended", host.ErrHostRestarted)
-	stopped := fmt.Errorf("%w: the host process h1-0123456789ab stopped", host.ErrHostStopped)
+	restarted := fmt.Errorf("%w: the host process h1-0123456789ab ended", hostloop.ErrHostRestarted)
+	stopped := fmt.Errorf("%w: the host process h1-0123456789ab stopped", hostloop.ErrHostStopped)
 	b := &archiveBackend{
 		fakeBackend: newFakeBackend(nil),
-		statuses: map[host.SessionID]host.SessionStatus{
+		statuses: map[hostloop.SessionID]hostloop.SessionStatus{
 			"lost":      failed("lost", restarted),
 			"stopped":   failed("stopped", stopped),
 			"threw":     failed("threw", errors.New("Error: boom")),
-			"truncated": {ID: "truncated", State: host.SessionCompleted, Value: "abc", Truncated: true, Created: t0},
+			"truncated": {ID: "truncated", State: hostloop.SessionCompleted, Value: "abc", Truncated: true, Created: t0},
 		},
-		errs: map[host.SessionID]error{
-			"archive-down": fmt.Errorf("%w: session %q: nats: timeout", host.ErrArchiveUnavailable, "archive-down"),
+		errs: map[hostloop.SessionID]error{
+			"archive-down": fmt.Errorf("%w: session %q: nats: timeout", hostloop.ErrArchiveUnavailable, "archive-down"),
 		},
 	}
 	srv := newServer(t, b)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
 func (s *server) operations(w http.ResponseWriter, r *http.Request) {
@@ -24,7 +25,7 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.cancelOp(w, r, host.SessionID(r.PathValue("id")), op)
+	s.cancelOp(w, r, hostloop.SessionID(r.PathValue("id")), op)
 }
 
 // cancelByRequest cancels by request id, which is unique across sessions,
@@ -45,7 +46,7 @@ func (s *server) cancelByRequest(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, fmt.Errorf("%w: request %q", host.ErrUnknownOperation, want))
 }
 
-func (s *server) cancelOp(w http.ResponseWriter, r *http.Request, session host.SessionID, op host.ExternalToolID) {
+func (s *server) cancelOp(w http.ResponseWriter, r *http.Request, session hostloop.SessionID, op host.ExternalToolID) {
 	if err := s.backend.Cancel(r.Context(), session, op); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -8,17 +8,18 @@ import (
 	"strings"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
-// Backend is what the API fronts. *host.Loop satisfies it.
+// Backend is what the API fronts. *hostloop.Loop satisfies it.
 type Backend interface {
-	Submit(ctx context.Context, sub host.Submission) (host.SessionStatus, error)
-	Status(ctx context.Context, id host.SessionID) (host.SessionStatus, []host.AuditEvent, error)
-	Operations(ctx context.Context) ([]host.OperationStatus, error)
-	Cancel(ctx context.Context, id host.SessionID, op host.ExternalToolID) error
+	Submit(ctx context.Context, sub hostloop.Submission) (hostloop.SessionStatus, error)
+	Status(ctx context.Context, id hostloop.SessionID) (hostloop.SessionStatus, []host.AuditEvent, error)
+	Operations(ctx context.Context) ([]hostloop.OperationStatus, error)
+	Cancel(ctx context.Context, id hostloop.SessionID, op host.ExternalToolID) error
 }
 
-var _ Backend = (*host.Loop)(nil)
+var _ Backend = (*hostloop.Loop)(nil)
 
 type server struct {
 	backend Backend

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
 func (s *server) submit(w http.ResponseWriter, r *http.Request) {
@@ -32,29 +32,29 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) {
 // submission validates a request against the server's limits. A script
 // that fails when it runs is not an error here: it is a session whose
 // state is failed.
-func (s *server) submission(req SubmitRequest) (host.Submission, error) {
+func (s *server) submission(req SubmitRequest) (hostloop.Submission, error) {
 	switch {
 	case req.Source == "":
-		return host.Submission{}, fmt.Errorf("%w: source is required", ErrInvalidField)
+		return hostloop.Submission{}, fmt.Errorf("%w: source is required", ErrInvalidField)
 	case len(req.Source) > s.cfg.MaxSourceBytes:
-		return host.Submission{}, fmt.Errorf("%w: source is %d bytes, limit is %d", ErrScriptTooLarge, len(req.Source), s.cfg.MaxSourceBytes)
+		return hostloop.Submission{}, fmt.Errorf("%w: source is %d bytes, limit is %d", ErrScriptTooLarge, len(req.Source), s.cfg.MaxSourceBytes)
 	case req.ToolCallBudget < 0:
-		return host.Submission{}, fmt.Errorf("%w: tool_call_budget must not be negative, got %d", ErrInvalidField, req.ToolCallBudget)
+		return hostloop.Submission{}, fmt.Errorf("%w: tool_call_budget must not be negative, got %d", ErrInvalidField, req.ToolCallBudget)
 	case req.MaxPending < 0:
-		return host.Submission{}, fmt.Errorf("%w: max_pending must not be negative, got %d", ErrInvalidField, req.MaxPending)
+		return hostloop.Submission{}, fmt.Errorf("%w: max_pending must not be negative, got %d", ErrInvalidField, req.MaxPending)
 	case req.ExecutionBudgetMS < 0:
-		return host.Submission{}, fmt.Errorf("%w: execution_budget_ms must not be negative, got %d", ErrInvalidField, req.ExecutionBudgetMS)
+		return hostloop.Submission{}, fmt.Errorf("%w: execution_budget_ms must not be negative, got %d", ErrInvalidField, req.ExecutionBudgetMS)
 	}
 	budget := time.Duration(req.ExecutionBudgetMS) * time.Millisecond
 	if budget > s.cfg.MaxExecutionBudget || budget/time.Millisecond != time.Duration(req.ExecutionBudgetMS) {
-		return host.Submission{}, fmt.Errorf("%w: execution_budget_ms is %d, maximum is %d", ErrLimitTooHigh, req.ExecutionBudgetMS, s.cfg.MaxExecutionBudget.Milliseconds())
+		return hostloop.Submission{}, fmt.Errorf("%w: execution_budget_ms is %d, maximum is %d", ErrLimitTooHigh, req.ExecutionBudgetMS, s.cfg.MaxExecutionBudget.Milliseconds())
 	}
 	for i, g := range req.Grants {
 		if g == "" {
-			return host.Submission{}, fmt.Errorf("%w: grants[%d] is empty", ErrInvalidField, i)
+			return hostloop.Submission{}, fmt.Errorf("%w: grants[%d] is empty", ErrInvalidField, i)
 		}
 	}
-	return host.Submission{
+	return hostloop.Submission{
 		Source:          req.Source,
 		Grants:          req.Grants,
 		ToolCallBudget:  req.ToolCallBudget,
@@ -64,7 +64,7 @@ func (s *server) submission(req SubmitRequest) (host.Submission, error) {
 }
 
 func (s *server) session(w http.ResponseWriter, r *http.Request) {
-	st, _, err := s.backend.Status(r.Context(), host.SessionID(r.PathValue("id")))
+	st, _, err := s.backend.Status(r.Context(), hostloop.SessionID(r.PathValue("id")))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -73,7 +73,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
-	st, events, err := s.backend.Status(r.Context(), host.SessionID(r.PathValue("id")))
+	st, events, err := s.backend.Status(r.Context(), hostloop.SessionID(r.PathValue("id")))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -1,14 +1,17 @@
 package httpapi
 
-import "github.com/splashfabric/splashfabric/host"
+import (
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
+)
 
 // tee calls each observer in turn.
-type tee []host.Observer
+type tee []hostloop.Observer
 
 // Tee returns an observer that forwards every call to each of observers,
 // in order, skipping nils, so the event streams and the metrics can watch
 // the same loop. Each observer must itself not block.
-func Tee(observers ...host.Observer) host.Observer {
+func Tee(observers ...hostloop.Observer) hostloop.Observer {
 	var t tee
 	for _, o := range observers {
 		if o != nil {
@@ -18,31 +21,31 @@ func Tee(observers ...host.Observer) host.Observer {
 	return t
 }
 
-func (t tee) SessionChanged(s host.SessionStatus) {
+func (t tee) SessionChanged(s hostloop.SessionStatus) {
 	for _, o := range t {
 		o.SessionChanged(s)
 	}
 }
 
-func (t tee) OperationChanged(session host.SessionID, op host.OperationStatus) {
+func (t tee) OperationChanged(session hostloop.SessionID, op hostloop.OperationStatus) {
 	for _, o := range t {
 		o.OperationChanged(session, op)
 	}
 }
 
-func (t tee) Chunk(session host.SessionID, c host.ExternalToolStreamChunk) {
+func (t tee) Chunk(session hostloop.SessionID, c host.ExternalToolStreamChunk) {
 	for _, o := range t {
 		o.Chunk(session, c)
 	}
 }
 
-func (t tee) Audit(session host.SessionID, events []host.AuditEvent) {
+func (t tee) Audit(session hostloop.SessionID, events []host.AuditEvent) {
 	for _, o := range t {
 		o.Audit(session, events)
 	}
 }
 
-func (t tee) Dispatched(session host.SessionID, inv host.ExternalInvocation) {
+func (t tee) Dispatched(session hostloop.SessionID, inv host.ExternalInvocation) {
 	for _, o := range t {
 		o.Dispatched(session, inv)
 	}

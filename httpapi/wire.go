@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
 // The wire types are the API's own: host's structs may grow or rename
@@ -36,7 +37,7 @@ type Session struct {
 }
 
 // Terminal reports whether the session's script has ended.
-func (s Session) Terminal() bool { return terminal(host.SessionState(s.State)) }
+func (s Session) Terminal() bool { return terminal(hostloop.SessionState(s.State)) }
 
 // Operation is one live operation.
 type Operation struct {
@@ -96,11 +97,11 @@ type CancelResponse struct {
 	Cancellation string `json:"cancellation"`
 }
 
-func terminal(s host.SessionState) bool {
-	return s == host.SessionCompleted || s == host.SessionFailed
+func terminal(s hostloop.SessionState) bool {
+	return s == hostloop.SessionCompleted || s == hostloop.SessionFailed
 }
 
-func sessionOf(s host.SessionStatus) Session {
+func sessionOf(s hostloop.SessionStatus) Session {
 	out := Session{
 		ID:         string(s.ID),
 		State:      string(s.State),
@@ -110,14 +111,14 @@ func sessionOf(s host.SessionStatus) Session {
 		Truncated:  s.Truncated,
 		Operations: operationsOf(s.Operations),
 	}
-	if s.State == host.SessionCompleted {
+	if s.State == hostloop.SessionCompleted {
 		v := s.Value
 		out.Value = &v
 	}
 	return out
 }
 
-func operationsOf(ops []host.OperationStatus) []Operation {
+func operationsOf(ops []hostloop.OperationStatus) []Operation {
 	out := make([]Operation, 0, len(ops))
 	for _, o := range ops {
 		out = append(out, Operation{

@@ -15,7 +15,6 @@
 package apitest
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
 	"strconv"
@@ -25,7 +24,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/demotools"
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -64,7 +63,7 @@ func Start(t testing.TB) *Server {
 func New() (*Server, error) {
 	w := startPool()
 	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
-	loop, err := host.StartLoop(host.LoopConfig{
+	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: w,
 		HostID:    "h1",
 		Catalog:   demotools.Catalog,
@@ -93,13 +92,12 @@ func New() (*Server, error) {
 // than once.
 func (s *Server) Close() { s.close() }
 
-// pool is a host.Transport that answers invocations itself, on one
-// goroutine.
+// pool answers the invocations of the loop's in-memory transport itself,
+// on one goroutine.
 type pool struct {
-	invokes chan protocol.Invoke
+	*hostloop.MemTransport
 	cancels chan protocol.Cancel
 	wake    chan string // request id of a sleep whose timer fired
-	events  chan host.Event
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -107,13 +105,13 @@ type pool struct {
 
 func startPool() *pool {
 	p := &pool{
-		invokes: make(chan protocol.Invoke, 1024),
-		cancels: make(chan protocol.Cancel, 1024),
-		wake:    make(chan string),
-		events:  make(chan host.Event, 1024),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		MemTransport: hostloop.NewMemTransport(1024),
+		cancels:      make(chan protocol.Cancel, 1024),
+		wake:         make(chan string),
+		stop:         make(chan struct{}),
+		done:         make(chan struct{}),
 	}
+	p.OnCancel = func(c protocol.Cancel) { p.cancels <- c }
 	go p.run()
 	return p
 }
@@ -122,29 +120,6 @@ func (p *pool) close() {
 	p.once.Do(func() { close(p.stop) })
 	<-p.done
 }
-
-// Publish implements host.Transport.
-func (p *pool) Publish(_ context.Context, inv protocol.Invoke) error {
-	select {
-	case p.invokes <- inv:
-		return nil
-	default:
-		return fmt.Errorf("apitest: invoke queue full")
-	}
-}
-
-// Cancel implements host.Transport.
-func (p *pool) Cancel(_ context.Context, c protocol.Cancel) error {
-	select {
-	case p.cancels <- c:
-		return nil
-	default:
-		return fmt.Errorf("apitest: cancel queue full")
-	}
-}
-
-// Events implements host.Transport.
-func (p *pool) Events() <-chan host.Event { return p.events }
 
 type sleeper struct {
 	inv   protocol.Invoke
@@ -165,7 +140,7 @@ func (p *pool) run() {
 		select {
 		case <-p.stop:
 			return
-		case inv := <-p.invokes:
+		case inv := <-p.Invocations():
 			p.invoke(inv, sleeping)
 		case id := <-p.wake:
 			if s, ok := sleeping[id]; ok {
@@ -234,7 +209,7 @@ func (p *pool) result(inv protocol.Invoke, out string) {
 
 func (p *pool) send(m protocol.WorkerMessage) {
 	select {
-	case p.events <- host.Event{Kind: host.EventMessage, Message: m, Worker: WorkerID}:
+	case p.MemTransport.EventsIn() <- hostloop.Event{Kind: hostloop.EventMessage, Message: m, Worker: WorkerID}:
 	case <-p.stop:
 	}
 }

@@ -3,28 +3,28 @@ package main
 import (
 	"fmt"
 
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
 // hostLimits are the operator's bounds on one host, flags of both
 // `splash host` and `splash dev`.
 type hostLimits struct {
-	limits          host.Limits
+	limits          hostloop.Limits
 	auditPerSession int
 }
 
 func (l *hostLimits) register(fs *flagSet) {
-	fs.intVar(&l.limits.MaxSuspendedSessions, "max-sessions", "SPLASH_MAX_SESSIONS", host.DefaultMaxSuspendedSessions,
+	fs.intVar(&l.limits.MaxSuspendedSessions, "max-sessions", "SPLASH_MAX_SESSIONS", hostloop.DefaultMaxSuspendedSessions,
 		"`number` of suspended sessions the host holds at once; more are refused (429 host_busy)")
-	fs.intVar(&l.limits.DefaultToolCallBudget, "session-budget", "SPLASH_SESSION_BUDGET", host.DefaultSessionToolCallBudget,
+	fs.intVar(&l.limits.DefaultToolCallBudget, "session-budget", "SPLASH_SESSION_BUDGET", hostloop.DefaultSessionToolCallBudget,
 		"tool call budget of a session that asks for none (`calls`)")
-	fs.intVar(&l.limits.MaxToolCallBudget, "max-session-budget", "SPLASH_MAX_SESSION_BUDGET", host.DefaultMaxSessionToolCallBudget,
+	fs.intVar(&l.limits.MaxToolCallBudget, "max-session-budget", "SPLASH_MAX_SESSION_BUDGET", hostloop.DefaultMaxSessionToolCallBudget,
 		"most tool calls a session may ask for (`calls`)")
-	fs.intVar(&l.limits.DefaultMaxPending, "session-pending", "SPLASH_SESSION_PENDING", host.DefaultSessionMaxPending,
+	fs.intVar(&l.limits.DefaultMaxPending, "session-pending", "SPLASH_SESSION_PENDING", hostloop.DefaultSessionMaxPending,
 		"pending-operation limit of a session that asks for none (`operations`)")
-	fs.intVar(&l.limits.MaxPending, "max-session-pending", "SPLASH_MAX_SESSION_PENDING", host.DefaultMaxSessionPending,
+	fs.intVar(&l.limits.MaxPending, "max-session-pending", "SPLASH_MAX_SESSION_PENDING", hostloop.DefaultMaxSessionPending,
 		"most pending operations a session may ask for (`operations`)")
-	fs.intVar(&l.auditPerSession, "audit-per-session", "SPLASH_AUDIT_PER_SESSION", host.DefaultAuditPerSession,
+	fs.intVar(&l.auditPerSession, "audit-per-session", "SPLASH_AUDIT_PER_SESSION", hostloop.DefaultAuditPerSession,
 		"audit events kept per session, the newest (`events`)")
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostobs"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/metrics"
@@ -149,7 +150,7 @@ type runningHost struct {
 	log         *slog.Logger
 	transport   *fabric.HostTransport
 	archive     *fabric.SessionArchive
-	loop        *host.Loop
+	loop        *hostloop.Loop
 	events      *httpapi.Broadcaster
 	servers     []*http.Server
 	serveErr    chan error
@@ -197,7 +198,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	}
 	h.stopCatalog = stopCatalog
 	h.events = httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
-	h.loop, err = startLoop(ctx, host.LoopConfig{
+	h.loop, err = startLoop(ctx, hostloop.LoopConfig{
 		Transport: h.transport,
 		HostID:    p.hostID,
 		// Each session registers the catalog as it is when the session
@@ -266,11 +267,11 @@ func watchCatalog(ctx context.Context, js jetstream.JetStream, p hostParts) (*fa
 // startLoop starts the loop, retrying while its incarnation cannot be
 // written to the session archive: right after provisioning, a replicated
 // bucket may not answer yet. Each try draws a new incarnation.
-func startLoop(ctx context.Context, cfg host.LoopConfig, log *slog.Logger) (*host.Loop, error) {
+func startLoop(ctx context.Context, cfg hostloop.LoopConfig, log *slog.Logger) (*hostloop.Loop, error) {
 	bo := backoff.NewExponentialBackOff(backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	for {
-		l, err := host.StartLoop(cfg)
-		if err == nil || !errors.Is(err, host.ErrArchiveUnavailable) {
+		l, err := hostloop.StartLoop(cfg)
+		if err == nil || !errors.Is(err, hostloop.ErrArchiveUnavailable) {
 			return l, err
 		}
 		wait := bo.NextBackOff()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -38,7 +39,7 @@ type FabricOptions struct {
 }
 
 // Fabric is the whole path as a [NewRunner]: each operation is one script
-// session running [NoopScript] through host.Loop.Submit; the loop claims
+// session running [NoopScript] through hostloop.Loop.Submit; the loop claims
 // and publishes the sealed invocation over a fabric.HostTransport, a
 // workeragent.Agent pulls it, consults its KV journal, runs the no-op
 // handler, stores the result and publishes the sealed terminal event; the
@@ -55,13 +56,13 @@ func Fabric(o FabricOptions) NewRunner {
 }
 
 type fabricRunner struct {
-	loop *host.Loop
+	loop *hostloop.Loop
 
 	// mu guards ids and early: a session can finish before Submit has
 	// recorded which operation it is.
 	mu       sync.Mutex
-	ids      map[host.SessionID]uint64
-	early    map[host.SessionID]struct{}
+	ids      map[hostloop.SessionID]uint64
+	early    map[hostloop.SessionID]struct{}
 	complete func(uint64)
 }
 
@@ -80,10 +81,10 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 	must(b, fabric.Provision(ctx, hostJS, fcfg))
 	tr, err := fabric.NewHostTransport(ctx, hostNC, fcfg, benchHostID, key, fabric.WithEventBuffer(4096))
 	must(b, err)
-	r := &fabricRunner{ids: make(map[host.SessionID]uint64), early: make(map[host.SessionID]struct{}), complete: complete}
+	r := &fabricRunner{ids: make(map[hostloop.SessionID]uint64), early: make(map[hostloop.SessionID]struct{}), complete: complete}
 	policy := host.NewToolPolicy(NoopTool)
 	meta := host.NewToolMetadata("benchmark no-op")
-	r.loop, err = host.StartLoop(host.LoopConfig{
+	r.loop, err = hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: tr,
 		HostID:    benchHostID,
 		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalToolWithMetadata(policy, meta) },
@@ -139,7 +140,7 @@ func startFabricWorker(b *testing.B, srv *natstest.Server, fcfg fabric.Config, k
 }
 
 func (r *fabricRunner) Submit(id uint64) error {
-	s, err := r.loop.Submit(context.Background(), host.Submission{Source: NoopScript})
+	s, err := r.loop.Submit(context.Background(), hostloop.Submission{Source: NoopScript})
 	if err != nil {
 		return err
 	}
@@ -162,8 +163,8 @@ func (r *fabricRunner) Close() {}
 // sessions matter to it.
 type completions fabricRunner
 
-func (c *completions) SessionChanged(s host.SessionStatus) {
-	if s.State != host.SessionCompleted {
+func (c *completions) SessionChanged(s hostloop.SessionStatus) {
+	if s.State != hostloop.SessionCompleted {
 		return
 	}
 	r := (*fabricRunner)(c)
@@ -179,8 +180,8 @@ func (c *completions) SessionChanged(s host.SessionStatus) {
 	r.complete(id)
 }
 
-func (*completions) OperationChanged(host.SessionID, host.OperationStatus) {}
-func (*completions) Chunk(host.SessionID, host.ExternalToolStreamChunk)    {}
-func (*completions) Audit(host.SessionID, []host.AuditEvent)               {}
-func (*completions) Dispatched(host.SessionID, host.ExternalInvocation)    {}
-func (*completions) Rejected(string, error)                                {}
+func (*completions) OperationChanged(hostloop.SessionID, hostloop.OperationStatus) {}
+func (*completions) Chunk(hostloop.SessionID, host.ExternalToolStreamChunk)        {}
+func (*completions) Audit(hostloop.SessionID, []host.AuditEvent)                   {}
+func (*completions) Dispatched(hostloop.SessionID, host.ExternalInvocation)        {}
+func (*completions) Rejected(string, error)                                        {}

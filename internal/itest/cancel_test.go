@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workeragent"
@@ -19,7 +19,7 @@ func cancellable(name string) hostTool {
 }
 
 // cancel asks the loop to cancel the session's only live operation.
-func (c *cluster) cancel(sid host.SessionID) {
+func (c *cluster) cancel(sid hostloop.SessionID) {
 	c.t.Helper()
 	op := c.liveOp(sid)
 	ctx, cancel := opCtx()

@@ -7,7 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/fabric"
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
@@ -83,7 +83,7 @@ func TestForgedFramesRejected(t *testing.T) {
 		return r[fabric.RejectBadTag] + r[fabric.RejectMalformed]
 	}
 	testwait.Until(t, 0, "the host to reject three forged frames", func() bool { return rejected() == 3 })
-	if s, _ := c.status(id); s.State != host.SessionSuspended || len(s.Operations) != 1 {
+	if s, _ := c.status(id); s.State != hostloop.SessionSuspended || len(s.Operations) != 1 {
 		t.Fatalf("forged frames changed the session: %+v", s)
 	}
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
@@ -76,7 +77,7 @@ type cluster struct {
 	hostNC *nats.Conn
 	hostJS jetstream.JetStream
 	tr     *fabric.HostTransport
-	loop   *host.Loop
+	loop   *hostloop.Loop
 	obs    *observer
 }
 
@@ -123,7 +124,7 @@ func newCluster(t testing.TB, o options) *cluster {
 	must(t, fabric.Provision(ctx, c.hostJS, fcfg))
 	c.tr, err = fabric.NewHostTransport(ctx, c.hostNC, fcfg, hostID, key, fabric.WithEventBuffer(o.eventBuffer))
 	must(t, err)
-	c.loop, err = host.StartLoop(host.LoopConfig{
+	c.loop, err = hostloop.StartLoop(hostloop.LoopConfig{
 		Transport:    c.tr,
 		HostID:       hostID,
 		Catalog:      c.catalog,
@@ -211,20 +212,20 @@ func (c *cluster) startWorker(id string, register func(*workeragent.Agent)) *wor
 }
 
 // submit starts a script and returns its session id.
-func (c *cluster) submit(src string) host.SessionID {
+func (c *cluster) submit(src string) hostloop.SessionID {
 	c.t.Helper()
 	ctx, cancel := opCtx()
 	defer cancel()
-	s, err := c.loop.Submit(ctx, host.Submission{Source: src})
+	s, err := c.loop.Submit(ctx, hostloop.Submission{Source: src})
 	must(c.t, err)
 	c.obs.seen(s)
 	return s.ID
 }
 
 // wait blocks until the session finished and returns its final status.
-func (c *cluster) wait(id host.SessionID, timeout time.Duration) host.SessionStatus {
+func (c *cluster) wait(id hostloop.SessionID, timeout time.Duration) hostloop.SessionStatus {
 	c.t.Helper()
-	var s host.SessionStatus
+	var s hostloop.SessionStatus
 	testwait.Until(c.t, timeout, "session "+string(id)+" to finish", func() bool {
 		var ok bool
 		s, ok = c.obs.final(id)
@@ -234,7 +235,7 @@ func (c *cluster) wait(id host.SessionID, timeout time.Duration) host.SessionSta
 }
 
 // status reads a session and its audit log from the loop.
-func (c *cluster) status(id host.SessionID) (host.SessionStatus, []host.AuditEvent) {
+func (c *cluster) status(id hostloop.SessionID) (hostloop.SessionStatus, []host.AuditEvent) {
 	c.t.Helper()
 	ctx, cancel := opCtx()
 	defer cancel()
@@ -244,9 +245,9 @@ func (c *cluster) status(id host.SessionID) (host.SessionStatus, []host.AuditEve
 }
 
 // liveOp waits for the session's only live operation and returns it.
-func (c *cluster) liveOp(id host.SessionID) host.OperationStatus {
+func (c *cluster) liveOp(id hostloop.SessionID) hostloop.OperationStatus {
 	c.t.Helper()
-	var op host.OperationStatus
+	var op hostloop.OperationStatus
 	testwait.Until(c.t, 0, "a live operation of "+string(id), func() bool {
 		s, _ := c.status(id)
 		if len(s.Operations) != 1 {
@@ -344,28 +345,28 @@ func otherCodec(t testing.TB) *fabric.Codec {
 // goroutine; tests read through the accessors.
 type observer struct {
 	mu       sync.Mutex
-	finals   map[host.SessionID]host.SessionStatus
-	chunks   map[host.SessionID][]host.ExternalToolStreamChunk
+	finals   map[hostloop.SessionID]hostloop.SessionStatus
+	chunks   map[hostloop.SessionID][]host.ExternalToolStreamChunk
 	rejected map[string]int
-	onFinal  func(host.SessionStatus)
+	onFinal  func(hostloop.SessionStatus)
 }
 
 func newObserver() *observer {
 	return &observer{
-		finals:   make(map[host.SessionID]host.SessionStatus),
-		chunks:   make(map[host.SessionID][]host.ExternalToolStreamChunk),
+		finals:   make(map[hostloop.SessionID]hostloop.SessionStatus),
+		chunks:   make(map[hostloop.SessionID][]host.ExternalToolStreamChunk),
 		rejected: make(map[string]int),
 	}
 }
 
-func (o *observer) seen(s host.SessionStatus) {
-	if s.State != host.SessionSuspended {
+func (o *observer) seen(s hostloop.SessionStatus) {
+	if s.State != hostloop.SessionSuspended {
 		o.SessionChanged(s)
 	}
 }
 
-func (o *observer) SessionChanged(s host.SessionStatus) {
-	if s.State == host.SessionSuspended {
+func (o *observer) SessionChanged(s hostloop.SessionStatus) {
+	if s.State == hostloop.SessionSuspended {
 		return
 	}
 	o.mu.Lock()
@@ -377,16 +378,16 @@ func (o *observer) SessionChanged(s host.SessionStatus) {
 	}
 }
 
-func (o *observer) OperationChanged(host.SessionID, host.OperationStatus) {}
+func (o *observer) OperationChanged(hostloop.SessionID, hostloop.OperationStatus) {}
 
-func (o *observer) Chunk(id host.SessionID, c host.ExternalToolStreamChunk) {
+func (o *observer) Chunk(id hostloop.SessionID, c host.ExternalToolStreamChunk) {
 	o.mu.Lock()
 	o.chunks[id] = append(o.chunks[id], c)
 	o.mu.Unlock()
 }
 
-func (o *observer) Audit(host.SessionID, []host.AuditEvent)            {}
-func (o *observer) Dispatched(host.SessionID, host.ExternalInvocation) {}
+func (o *observer) Audit(hostloop.SessionID, []host.AuditEvent)            {}
+func (o *observer) Dispatched(hostloop.SessionID, host.ExternalInvocation) {}
 
 func (o *observer) Rejected(reason string, _ error) {
 	o.mu.Lock()
@@ -394,14 +395,14 @@ func (o *observer) Rejected(reason string, _ error) {
 	o.mu.Unlock()
 }
 
-func (o *observer) final(id host.SessionID) (host.SessionStatus, bool) {
+func (o *observer) final(id hostloop.SessionID) (hostloop.SessionStatus, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s, ok := o.finals[id]
 	return s, ok
 }
 
-func (o *observer) chunksOf(id host.SessionID) []host.ExternalToolStreamChunk {
+func (o *observer) chunksOf(id hostloop.SessionID) []host.ExternalToolStreamChunk {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]host.ExternalToolStreamChunk(nil), o.chunks[id]...)
@@ -490,16 +491,16 @@ func hasOutcome(audit []host.AuditEvent, want host.AuditOutcome) bool {
 	return false
 }
 
-func wantCompleted(t testing.TB, s host.SessionStatus, value string) {
+func wantCompleted(t testing.TB, s hostloop.SessionStatus, value string) {
 	t.Helper()
-	if s.State != host.SessionCompleted || s.Value != value {
+	if s.State != hostloop.SessionCompleted || s.Value != value {
 		t.Fatalf("session %s = %s %q (error %q), want completed %q", s.ID, s.State, s.Value, s.Error, value)
 	}
 }
 
-func wantValuePrefix(t testing.TB, s host.SessionStatus, prefix string) {
+func wantValuePrefix(t testing.TB, s hostloop.SessionStatus, prefix string) {
 	t.Helper()
-	if s.State != host.SessionCompleted || !strings.HasPrefix(s.Value, prefix) {
+	if s.State != hostloop.SessionCompleted || !strings.HasPrefix(s.Value, prefix) {
 		t.Fatalf("session %s = %s %q (error %q), want completed with prefix %q", s.ID, s.State, s.Value, s.Error, prefix)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -35,7 +35,7 @@ func TestManyScriptsManyWorkersRunEveryCallOnce(t *testing.T) {
 			must(t, a.Handle("it.count", h))
 		}))
 	}
-	ids := make([]host.SessionID, scripts)
+	ids := make([]hostloop.SessionID, scripts)
 	for i := range ids {
 		ids[i] = c.submit(sequentialScript("it.count", calls))
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/demotools"
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -58,9 +58,9 @@ func benchToolCall(b *testing.B, kind string, inflight int) {
 		}
 		must(b, a.HandleTool(def, h, workeragent.Concurrency(16)))
 	})
-	done := make(chan host.SessionStatus, inflight)
+	done := make(chan hostloop.SessionStatus, inflight)
 	c.obs.mu.Lock()
-	c.obs.onFinal = func(s host.SessionStatus) { done <- s }
+	c.obs.onFinal = func(s hostloop.SessionStatus) { done <- s }
 	c.obs.mu.Unlock()
 	src := `return await tool.start("bench.echo", "echo:x")`
 	if kind == "go" {
@@ -71,14 +71,14 @@ func benchToolCall(b *testing.B, kind string, inflight int) {
 		sent, finished := 0, 0
 		for finished < n {
 			for sent < n && sent-finished < inflight {
-				if _, err := c.loop.Submit(ctx, host.Submission{Source: src}); err != nil {
+				if _, err := c.loop.Submit(ctx, hostloop.Submission{Source: src}); err != nil {
 					b.Fatal(err)
 				}
 				sent++
 			}
 			select {
 			case s := <-done:
-				if s.State != host.SessionCompleted {
+				if s.State != hostloop.SessionCompleted {
 					b.Fatalf("session %s (%v)", s.State, s.Err)
 				}
 				finished++

@@ -14,6 +14,7 @@ import (
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/sdk/go/splashtool"
 	"github.com/splashfabric/splashfabric/toolspec"
@@ -129,7 +130,7 @@ func TestPythonProcessToolEndToEnd(t *testing.T) {
 
 			id := c.submit(`return await tool.start("text.slowupper", "hello big world")`)
 			s := c.wait(id, 30*time.Second)
-			if s.State != host.SessionCompleted || s.Value != "HELLO BIG WORLD" {
+			if s.State != hostloop.SessionCompleted || s.Value != "HELLO BIG WORLD" {
 				t.Fatalf("session %s %q (%v), want completed HELLO BIG WORLD", s.State, s.Value, s.Err)
 			}
 			if got := c.obs.chunkTexts(id); strings.Join(got, "|") != "word 1/3: hello|word 2/3: big|word 3/3: world" {
@@ -137,7 +138,7 @@ func TestPythonProcessToolEndToEnd(t *testing.T) {
 			}
 
 			id = c.submit(`return await tool.start("text.slowupper", "flaky input")`)
-			if s := c.wait(id, 30*time.Second); s.State != host.SessionCompleted || s.Value != "FLAKY INPUT" {
+			if s := c.wait(id, 30*time.Second); s.State != hostloop.SessionCompleted || s.Value != "FLAKY INPUT" {
 				t.Fatalf("flaky session %s %q (%v), want completed on the retry", s.State, s.Value, s.Err)
 			}
 
@@ -148,14 +149,14 @@ func TestPythonProcessToolEndToEnd(t *testing.T) {
 			defer cancel()
 			must(t, c.loop.Cancel(ctx, id, op.ID))
 			s = c.wait(id, 30*time.Second)
-			if s.State != host.SessionFailed || s.Err == nil || !strings.Contains(s.Err.Error(), "cancel") {
+			if s.State != hostloop.SessionFailed || s.Err == nil || !strings.Contains(s.Err.Error(), "cancel") {
 				t.Fatalf("cancelled session %s (%v), want failed by the acknowledged cancellation", s.State, s.Err)
 			}
 		})
 	}
 }
 
-func waitChunk(t testing.TB, c *cluster, id host.SessionID) {
+func waitChunk(t testing.TB, c *cluster, id hostloop.SessionID) {
 	t.Helper()
 	waitUntil(t, "a chunk of "+string(id), func() bool { return len(c.obs.chunkTexts(id)) > 0 })
 }
@@ -181,7 +182,7 @@ func TestProcessToolCrashMidCall(t *testing.T) {
 		c.startWorker("w1", func(a *workeragent.Agent) { must(t, a.HandleTool(def, nil)) })
 		id := c.submit(`return await tool.start("go.claimed", "crash")`)
 		s := c.wait(id, 30*time.Second)
-		if s.State != host.SessionFailed || s.Err == nil || !strings.Contains(s.Err.Error(), "indeterminate") {
+		if s.State != hostloop.SessionFailed || s.Err == nil || !strings.Contains(s.Err.Error(), "indeterminate") {
 			t.Fatalf("session %s (%v), want failed indeterminate", s.State, s.Err)
 		}
 	})
@@ -192,7 +193,7 @@ func TestProcessToolCrashMidCall(t *testing.T) {
 		marker := filepath.Join(t.TempDir(), "effects")
 		id := c.submit(`return await tool.start("go.idempotent", "crash-once:` + marker + `")`)
 		s := c.wait(id, 30*time.Second)
-		if s.State != host.SessionCompleted || s.Value != "done" {
+		if s.State != hostloop.SessionCompleted || s.Value != "done" {
 			t.Fatalf("session %s %q (%v), want completed", s.State, s.Value, s.Err)
 		}
 		b, err := os.ReadFile(marker)
@@ -218,7 +219,7 @@ func TestDefinitionMismatchRefused(t *testing.T) {
 	})
 	id := c.submit(`return await tool.start("demo.upper", "hi")`)
 	s := c.wait(id, 30*time.Second)
-	if s.State != host.SessionFailed || s.Err == nil || !strings.Contains(s.Err.Error(), "tool definition mismatch") {
+	if s.State != hostloop.SessionFailed || s.Err == nil || !strings.Contains(s.Err.Error(), "tool definition mismatch") {
 		t.Fatalf("session %s (%v), want failed with a definition mismatch", s.State, s.Err)
 	}
 	if st := agent.Stats(); st.ContractMismatches != 1 || st.Executed != 0 {
@@ -243,7 +244,7 @@ func TestCatalogChangePickedUpByRunningHost(t *testing.T) {
 	t.Cleanup(stop)
 	c.startWorker("w1", func(a *workeragent.Agent) { must(t, demotools.Register(a, demotools.Upper)) })
 
-	if _, err := c.loop.Submit(ctx, host.Submission{Source: `return await tool.start("demo.upper", "hi")`}); !errors.Is(err, host.ErrUnknownTool) {
+	if _, err := c.loop.Submit(ctx, hostloop.Submission{Source: `return await tool.start("demo.upper", "hi")`}); !errors.Is(err, host.ErrUnknownTool) {
 		t.Fatalf("before publishing: %v, want ErrUnknownTool", err)
 	}
 	_, err = store.Apply(ctx, &toolspec.Catalog{Tools: []toolspec.Spec{def.Spec()}})
@@ -253,12 +254,12 @@ func TestCatalogChangePickedUpByRunningHost(t *testing.T) {
 		return ok
 	})
 	id := c.submit(`return await tool.start("demo.upper", "hi")`)
-	if s := c.wait(id, 30*time.Second); s.State != host.SessionCompleted || s.Value != "HI" {
+	if s := c.wait(id, 30*time.Second); s.State != hostloop.SessionCompleted || s.Value != "HI" {
 		t.Fatalf("after publishing: %s %q (%v)", s.State, s.Value, s.Err)
 	}
 }
 
-func (o *observer) chunkTexts(id host.SessionID) []string {
+func (o *observer) chunkTexts(id hostloop.SessionID) []string {
 	var out []string
 	for _, c := range o.chunksOf(id) {
 		out = append(out, c.Text)

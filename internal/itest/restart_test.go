@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -24,7 +24,7 @@ func TestServerRestartMidLoad(t *testing.T) {
 			must(t, a.Handle("it.durable", h, workeragent.Idempotent()))
 		}))
 	}
-	ids := make([]host.SessionID, scripts)
+	ids := make([]hostloop.SessionID, scripts)
 	for i := range ids {
 		ids[i] = c.submit(sequentialScript("it.durable", calls))
 	}

@@ -1,6 +1,8 @@
-package host
+package hostloop
 
 import (
+	"github.com/splashfabric/splashfabric/host"
+
 	"context"
 	"strconv"
 	"sync"
@@ -18,8 +20,8 @@ import (
 func TestLoopConcurrentSubmitters(t *testing.T) {
 	const submitters, each = 8, 25
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterExternalTool(NewToolPolicy("text.remote"))
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterExternalTool(host.NewToolPolicy("text.remote"))
 	})
 	// Answer every invocation as it comes, while submissions go on.
 	answered := make(chan struct{})
@@ -28,13 +30,13 @@ func TestLoopConcurrentSubmitters(t *testing.T) {
 		for range submitters * each {
 			var inv protocol.Invoke
 			select {
-			case inv = <-tr.pub:
+			case inv = <-tr.Invocations():
 			case <-time.After(testwait.DefaultTimeout):
 				t.Error("an invocation was never published")
 				return
 			}
 			p := protocol.TextPayload(inv.Input.Text)
-			tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+			tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
 		}
 	}()
 	ids := make([][]SessionID, submitters)

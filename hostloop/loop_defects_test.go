@@ -1,6 +1,8 @@
-package host
+package hostloop
 
 import (
+	"github.com/splashfabric/splashfabric/host"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -23,7 +26,7 @@ func submitID(t *testing.T, l *Loop, src string) SessionID {
 	return s.ID
 }
 
-func opOf(t *testing.T, l *Loop, id SessionID) ExternalToolID {
+func opOf(t *testing.T, l *Loop, id SessionID) host.ExternalToolID {
 	t.Helper()
 	s, _, err := l.Status(context.Background(), id)
 	if err != nil || len(s.Operations) != 1 {
@@ -38,15 +41,15 @@ func opOf(t *testing.T, l *Loop, id SessionID) ExternalToolID {
 // cancellation_requested with its session suspended, forever.
 func TestLoopRetryableAnswerDuringCancellationEndsCancelled(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(3))
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(3))
 	})
 	id := submitID(t, l, `await tool.start("t", "x")`)
-	inv := tr.next(t)
+	inv := next(t, tr)
 	if err := l.Cancel(context.Background(), id, opOf(t, l, id)); err != nil {
 		t.Fatal(err)
 	}
-	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultRetryTransient, Error: "context canceled"})
+	tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultRetryTransient, Error: "context canceled"})
 	s := waitState(t, l, id, SessionFailed)
 	if !strings.Contains(s.Error, "cancel") {
 		t.Fatalf("session error %q, want the cancellation", s.Error)
@@ -60,21 +63,19 @@ func TestLoopRetryableAnswerDuringCancellationEndsCancelled(t *testing.T) {
 func TestLoopDoesNotPublishRetryAfterCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := newChanTransport()
-		l := startTestLoop(t, tr, func(rt *Runtime) error {
-			return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(3))
+		l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+			return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(3))
 		})
 		id := submitID(t, l, `await tool.start("t", "x")`)
-		inv := <-tr.pub
-		tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 300, Error: "slow down"})
+		inv := <-tr.Invocations()
+		tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 300, Error: "slow down"})
 		synctest.Wait() // the loop has scheduled attempt 2
 		if err := l.Cancel(context.Background(), id, opOf(t, l, id)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second) // past the retry's time
 		synctest.Wait()
-		tr.mu.Lock()
-		n := len(tr.published)
-		tr.mu.Unlock()
+		n := len(tr.Published())
 		if n != 1 {
 			t.Fatalf("%d invocations published, want only the first", n)
 		}
@@ -89,13 +90,13 @@ func TestLoopDoesNotPublishRetryAfterCancellation(t *testing.T) {
 // published, not what remained when the retry was scheduled.
 func TestLoopRetryCarriesDeadlineLeftAtPublish(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(2).WithDeadline(5 * time.Second))
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(2).WithDeadline(5 * time.Second))
 	})
 	submitID(t, l, `await tool.start("t", "x")`)
-	first := tr.next(t)
-	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 500, Error: "slow down"})
-	second := tr.next(t)
+	first := next(t, tr)
+	tr.Reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 500, Error: "slow down"})
+	second := next(t, tr)
 	if second.DeadlineMillis > first.DeadlineMillis-500 {
 		t.Fatalf("attempt 2 has %d ms left, attempt 1 had %d and the retry waited 500", second.DeadlineMillis, first.DeadlineMillis)
 	}
@@ -104,8 +105,8 @@ func TestLoopRetryCarriesDeadlineLeftAtPublish(t *testing.T) {
 // A trusted nonce in the loop's runtime template would give every session
 // the same idempotency keys; the loop refuses it.
 func TestLoopRefusesSharedSessionNonce(t *testing.T) {
-	var n CapabilitySessionNonce
-	_, err := StartLoop(LoopConfig{Transport: newChanTransport(), HostID: "h1", Runtime: Config{SessionNonce: &n}})
+	var n host.CapabilitySessionNonce
+	_, err := StartLoop(LoopConfig{Transport: newChanTransport(), HostID: "h1", Runtime: host.Config{SessionNonce: &n}})
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("StartLoop: %v, want ErrInvalidConfig", err)
 	}
@@ -115,8 +116,8 @@ func TestLoopRefusesSharedSessionNonce(t *testing.T) {
 // completes.
 func TestLoopPumpsLocalTools(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterLocalTool(NewToolPolicy("local.upper"), func(in string) (string, error) {
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterLocalTool(host.NewToolPolicy("local.upper"), func(in string) (string, error) {
 			return strings.ToUpper(in), nil
 		})
 	})
@@ -132,13 +133,13 @@ func TestLoopPumpsLocalTools(t *testing.T) {
 func TestLoopContractFailureKeepsOutputOutOfAudit(t *testing.T) {
 	tr := newChanTransport()
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"string","pattern":"^x$"}}}`)
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterExternalJSONToolWithContract(NewToolPolicy("j"), ToolMetadata{}, nil, schema)
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterExternalJSONToolWithContract(host.NewToolPolicy("j"), host.ToolMetadata{}, nil, schema)
 	})
 	id := submitID(t, l, `await tool.start_json("j", {})`)
-	inv := tr.next(t)
+	inv := next(t, tr)
 	p := protocol.JSONPayload(json.RawMessage(`{"n":"secret-value-42"}`))
-	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
 	s := waitState(t, l, id, SessionFailed)
 	_, audit, err := l.Status(context.Background(), id)
 	if err != nil {
@@ -158,21 +159,19 @@ func TestLoopContractFailureKeepsOutputOutOfAudit(t *testing.T) {
 // ErrCancellationRequested (the API's 409) and sends nothing.
 func TestLoopSecondCancelRefused(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterExternalTool(NewToolPolicy("t"))
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterExternalTool(host.NewToolPolicy("t"))
 	})
 	id := submitID(t, l, `await tool.start("t", "x")`)
-	tr.next(t)
+	next(t, tr)
 	op := opOf(t, l, id)
 	if err := l.Cancel(context.Background(), id, op); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Cancel(context.Background(), id, op); !errors.Is(err, ErrCancellationRequested) {
+	if err := l.Cancel(context.Background(), id, op); !errors.Is(err, host.ErrCancellationRequested) {
 		t.Fatalf("second cancel: %v, want ErrCancellationRequested", err)
 	}
-	tr.mu.Lock()
-	n := len(tr.cancels)
-	tr.mu.Unlock()
+	n := len(tr.Cancels())
 	if n != 1 {
 		t.Fatalf("%d cancel frames sent, want 1", n)
 	}
@@ -193,18 +192,18 @@ func inspect[T any](t *testing.T, l *Loop, f func(st *loopState) T) T {
 // A finished session keeps its summary, not its script's VM.
 func TestLoopFinishedSessionReleasesItsVM(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *Runtime) error { return rt.RegisterExternalTool(NewToolPolicy("t")) })
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) })
 	id := submitID(t, l, `return await tool.start("t", "x")`)
-	inv := tr.next(t)
-	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].rt.script != nil }); !held {
+	inv := next(t, tr)
+	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].rt.HoldsScript() }); !held {
 		t.Fatal("a suspended session has no script engine")
 	}
 	p := protocol.TextPayload("done")
-	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
 	if s := waitState(t, l, id, SessionCompleted); s.Value != "done" {
 		t.Fatalf("value %q", s.Value)
 	}
-	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].rt.script != nil }); held {
+	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].rt.HoldsScript() }); held {
 		t.Fatal("a finished session still holds its script engine")
 	}
 }
@@ -213,8 +212,8 @@ func TestLoopFinishedSessionReleasesItsVM(t *testing.T) {
 func TestLoopBoundsEachSessionsAudit(t *testing.T) {
 	tr := newChanTransport()
 	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", AuditPerSession: 10,
-		Catalog: func(rt *Runtime) error {
-			return rt.RegisterLocalTool(NewToolPolicy("local.echo"), func(in string) (string, error) { return in, nil })
+		Catalog: func(rt *host.Runtime) error {
+			return rt.RegisterLocalTool(host.NewToolPolicy("local.echo"), func(in string) (string, error) { return in, nil })
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +225,7 @@ func TestLoopBoundsEachSessionsAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(audit) != 10 || audit[len(audit)-1].Outcome != AuditSucceeded {
+	if len(audit) != 10 || audit[len(audit)-1].Outcome != host.AuditSucceeded {
 		t.Fatalf("audit of %d events ending %+v, want the newest 10", len(audit), audit[len(audit)-1])
 	}
 }
@@ -237,15 +236,15 @@ func TestLoopBoundsEachSessionsAudit(t *testing.T) {
 func TestLoopRefusesSessionsOverTheLimit(t *testing.T) {
 	tr := newChanTransport()
 	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Limits: Limits{MaxSuspendedSessions: 2},
-		Catalog: func(rt *Runtime) error { return rt.RegisterExternalTool(NewToolPolicy("t")) }})
+		Catalog: func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Stop)
 	first := submitID(t, l, `return await tool.start("t", "1")`)
 	submitID(t, l, `return await tool.start("t", "2")`)
-	inv := tr.next(t)
-	tr.next(t)
+	inv := next(t, tr)
+	next(t, tr)
 	if _, err := l.Submit(context.Background(), Submission{Source: `return await tool.start("t", "3")`}); !errors.Is(err, ErrHostBusy) {
 		t.Fatalf("third submission: %v, want ErrHostBusy", err)
 	}
@@ -254,7 +253,7 @@ func TestLoopRefusesSessionsOverTheLimit(t *testing.T) {
 		t.Fatalf("a script that finishes at once: %+v, %v", s, err)
 	}
 	p := protocol.TextPayload("one")
-	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
 	waitState(t, l, first, SessionCompleted)
 	submitID(t, l, `return await tool.start("t", "4")`)
 }
@@ -265,8 +264,8 @@ func TestLoopLimitsBudgetAndPending(t *testing.T) {
 	tr := newChanTransport()
 	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1",
 		Limits: Limits{DefaultToolCallBudget: 2, MaxToolCallBudget: 5, MaxPending: 7},
-		Catalog: func(rt *Runtime) error {
-			return rt.RegisterLocalTool(NewToolPolicy("local.echo"), func(in string) (string, error) { return in, nil })
+		Catalog: func(rt *host.Runtime) error {
+			return rt.RegisterLocalTool(host.NewToolPolicy("local.echo"), func(in string) (string, error) { return in, nil })
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -283,54 +282,42 @@ func TestLoopLimitsBudgetAndPending(t *testing.T) {
 	}
 }
 
-// denyingTransport is a chanTransport that also takes stream denials.
-type denyingTransport struct {
-	*chanTransport
-	denied chan protocol.StreamDenied
-}
-
-func (d denyingTransport) DenyStream(_ context.Context, sd protocol.StreamDenied) error {
-	d.denied <- sd
-	return nil
-}
-
 // Worker-side stream bounds span attempts: a retry carries what earlier
 // attempts streamed. A chunk the host refuses is told to the worker once
 // per attempt, so it can stop.
 func TestLoopStreamBoundsSpanAttemptsAndDenialsReachTheWorker(t *testing.T) {
-	tr := denyingTransport{chanTransport: newChanTransport(), denied: make(chan protocol.StreamDenied, 8)}
-	stream := NewToolStreamPolicy(3, 100, 1000, 1000)
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(2).WithStream(stream))
+	tr := newChanTransport()
+	stream := host.NewToolStreamPolicy(3, 100, 1000, 1000)
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(2).WithStream(stream))
 	})
 	id := submitID(t, l, `await tool.start("t", "x")`)
-	first := tr.next(t)
+	first := next(t, tr)
 	chunk := func(inv protocol.Invoke, seq uint64, text string) {
 		c := protocol.Chunk{RequestID: inv.RequestID, Sequence: seq, Text: text}
-		tr.events <- Event{Kind: EventMessage, Message: protocol.ChunkMessage(c), Worker: "w1"}
+		tr.Message(protocol.ChunkMessage(c))
 	}
 	chunk(first, 1, "ab")
 	chunk(first, 2, "cde")
-	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryTransient, Error: "again"})
-	second := tr.next(t)
+	tr.Reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryTransient, Error: "again"})
+	second := next(t, tr)
 	if s := second.Stream; s == nil || s.UsedChunks != 2 || s.UsedSourceBytes != 5 || s.UsedReleasedBytes != 5 {
 		t.Fatalf("attempt 2 stream %+v, want 2 chunks and 5 bytes used", s)
 	}
 	chunk(second, 3, "f")
 	chunk(second, 4, "g") // the fourth chunk of the operation: refused
 	chunk(second, 5, "h") // refused again: no second denial
-	d := <-tr.denied
+	testwait.Until(t, 0, "the stream denial", func() bool { return len(tr.Denials()) > 0 })
+	d := tr.Denials()[0]
 	if d.RequestID != second.RequestID || d.Attempt != 2 || d.Tool != "t" || !strings.Contains(d.Reason, "stream limit") {
 		t.Fatalf("denial %+v", d)
 	}
 	p := protocol.TextPayload("done")
-	tr.reply(protocol.Result{RequestID: second.RequestID, Attempt: 2, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.Reply(protocol.Result{RequestID: second.RequestID, Attempt: 2, Status: protocol.ResultSucceeded, Payload: &p})
 	// Events are applied in order: once the result is, both refused
 	// chunks were.
 	waitState(t, l, id, SessionCompleted)
-	select {
-	case extra := <-tr.denied:
-		t.Fatalf("a second denial for the same attempt: %+v", extra)
-	default:
+	if ds := tr.Denials(); len(ds) != 1 {
+		t.Fatalf("denials %+v, want one for the attempt", ds)
 	}
 }

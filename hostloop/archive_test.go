@@ -1,6 +1,8 @@
-package host
+package hostloop
 
 import (
+	"github.com/splashfabric/splashfabric/host"
+
 	"context"
 	"errors"
 	"strings"
@@ -116,8 +118,8 @@ func archiveLoop(t *testing.T, tr Transport, a SessionArchive, hostID string, ke
 		Archive:      a,
 		KeepFinished: keep,
 		RetryInitial: 5 * time.Millisecond,
-		Catalog: func(rt *Runtime) error {
-			return rt.RegisterExternalTool(NewToolPolicy("text.remote"))
+		Catalog: func(rt *host.Runtime) error {
+			return rt.RegisterExternalTool(host.NewToolPolicy("text.remote"))
 		},
 	})
 	if err != nil {
@@ -180,7 +182,7 @@ func TestLoopAnswersSessionsOfEarlierIncarnations(t *testing.T) {
 	tr1 := newChanTransport()
 	l1 := archiveLoop(t, tr1, a, "h-1", 0)
 	lost := submit(t, l1, remoteScript)
-	inv := tr1.next(t)
+	inv := next(t, tr1)
 	finished := submit(t, l1, `"kept"`)
 	// A kill: nothing more reaches the archive.
 	a.crash()
@@ -238,15 +240,13 @@ func TestLoopAnswersSessionsOfEarlierIncarnations(t *testing.T) {
 	// The lost session's call answers late: acked away as an unknown
 	// request of an earlier process, never dispatched again.
 	p := protocol.TextPayload("late")
-	tr2.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	tr2.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
 	testwait.Until(t, 0, "the late result rejected", func() bool { return rej.count() == 1 })
 	if _, err := l2.Operations(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	tr2.mu.Lock()
-	defer tr2.mu.Unlock()
-	if len(tr2.published) != 0 || rej.rejs[0] != "unknown_request" {
-		t.Fatalf("published %v, rejections %v", tr2.published, rej.rejs)
+	if len(tr2.Published()) != 0 || rej.rejs[0] != "unknown_request" {
+		t.Fatalf("published %v, rejections %v", tr2.Published(), rej.rejs)
 	}
 }
 
@@ -255,7 +255,7 @@ func TestLoopStopRecordsSuspendedSessionsAsStopped(t *testing.T) {
 	tr1 := newChanTransport()
 	l1 := archiveLoop(t, tr1, a, "h1", 0)
 	s := submit(t, l1, remoteScript)
-	tr1.next(t)
+	next(t, tr1)
 	l1.Stop()
 	rec, ok := a.record(s.ID)
 	if !ok || rec.State != SessionFailed || !errors.Is(rec.Err, ErrHostStopped) || rec.Operations != nil {
@@ -288,9 +288,9 @@ func TestLoopDoesNotWaitOnASlowArchive(t *testing.T) {
 	testwait.Receive(t, 0, "the lookup to reach the archive", a.lookups)
 	// The loop goes on serving while the lookup waits.
 	s := submit(t, l, remoteScript)
-	inv := tr.next(t)
+	inv := next(t, tr)
 	p := protocol.TextPayload("done")
-	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
 	waitState(t, l, s.ID, SessionCompleted)
 	close(gate)
 	if err := testwait.Receive(t, 0, "the lookup to end", stuck); !errors.Is(err, ErrUnknownSession) {

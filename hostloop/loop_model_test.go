@@ -1,6 +1,8 @@
-package host
+package hostloop
 
 import (
+	"github.com/splashfabric/splashfabric/host"
+
 	"context"
 	"errors"
 	"flag"
@@ -62,53 +64,30 @@ func TestLoopModel(t *testing.T) {
 	t.Logf("%d seeds, %d generated steps", len(seeds), steps)
 }
 
-// modelTransport records what the loop sends and checks, on the loop's
-// goroutine, that nothing is published for an operation that may not
-// receive it.
-type modelTransport struct {
-	m      *loopModel
-	events chan Event
-}
-
-func (tr *modelTransport) Publish(_ context.Context, inv protocol.Invoke) error {
-	// Publish runs on the loop goroutine, so the loop's state may be
-	// read here.
-	st := tr.m.l.st
+// checkPublish checks, on the loop's goroutine as the loop publishes,
+// that nothing goes out for an operation that may not receive it.
+func (m *loopModel) checkPublish(inv protocol.Invoke) {
+	st := m.l.st
 	d := st.byRequest[inv.RequestID]
 	switch {
 	case d == nil:
-		tr.m.fail("published %s attempt %d for no tracked operation", inv.RequestID, inv.Attempt)
+		m.fail("published %s attempt %d for no tracked operation", inv.RequestID, inv.Attempt)
 	default:
-		if info, ok := d.s.rt.Operation(d.id); !ok || info.State != Claimed {
-			tr.m.fail("published %s attempt %d while the operation is %s", inv.RequestID, inv.Attempt, info.State)
+		if info, ok := d.s.rt.Operation(d.id); !ok || info.State != host.Claimed {
+			m.fail("published %s attempt %d while the operation is %s", inv.RequestID, inv.Attempt, info.State)
 		}
 	}
-	tr.m.mu.Lock()
-	tr.m.published = append(tr.m.published, inv)
-	tr.m.mu.Unlock()
-	return nil
 }
-
-func (tr *modelTransport) Cancel(_ context.Context, c protocol.Cancel) error {
-	tr.m.mu.Lock()
-	tr.m.cancels = append(tr.m.cancels, c)
-	tr.m.mu.Unlock()
-	return nil
-}
-
-func (tr *modelTransport) Events() <-chan Event { return tr.events }
 
 type loopModel struct {
 	t     *testing.T
 	rng   *rand.Rand
 	l     *Loop
-	tr    *modelTransport
+	tr    *MemTransport
 	steps int
 
-	mu        sync.Mutex
-	published []protocol.Invoke
-	cancels   []protocol.Cancel
-	failures  []string
+	mu       sync.Mutex
+	failures []string
 
 	sessions []SessionID
 	sent     []Event // every event sent, for replays
@@ -117,19 +96,20 @@ type loopModel struct {
 
 func newLoopModel(t *testing.T, seed uint64) *loopModel {
 	m := &loopModel{t: t, rng: rand.New(rand.NewPCG(seed, ^seed))}
-	m.tr = &modelTransport{m: m, events: make(chan Event, 64)}
-	stream := NewToolStreamPolicy(4, 64, 256, 256)
+	m.tr = NewMemTransport(64)
+	m.tr.OnPublish = m.checkPublish
+	stream := host.NewToolStreamPolicy(4, 64, 256, 256)
 	l, err := StartLoop(LoopConfig{
 		Transport:    m.tr,
 		HostID:       "h1",
 		RetryInitial: 50 * time.Millisecond,
 		RetryMax:     400 * time.Millisecond,
-		Catalog: func(rt *Runtime) error {
-			if err := rt.RegisterExternalToolWithMetadata(NewToolPolicy("t").WithMaxAttempts(3).WithDeadline(3*time.Second).WithStream(stream),
-				ToolMetadata{Cancellable: true}); err != nil {
+		Catalog: func(rt *host.Runtime) error {
+			if err := rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("t").WithMaxAttempts(3).WithDeadline(3*time.Second).WithStream(stream),
+				host.ToolMetadata{Cancellable: true}); err != nil {
 				return err
 			}
-			return rt.RegisterExternalTool(NewToolPolicy("u").WithMaxAttempts(2))
+			return rt.RegisterExternalTool(host.NewToolPolicy("u").WithMaxAttempts(2))
 		},
 	})
 	if err != nil {
@@ -261,14 +241,10 @@ func (m *loopModel) step() {
 func (m *loopModel) send(ev Event, format string, v ...any) {
 	m.note(format, v...)
 	m.sent = append(m.sent, ev)
-	m.tr.events <- ev
+	m.tr.Send(ev)
 }
 
-func (m *loopModel) snapshotPublished() []protocol.Invoke {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]protocol.Invoke(nil), m.published...)
-}
+func (m *loopModel) snapshotPublished() []protocol.Invoke { return m.tr.Published() }
 
 // answerAllU answers every call of "u" still out: that tool has no
 // deadline, so only an answer ends it.
@@ -276,8 +252,7 @@ func (m *loopModel) answerAllU() {
 	for _, inv := range m.snapshotPublished() {
 		if inv.Tool == "u" {
 			p := protocol.TextPayload("late ok")
-			m.tr.events <- Event{Kind: EventMessage, Message: protocol.ResultMessage(protocol.Result{
-				RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultSucceeded, Payload: &p}), Worker: "w1"}
+			m.tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultSucceeded, Payload: &p})
 		}
 	}
 }
@@ -304,10 +279,10 @@ func invariants(st *loopState, final bool) []string {
 	var out []string
 	suspended := 0
 	for id, s := range st.sessions {
-		settled := map[ExternalToolID]int{}
+		settled := map[host.ExternalToolID]int{}
 		for _, e := range s.audit {
 			switch e.Outcome {
-			case AuditSucceeded, AuditFailed, AuditTimedOut, AuditCancelled:
+			case host.AuditSucceeded, host.AuditFailed, host.AuditTimedOut, host.AuditCancelled:
 				settled[e.ID]++
 				if settled[e.ID] > 1 {
 					out = append(out, fmt.Sprintf("%s %s settled twice", id, e.ID))

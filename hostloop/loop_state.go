@@ -1,6 +1,8 @@
-package host
+package hostloop
 
 import (
+	"github.com/splashfabric/splashfabric/host"
+
 	"context"
 	"errors"
 	"fmt"
@@ -62,14 +64,14 @@ type Forgetter interface {
 // session is one script and its runtime.
 type session struct {
 	id      SessionID
-	rt      *Runtime
+	rt      *host.Runtime
 	created time.Time
-	result  *EvalResult
+	result  *host.EvalResult
 	// deadline is the runtime's NextDeadline as last armed, so a timer
 	// entry is pushed only when it changes.
 	deadline time.Time
-	ops      map[ExternalToolID]*dispatched
-	audit    []AuditEvent
+	ops      map[host.ExternalToolID]*dispatched
+	audit    []host.AuditEvent
 	// auditDropped counts the oldest audit events let go to keep audit
 	// within LoopConfig.AuditPerSession.
 	auditDropped int
@@ -84,9 +86,9 @@ type session struct {
 // dispatched is one claimed operation the loop has handed out.
 type dispatched struct {
 	s         *session
-	id        ExternalToolID
+	id        host.ExternalToolID
 	requestID string
-	inv       ExternalInvocation
+	inv       host.ExternalInvocation
 	bo        backoff.BackOff
 	worker    string
 	since     time.Time
@@ -101,7 +103,7 @@ type dispatched struct {
 	// changed: d is in loopState.changedOps. final is its terminal state
 	// once it settled (the runtime may forget it later).
 	changed bool
-	final   OperationState
+	final   host.OperationState
 }
 
 func newLoopState(cfg LoopConfig, incarnation string) *loopState {
@@ -130,7 +132,7 @@ func (st *loopState) changedOp(d *dispatched) {
 
 // keepAudit appends ev to the session's audit, keeping the newest limit
 // events; the ones it lets go are counted in auditDropped.
-func (s *session) keepAudit(ev []AuditEvent, limit int) {
+func (s *session) keepAudit(ev []host.AuditEvent, limit int) {
 	s.audit = append(s.audit, ev...)
 	if over := len(s.audit) - limit; over > 0 {
 		s.auditDropped += over
@@ -139,7 +141,7 @@ func (s *session) keepAudit(ev []AuditEvent, limit int) {
 }
 
 // setResult records a script step; nil means the step resumed nothing.
-func (st *loopState) setResult(s *session, r *EvalResult) {
+func (st *loopState) setResult(s *session, r *host.EvalResult) {
 	if r == nil {
 		return
 	}
@@ -243,7 +245,7 @@ func (st *loopState) pump(s *session) {
 		}
 	}
 	if s.rt.LocalPending() {
-		st.timers.push(timerEntry{at: time.Now(), kind: timerPump, s: s})
+		st.timers.push(timerEntry{at: st.cfg.Clock.Now(), kind: timerPump, s: s})
 	}
 }
 
@@ -259,7 +261,7 @@ func (st *loopState) claimAll(s *session) {
 			id:        inv.ID,
 			requestID: st.incarnation + "-" + strconv.FormatUint(st.nextRequest, 36),
 			bo:        newBackoff(st.cfg),
-			since:     time.Now(),
+			since:     st.cfg.Clock.Now(),
 		}
 		s.ops[inv.ID] = d
 		st.byRequest[d.requestID] = d
@@ -268,7 +270,7 @@ func (st *loopState) claimAll(s *session) {
 	}
 }
 
-func (st *loopState) publish(d *dispatched, inv ExternalInvocation) {
+func (st *loopState) publish(d *dispatched, inv host.ExternalInvocation) {
 	d.betweenAttempts = false
 	if inv.HasDeadline {
 		// What is left now, not at the claim: a retry is published after
@@ -300,7 +302,7 @@ func (st *loopState) nextDelay(d *dispatched) time.Duration {
 }
 
 func (st *loopState) schedulePublish(d *dispatched, after time.Duration) {
-	st.timers.push(timerEntry{at: time.Now().Add(after), kind: timerPublish, d: d, attempt: d.inv.Attempt})
+	st.timers.push(timerEntry{at: st.cfg.Clock.Now().Add(after), kind: timerPublish, d: d, attempt: d.inv.Attempt})
 }
 
 // forget drops an operation that reached a terminal state.
@@ -327,7 +329,7 @@ func (st *loopState) lateResult(d *dispatched, r *protocol.Result) {
 		return
 	}
 	st.touch(d.s)
-	st.reject("late_result", fmt.Errorf("%w: %s answered after it settled", ErrWrongState, d.id))
+	st.reject("late_result", fmt.Errorf("%w: %s answered after it settled", host.ErrWrongState, d.id))
 }
 
 func resultBytes(r *protocol.Result) int {
@@ -364,7 +366,7 @@ func (st *loopState) fireTimers(now time.Time) {
 			if st.byRequest[d.requestID] != d || d.inv.Attempt != e.attempt {
 				continue // settled or superseded meanwhile
 			}
-			if info, ok := d.s.rt.Operation(d.id); ok && info.State == CancellationRequested {
+			if info, ok := d.s.rt.Operation(d.id); ok && info.State == host.CancellationRequested {
 				continue // the cancellation settles it; nothing more goes out
 			}
 			st.publish(d, d.inv)
@@ -420,7 +422,7 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 	case protocol.KindCancelDisposition:
 		requestID, attempt = m.CancelDisp.RequestID, m.CancelDisp.Attempt
 	default:
-		st.reject("unexpected_kind", fmt.Errorf("%w: %s", ErrWrongState, m.Kind))
+		st.reject("unexpected_kind", fmt.Errorf("%w: %s", host.ErrWrongState, m.Kind))
 		return
 	}
 	d := st.byRequest[requestID]
@@ -433,14 +435,14 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 			// Its session died with that process (ErrHostRestarted or
 			// ErrHostStopped): the answer is dropped, and the call is
 			// never dispatched again, so its effect cannot repeat.
-			st.reject("unknown_request", fmt.Errorf("%w: %q was dispatched by an earlier process of this host", ErrUnknownOperation, requestID))
+			st.reject("unknown_request", fmt.Errorf("%w: %q was dispatched by an earlier process of this host", host.ErrUnknownOperation, requestID))
 			return
 		}
-		st.reject("unknown_request", fmt.Errorf("%w: %q", ErrUnknownOperation, requestID))
+		st.reject("unknown_request", fmt.Errorf("%w: %q", host.ErrUnknownOperation, requestID))
 		return
 	}
 	if attempt != 0 && attempt != d.inv.Attempt {
-		st.reject("stale_attempt", fmt.Errorf("%w: attempt %d, current %d", ErrWrongState, attempt, d.inv.Attempt))
+		st.reject("stale_attempt", fmt.Errorf("%w: attempt %d, current %d", host.ErrWrongState, attempt, d.inv.Attempt))
 		return
 	}
 	if worker != "" {
@@ -454,7 +456,7 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 		c, err := d.s.rt.PushExternalToolChunk(d.id, m.Chunk.Text)
 		if err != nil {
 			st.reject("chunk", err)
-			if errors.Is(err, ErrStreamLimitExceeded) {
+			if errors.Is(err, host.ErrStreamLimitExceeded) {
 				st.denyStream(d, err)
 			}
 			return
@@ -514,13 +516,13 @@ func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
 				out = string(r.Payload.JSON)
 			}
 		}
-		st.complete(d, Ok(out))
+		st.complete(d, host.Ok(out))
 	case protocol.ResultFailed:
-		st.complete(d, Fail(r.Error))
+		st.complete(d, host.Fail(r.Error))
 	case protocol.ResultIndeterminate:
-		st.complete(d, Fail("indeterminate: "+r.Error))
+		st.complete(d, host.Fail("indeterminate: "+r.Error))
 	case protocol.ResultRetryTransient, protocol.ResultRetryRateLimited:
-		if info, ok := rt.Operation(d.id); ok && info.State == CancellationRequested {
+		if info, ok := rt.Operation(d.id); ok && info.State == host.CancellationRequested {
 			// The attempt stopped without a result, which is what the
 			// host asked for: the cancellation is confirmed rather than
 			// the retry refused, so the operation cannot be left
@@ -528,15 +530,15 @@ func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
 			st.confirmCancel(d)
 			return
 		}
-		class := RetryTransient
+		class := host.RetryTransient
 		if r.Status == protocol.ResultRetryRateLimited {
-			class = RetryRateLimited
+			class = host.RetryRateLimited
 		}
 		inv, err := rt.RetryExternalTool(d.id, class)
 		switch {
 		case err == nil:
 			delay := st.nextDelay(d)
-			if class == RetryRateLimited {
+			if class == host.RetryRateLimited {
 				// The worker's retry-after is a floor, never shortened.
 				if after := time.Duration(r.RetryAfterMillis) * time.Millisecond; after > 0 {
 					delay = after
@@ -545,9 +547,9 @@ func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
 			d.inv = inv
 			d.betweenAttempts = true
 			st.schedulePublish(d, delay)
-		case errors.Is(err, ErrRetryLimitReached):
-			st.complete(d, Fail(r.Error))
-		case errors.Is(err, ErrDeadlineElapsed):
+		case errors.Is(err, host.ErrRetryLimitReached):
+			st.complete(d, host.Fail(r.Error))
+		case errors.Is(err, host.ErrDeadlineElapsed):
 			st.expire(d.s)
 		default:
 			st.reject("retry", err)
@@ -555,7 +557,7 @@ func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
 	}
 }
 
-func (st *loopState) complete(d *dispatched, res ToolResult) {
+func (st *loopState) complete(d *dispatched, res host.ToolResult) {
 	out, err := d.s.rt.CompleteExternalTool(d.id, res)
 	if err != nil {
 		st.reject("complete", err)

@@ -1,6 +1,8 @@
-package host
+package hostloop
 
 import (
+	"github.com/splashfabric/splashfabric/host"
+
 	"context"
 	"errors"
 	"sync"
@@ -11,47 +13,16 @@ import (
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
-// chanTransport is an in-memory Transport: the test plays the worker by
-// reading published invocations and writing events.
-type chanTransport struct {
-	mu        sync.Mutex
-	published []protocol.Invoke
-	cancels   []protocol.Cancel
-	pub       chan protocol.Invoke
-	events    chan Event
-}
+// newChanTransport is the in-memory transport every loop test uses.
+func newChanTransport() *MemTransport { return NewMemTransport(1024) }
 
-func newChanTransport() *chanTransport {
-	return &chanTransport{pub: make(chan protocol.Invoke, 1024), events: make(chan Event, 1024)}
-}
-
-func (c *chanTransport) Publish(_ context.Context, inv protocol.Invoke) error {
-	c.mu.Lock()
-	c.published = append(c.published, inv)
-	c.mu.Unlock()
-	c.pub <- inv
-	return nil
-}
-
-func (c *chanTransport) Cancel(_ context.Context, m protocol.Cancel) error {
-	c.mu.Lock()
-	c.cancels = append(c.cancels, m)
-	c.mu.Unlock()
-	return nil
-}
-
-func (c *chanTransport) Events() <-chan Event { return c.events }
-
-func (c *chanTransport) next(t *testing.T) protocol.Invoke {
+// next waits for the loop's next invocation.
+func next(t testing.TB, tr *MemTransport) protocol.Invoke {
 	t.Helper()
-	return testwait.Receive(t, 0, "a published invocation", c.pub)
+	return testwait.Receive(t, 0, "a published invocation", tr.Invocations())
 }
 
-func (c *chanTransport) reply(r protocol.Result) {
-	c.events <- Event{Kind: EventMessage, Message: protocol.WorkerMessage{Kind: protocol.KindResult, Result: &r}, Worker: "w1"}
-}
-
-func startTestLoop(t *testing.T, tr Transport, catalog func(*Runtime) error) *Loop {
+func startTestLoop(t *testing.T, tr Transport, catalog func(*host.Runtime) error) *Loop {
 	t.Helper()
 	l, err := StartLoop(LoopConfig{
 		Transport:    tr,
@@ -83,8 +54,8 @@ func waitState(t *testing.T, l *Loop, id SessionID, want SessionState) SessionSt
 
 func TestLoopRunsScriptAcrossTransport(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterExternalTool(NewToolPolicy("text.remote"))
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterExternalTool(host.NewToolPolicy("text.remote"))
 	})
 	s, err := l.Submit(context.Background(), Submission{Source: `let output = await tool.start("text.remote", "release"); assert(output == "done")`})
 	if err != nil {
@@ -93,40 +64,40 @@ func TestLoopRunsScriptAcrossTransport(t *testing.T) {
 	if s.State != SessionSuspended {
 		t.Fatalf("state %s", s.State)
 	}
-	inv := tr.next(t)
+	inv := next(t, tr)
 	if inv.Tool != "text.remote" || inv.Input.Text != "release" || inv.Attempt != 1 || inv.IdempotencyKey == "" {
 		t.Fatalf("invoke %+v", inv)
 	}
 	p := protocol.TextPayload("done")
-	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
 	waitState(t, l, s.ID, SessionCompleted)
 }
 
 func TestLoopRetriesWithBackoffAndSameKey(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterExternalTool(NewToolPolicy("flaky").WithMaxAttempts(3))
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterExternalTool(host.NewToolPolicy("flaky").WithMaxAttempts(3))
 	})
 	s, err := l.Submit(context.Background(), Submission{Source: `await tool.start("flaky", "x")`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := tr.next(t)
-	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryTransient, Error: "boom"})
-	second := tr.next(t)
+	first := next(t, tr)
+	tr.Reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryTransient, Error: "boom"})
+	second := next(t, tr)
 	if second.Attempt != 2 || second.IdempotencyKey != first.IdempotencyKey || second.RequestID != first.RequestID {
 		t.Fatalf("second %+v first %+v", second, first)
 	}
 	start := time.Now()
-	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 2, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 200, Error: "slow down"})
-	third := tr.next(t)
+	tr.Reply(protocol.Result{RequestID: first.RequestID, Attempt: 2, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 200, Error: "slow down"})
+	third := next(t, tr)
 	if waited := time.Since(start); waited < 200*time.Millisecond {
 		t.Fatalf("rate-limited retry after %v, want >= 200ms", waited)
 	}
 	if third.Attempt != 3 {
 		t.Fatalf("third %+v", third)
 	}
-	tr.reply(protocol.Result{RequestID: first.RequestID, Attempt: 3, Status: protocol.ResultRetryTransient, Error: "still"})
+	tr.Reply(protocol.Result{RequestID: first.RequestID, Attempt: 3, Status: protocol.ResultRetryTransient, Error: "still"})
 	st := waitState(t, l, s.ID, SessionFailed)
 	if st.Error == "" {
 		t.Fatal("no error")
@@ -137,7 +108,9 @@ func TestLoopRejectsStaleAttemptAndUnknownRequest(t *testing.T) {
 	tr := newChanTransport()
 	rej := &recordingObserver{}
 	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Observer: rej, RetryInitial: time.Millisecond,
-		Catalog: func(rt *Runtime) error { return rt.RegisterExternalTool(NewToolPolicy("t").WithMaxAttempts(2)) }})
+		Catalog: func(rt *host.Runtime) error {
+			return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(2))
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +119,10 @@ func TestLoopRejectsStaleAttemptAndUnknownRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := tr.next(t)
+	inv := next(t, tr)
 	p := protocol.TextPayload("late")
-	tr.reply(protocol.Result{RequestID: "nope", Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
-	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 7, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.Reply(protocol.Result{RequestID: "nope", Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 7, Status: protocol.ResultSucceeded, Payload: &p})
 	testwait.Until(t, 0, "two rejections", func() bool { return rej.count() >= 2 })
 	st, _, _ := l.Status(context.Background(), s.ID)
 	if st.State != SessionSuspended {
@@ -175,11 +148,11 @@ type recordingObserver struct {
 	rejs []string
 }
 
-func (r *recordingObserver) SessionChanged(SessionStatus)                {}
-func (r *recordingObserver) OperationChanged(SessionID, OperationStatus) {}
-func (r *recordingObserver) Chunk(SessionID, ExternalToolStreamChunk)    {}
-func (r *recordingObserver) Audit(SessionID, []AuditEvent)               {}
-func (r *recordingObserver) Dispatched(SessionID, ExternalInvocation)    {}
+func (r *recordingObserver) SessionChanged(SessionStatus)                  {}
+func (r *recordingObserver) OperationChanged(SessionID, OperationStatus)   {}
+func (r *recordingObserver) Chunk(SessionID, host.ExternalToolStreamChunk) {}
+func (r *recordingObserver) Audit(SessionID, []host.AuditEvent)            {}
+func (r *recordingObserver) Dispatched(SessionID, host.ExternalInvocation) {}
 func (r *recordingObserver) Rejected(reason string, _ error) {
 	r.mu.Lock()
 	r.rejs = append(r.rejs, reason)
@@ -189,24 +162,24 @@ func (r *recordingObserver) count() int { r.mu.Lock(); defer r.mu.Unlock(); retu
 
 func TestLoopRecordsLateResultInAudit(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *Runtime) error {
-		return rt.RegisterExternalTool(NewToolPolicy("slow").WithDeadline(50 * time.Millisecond))
+	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
+		return rt.RegisterExternalTool(host.NewToolPolicy("slow").WithDeadline(50 * time.Millisecond))
 	})
 	s, err := l.Submit(context.Background(), Submission{Source: `await tool.start("slow", "x")`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := tr.next(t)
+	inv := next(t, tr)
 	waitState(t, l, s.ID, SessionFailed)
 	p := protocol.TextPayload("too late")
-	tr.reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
 	testwait.Until(t, 0, "a late_result audit event", func() bool {
 		_, audit, err := l.Status(context.Background(), s.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ev := range audit {
-			if ev.Outcome == AuditLateResult {
+			if ev.Outcome == host.AuditLateResult {
 				return true
 			}
 		}

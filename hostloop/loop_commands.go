@@ -1,6 +1,8 @@
-package host
+package hostloop
 
 import (
+	"github.com/splashfabric/splashfabric/host"
+
 	"context"
 	"errors"
 	"fmt"
@@ -53,10 +55,10 @@ type SessionStatus struct {
 // OperationStatus describes one live operation, for `splash ops`.
 type OperationStatus struct {
 	Session   SessionID
-	ID        ExternalToolID
+	ID        host.ExternalToolID
 	RequestID string
 	Tool      string
-	State     OperationState
+	State     host.OperationState
 	Attempt   uint32
 	Worker    string
 	Since     time.Time
@@ -111,7 +113,7 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 // its recorded status, a session of an earlier incarnation of this host
 // that has no record answers as failed with ErrHostRestarted. Neither has
 // an audit log any more.
-func (l *Loop) Status(ctx context.Context, id SessionID) (SessionStatus, []AuditEvent, error) {
+func (l *Loop) Status(ctx context.Context, id SessionID) (SessionStatus, []host.AuditEvent, error) {
 	s, audit, err := l.liveStatus(ctx, id)
 	if err == nil || l.cfg.Archive == nil || !errors.Is(err, ErrUnknownSession) {
 		return s, audit, err
@@ -121,10 +123,10 @@ func (l *Loop) Status(ctx context.Context, id SessionID) (SessionStatus, []Audit
 }
 
 // liveStatus asks the loop for a session it holds.
-func (l *Loop) liveStatus(ctx context.Context, id SessionID) (SessionStatus, []AuditEvent, error) {
+func (l *Loop) liveStatus(ctx context.Context, id SessionID) (SessionStatus, []host.AuditEvent, error) {
 	type answer struct {
 		s     SessionStatus
-		audit []AuditEvent
+		audit []host.AuditEvent
 		err   error
 	}
 	a, err := call(ctx, l, func(reply chan<- answer) command {
@@ -134,7 +136,7 @@ func (l *Loop) liveStatus(ctx context.Context, id SessionID) (SessionStatus, []A
 				reply <- answer{err: fmt.Errorf("%w: %q", ErrUnknownSession, id)}
 				return
 			}
-			reply <- answer{s: st.status(s), audit: append([]AuditEvent(nil), s.audit...)}
+			reply <- answer{s: st.status(s), audit: append([]host.AuditEvent(nil), s.audit...)}
 		})
 	})
 	if err != nil {
@@ -160,7 +162,7 @@ func (l *Loop) Operations(ctx context.Context) ([]OperationStatus, error) {
 // Cancel asks the worker holding an operation to stop (two-phase: the
 // session's promise stays pending until the worker acknowledges, or a
 // result wins the race).
-func (l *Loop) Cancel(ctx context.Context, id SessionID, op ExternalToolID) error {
+func (l *Loop) Cancel(ctx context.Context, id SessionID, op host.ExternalToolID) error {
 	errc, err := call(ctx, l, func(reply chan<- error) command {
 		return cmdFunc(func(st *loopState) { reply <- st.cancel(id, op) })
 	})
@@ -177,7 +179,7 @@ func (f cmdFunc) run(st *loopState) { f(st) }
 
 // prepareSession builds a session's runtime from the loop's template and
 // sub, registers the catalog and evaluates the script's first step.
-func prepareSession(lc LoopConfig, sub Submission) (*Runtime, *EvalResult, error) {
+func prepareSession(lc LoopConfig, sub Submission) (*host.Runtime, *host.EvalResult, error) {
 	cfg := lc.Runtime
 	if sub.Grants != nil {
 		cfg.Grants = sub.Grants
@@ -197,7 +199,7 @@ func prepareSession(lc LoopConfig, sub Submission) (*Runtime, *EvalResult, error
 	if sub.ExecutionBudget > 0 {
 		cfg.ExecutionBudget = sub.ExecutionBudget
 	}
-	rt := NewRuntime(cfg)
+	rt := host.NewRuntime(cfg)
 	if lc.Catalog != nil {
 		if err := lc.Catalog(rt); err != nil {
 			return nil, nil, fmt.Errorf("host: catalog: %w", err)
@@ -207,7 +209,7 @@ func prepareSession(lc LoopConfig, sub Submission) (*Runtime, *EvalResult, error
 	if err != nil {
 		return nil, nil, err
 	}
-	if res != nil && errors.Is(res.Err, ErrUnknownTool) {
+	if res != nil && errors.Is(res.Err, host.ErrUnknownTool) {
 		// A script that names a tool the host does not offer is refused
 		// outright rather than kept as a failed session: the caller made
 		// a mistake the API can name.
@@ -220,7 +222,7 @@ func prepareSession(lc LoopConfig, sub Submission) (*Runtime, *EvalResult, error
 // script that is still waiting counts against the suspended sessions the
 // limits allow; over them it is refused before anything it started is
 // claimed, so nothing was dispatched.
-func (st *loopState) adopt(rt *Runtime, res *EvalResult) (SessionStatus, error) {
+func (st *loopState) adopt(rt *host.Runtime, res *host.EvalResult) (SessionStatus, error) {
 	if (res == nil || res.Suspended) && st.suspended >= st.cfg.Limits.MaxSuspendedSessions {
 		return SessionStatus{}, fmt.Errorf("%w: %d suspended, the limit", ErrHostBusy, st.suspended)
 	}
@@ -228,8 +230,8 @@ func (st *loopState) adopt(rt *Runtime, res *EvalResult) (SessionStatus, error) 
 	s := &session{
 		id:      SessionID("s-" + st.incarnation + "-" + strconv.FormatUint(st.nextSession, 36)),
 		rt:      rt,
-		created: time.Now(),
-		ops:     make(map[ExternalToolID]*dispatched),
+		created: st.cfg.Clock.Now(),
+		ops:     make(map[host.ExternalToolID]*dispatched),
 	}
 	st.sessions[s.id] = s
 	st.setResult(s, res)
@@ -243,19 +245,19 @@ func (st *loopState) adopt(rt *Runtime, res *EvalResult) (SessionStatus, error) 
 	return st.status(s), nil
 }
 
-func (st *loopState) cancel(id SessionID, op ExternalToolID) error {
+func (st *loopState) cancel(id SessionID, op host.ExternalToolID) error {
 	s := st.sessions[id]
 	if s == nil {
 		return fmt.Errorf("%w: %q", ErrUnknownSession, id)
 	}
 	d := s.ops[op]
 	if d == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownOperation, op)
+		return fmt.Errorf("%w: %s", host.ErrUnknownOperation, op)
 	}
-	if info, ok := s.rt.Operation(op); ok && info.State == CancellationRequested {
+	if info, ok := s.rt.Operation(op); ok && info.State == host.CancellationRequested {
 		// Asking again would only send the same frame again: the first
 		// request stands, and the caller learns that it does.
-		return fmt.Errorf("%w: %s", ErrCancellationRequested, op)
+		return fmt.Errorf("%w: %s", host.ErrCancellationRequested, op)
 	}
 	req, err := s.rt.RequestExternalToolCancellation(op)
 	if err != nil {

@@ -1,46 +1,30 @@
-package host
+package hostloop
 
 import (
+	"github.com/splashfabric/splashfabric/host"
+
 	"context"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/splashfabric/splashfabric/protocol"
 )
 
-// echoTransport answers every invocation at once, as an infinitely fast
+// startEcho answers every invocation of tr at once, as an infinitely fast
 // pool would, so a benchmark measures the loop alone.
-type echoTransport struct {
-	events chan Event
-	pub    chan protocol.Invoke
-	done   chan struct{}
-}
-
-func startEchoTransport(b *testing.B) *echoTransport {
-	tr := &echoTransport{events: make(chan Event, 1<<16), pub: make(chan protocol.Invoke, 1<<16), done: make(chan struct{})}
+func startEcho(b *testing.B, tr *MemTransport) {
+	done := make(chan struct{})
 	go func() {
 		for {
 			select {
-			case inv := <-tr.pub:
-				p := protocol.TextPayload("ok")
-				tr.events <- Event{Kind: EventMessage, Worker: "w", Message: protocol.ResultMessage(protocol.Result{
-					RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultSucceeded, Payload: &p})}
-			case <-tr.done:
+			case inv := <-tr.Invocations():
+				tr.Succeed(inv, "ok")
+			case <-done:
 				return
 			}
 		}
 	}()
-	b.Cleanup(func() { close(tr.done) })
-	return tr
+	b.Cleanup(func() { close(done) })
 }
-
-func (tr *echoTransport) Publish(_ context.Context, inv protocol.Invoke) error {
-	tr.pub <- inv
-	return nil
-}
-func (tr *echoTransport) Cancel(context.Context, protocol.Cancel) error { return nil }
-func (tr *echoTransport) Events() <-chan Event                          { return tr.events }
 
 // endObserver takes every notification, keeping nothing but the ends of
 // sessions, so the cost of building them is in the measurement.
@@ -51,11 +35,11 @@ func (o endObserver) SessionChanged(s SessionStatus) {
 		o.ended <- s
 	}
 }
-func (endObserver) OperationChanged(SessionID, OperationStatus) {}
-func (endObserver) Chunk(SessionID, ExternalToolStreamChunk)    {}
-func (endObserver) Audit(SessionID, []AuditEvent)               {}
-func (endObserver) Dispatched(SessionID, ExternalInvocation)    {}
-func (endObserver) Rejected(string, error)                      {}
+func (endObserver) OperationChanged(SessionID, OperationStatus)   {}
+func (endObserver) Chunk(SessionID, host.ExternalToolStreamChunk) {}
+func (endObserver) Audit(SessionID, []host.AuditEvent)            {}
+func (endObserver) Dispatched(SessionID, host.ExternalInvocation) {}
+func (endObserver) Rejected(string, error)                        {}
 
 // BenchmarkLoopManyCalls is one script awaiting n calls at once, for
 // growing n: the loop's work per call must not grow with the calls still
@@ -65,12 +49,13 @@ func (endObserver) Rejected(string, error)                      {}
 func BenchmarkLoopManyCalls(b *testing.B) {
 	for _, n := range []int{100, 1_000, 10_000, 50_000} {
 		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
-			tr := startEchoTransport(b)
+			tr := NewMemTransport(1 << 16)
+			startEcho(b, tr)
 			obs := endObserver{ended: make(chan SessionStatus, 1)}
 			l, err := StartLoop(LoopConfig{
 				Transport: tr, HostID: "h1", Observer: obs,
 				Limits:  Limits{MaxToolCallBudget: n, MaxPending: n},
-				Catalog: func(rt *Runtime) error { return rt.RegisterExternalTool(NewToolPolicy("t")) },
+				Catalog: func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) },
 			})
 			if err != nil {
 				b.Fatal(err)

@@ -1,6 +1,8 @@
-package host
+package hostloop
 
 import (
+	"github.com/splashfabric/splashfabric/host"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,10 +23,13 @@ type LoopConfig struct {
 	// Catalog registers the tools every new session may use, against a
 	// fresh Runtime. It runs on the goroutine that calls Submit, so
 	// concurrent submissions call it concurrently.
-	Catalog func(*Runtime) error
-	// Runtime is the template for each session's runtime; Clock is
-	// always the system clock for a loop.
-	Runtime Config
+	Catalog func(*host.Runtime) error
+	// Runtime is the template for each session's runtime; its Clock is
+	// always the loop's.
+	Runtime host.Config
+	// Clock supplies the loop's time and timers, and its runtimes' time;
+	// nil means the system clock.
+	Clock Clock
 	// RetryInitial and RetryMax shape the transient-retry backoff
 	// (exponential, multiplier 2, jitter ±50%). Zero picks 100ms and 30s.
 	RetryInitial time.Duration
@@ -66,11 +71,11 @@ type Observer interface {
 	// OperationChanged reports an operation whose status changed.
 	OperationChanged(session SessionID, op OperationStatus)
 	// Chunk reports a released (redacted) chunk.
-	Chunk(session SessionID, c ExternalToolStreamChunk)
+	Chunk(session SessionID, c host.ExternalToolStreamChunk)
 	// Audit reports audit events drained from a session's runtime.
-	Audit(session SessionID, events []AuditEvent)
+	Audit(session SessionID, events []host.AuditEvent)
 	// Dispatched reports an attempt handed to the transport.
-	Dispatched(session SessionID, inv ExternalInvocation)
+	Dispatched(session SessionID, inv host.ExternalInvocation)
 	// Rejected reports a worker message the loop refused (stale attempt,
 	// unknown request, or a runtime error), with the reason.
 	Rejected(reason string, err error)
@@ -109,6 +114,10 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	if cfg.HostID == "" {
 		return nil, fmt.Errorf("%w: loop needs a host id", ErrInvalidConfig)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock()
+	}
+	cfg.Runtime.Clock = cfg.Clock
 	if cfg.Runtime.SessionNonce != nil {
 		// One trusted nonce for every session would give them all the
 		// same idempotency keys, and the journal would answer one
@@ -136,7 +145,7 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	}
 	var random [incarnationHexLen / 2]byte
 	if _, err := rand.Read(random[:]); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrEntropyUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", host.ErrEntropyUnavailable, err)
 	}
 	l := &Loop{
 		cfg:  cfg,
@@ -150,7 +159,7 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 		incarnation: Incarnation{
 			ID:      cfg.HostID + "-" + hex.EncodeToString(random[:]),
 			HostID:  cfg.HostID,
-			Started: time.Now(),
+			Started: cfg.Clock.Now(),
 		},
 	}
 	if a := cfg.Archive; a != nil {
@@ -190,7 +199,8 @@ func (l *Loop) Stop() {
 func (l *Loop) run() {
 	defer close(l.done)
 	st := l.st
-	timer := time.NewTimer(time.Hour)
+	clock := l.cfg.Clock
+	timer := clock.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	events := l.cfg.Transport.Events()
@@ -199,7 +209,7 @@ func (l *Loop) run() {
 		// Arm the timer for the earliest deadline or scheduled send.
 		if next, ok := st.timers.peek(); ok {
 			if !next.Equal(armed) {
-				timer.Reset(time.Until(next))
+				timer.Reset(next.Sub(clock.Now()))
 				armed = next
 			}
 		} else if !armed.IsZero() {
@@ -220,9 +230,9 @@ func (l *Loop) run() {
 				continue
 			}
 			st.handleEvent(ev)
-		case <-timer.C:
+		case <-timer.C():
 			armed = time.Time{}
-			st.fireTimers(time.Now())
+			st.fireTimers(clock.Now())
 		}
 		st.flush()
 	}
@@ -277,9 +287,9 @@ func call[T any](ctx context.Context, l *Loop, build func(chan<- T) command) (T,
 }
 
 // invokeFor converts a claimed invocation into the frame body workers see.
-func invokeFor(requestID string, inv ExternalInvocation) protocol.Invoke {
+func invokeFor(requestID string, inv host.ExternalInvocation) protocol.Invoke {
 	payload := protocol.TextPayload(inv.Input)
-	if inv.Format == FormatJSON {
+	if inv.Format == host.FormatJSON {
 		payload = protocol.JSONPayload([]byte(inv.Input))
 	}
 	out := protocol.Invoke{
@@ -321,7 +331,7 @@ func newBackoff(cfg LoopConfig) backoff.BackOff {
 
 // cancelFor converts a runtime cancellation request into the frame body
 // the worker holding the call sees.
-func cancelFor(requestID string, req ExternalToolCancellationRequest) protocol.Cancel {
+func cancelFor(requestID string, req host.ExternalToolCancellationRequest) protocol.Cancel {
 	return protocol.Cancel{
 		RequestID:      requestID,
 		Tool:           req.Tool,

@@ -1,0 +1,33 @@
+// Package hostloop is the one goroutine of a host process that owns every
+// script session's runtime (package host) and drives it from what the
+// workers answer over a Transport and from its timers, in the manner of
+// etcd raft's node.run: one select over transport events, commands (each
+// with its reply channel) and the earliest deadline or scheduled retry.
+//
+//	l, err := hostloop.StartLoop(hostloop.LoopConfig{
+//		Transport: tr,     // fabric.HostTransport over NATS, or an in-memory one
+//		HostID:    "h1",
+//		Catalog:   func(rt *host.Runtime) error { return rt.RegisterTools(set) },
+//	})
+//	s, err := l.Submit(ctx, hostloop.Submission{Source: `await tool.start("demo.upper", "hi")`})
+//	st, audit, err := l.Status(ctx, s.ID)
+//	l.Stop()
+//
+// After each step the loop claims and publishes everything claimable,
+// re-arms deadlines, and tells its Observer what the step changed: each
+// operation whose status changed, and each session whose state changed.
+// Host-owned retries back off (exponential with jitter; a rate-limited
+// retry waits the worker's retry-after), a retry or cancellation always
+// leaves a way for the operation to end, and Limits bound what one host
+// takes on (429 host_busy in the API).
+//
+// # Sessions across restarts
+//
+// A Loop keeps its sessions in memory. With LoopConfig.Archive set, it
+// hands each finished session's status to the archive without waiting and
+// registers its incarnation at start; Loop.Status then answers a session
+// the loop no longer holds from the archive, and a session of an earlier
+// incarnation that left no record as failed with ErrHostRestarted (or
+// ErrHostStopped after a graceful stop). Package fabric stores the archive
+// in JetStream KV.
+package hostloop

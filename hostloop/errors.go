@@ -1,0 +1,42 @@
+package hostloop
+
+import "errors"
+
+// Errors of the loop. Each is declared once here and wrapped with the
+// offending value, so callers match them with errors.Is; the runtime's
+// own refusals (host.ErrWrongState, host.ErrUnknownOperation, ...) pass
+// through as they are.
+var (
+	// ErrLoopStopped is returned by loop commands sent after Stop.
+	ErrLoopStopped = errors.New("hostloop: loop stopped")
+	// ErrUnknownSession is returned for a session id the loop does not
+	// hold.
+	ErrUnknownSession = errors.New("hostloop: unknown session")
+	// ErrHostBusy: the host holds as many suspended sessions as its
+	// Limits allow; a submission may succeed later.
+	ErrHostBusy = errors.New("hostloop: too many suspended sessions")
+	// ErrLimitTooHigh: a submission asked for a budget or pending limit
+	// above the host's Limits.
+	ErrLimitTooHigh = errors.New("hostloop: limit above the host's maximum")
+	// ErrInvalidConfig is returned by StartLoop for a configuration it
+	// cannot run with.
+	ErrInvalidConfig = errors.New("hostloop: invalid loop configuration")
+)
+
+var (
+	// ErrHostRestarted is the reason of a session whose host process ended
+	// while the session was suspended and did not record its outcome (it
+	// was killed or crashed): a later process of the same host answers for
+	// it from the archive.
+	ErrHostRestarted = errors.New("hostloop: host restarted while the session was suspended")
+	// ErrHostStopped is the reason of a session that was suspended when its
+	// host process stopped gracefully (Loop.Stop).
+	ErrHostStopped = errors.New("hostloop: host stopped while the session was suspended")
+	// ErrArchiveUnavailable reports a session archive that could not be
+	// written or read: StartLoop fails with it when the incarnation cannot
+	// be registered, Status when a lookup fails.
+	ErrArchiveUnavailable = errors.New("hostloop: session archive unavailable")
+	// ErrUnknownIncarnation is returned by SessionArchive.Incarnation for
+	// an incarnation that was never registered (or has expired).
+	ErrUnknownIncarnation = errors.New("hostloop: unknown incarnation")
+)
