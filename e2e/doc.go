@@ -18,7 +18,11 @@
 //     up, run workloads through the host's HTTP API and audit the outcome:
 //     every submitted script reached a terminal state, every demo.ledger
 //     effect ran exactly once per idempotency key (the counts in KV bucket
-//     splash_effects), and the host's metrics agree. The scale scenario
+//     splash_effects), and the host's metrics agree. Faults end in
+//     completion: a NATS node going away fails nothing, and a worker that
+//     is killed or cut off fails only the demo.ledger calls it held
+//     mid-effect, which end indeterminate, at most as many as the claims
+//     the journal shows it holding once it is lost; nothing times out. The scale scenario
 //     also asks the compose Prometheus (its HTTP API, /api/v1/query) that
 //     the host and every worker replica are up targets after each change
 //     of the pool, and that the counters it scraped match the host's

@@ -238,8 +238,9 @@ func (s *stack) containers(service string) []string {
 }
 
 type containerState struct {
-	Name  string
-	State struct {
+	Name   string
+	Config struct{ Hostname string }
+	State  struct {
 		Status  string
 		Running bool
 		Health  *struct{ Status string }

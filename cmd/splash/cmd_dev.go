@@ -134,7 +134,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	natsURL := srv.ClientURL()
 
 	reg := metrics.NewRegistry()
-	fcfg, err := fabricConfig(1)
+	fcfg, err := fabricConfig(1, 0)
 	if err != nil {
 		return err
 	}

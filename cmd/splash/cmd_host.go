@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/metrics"
@@ -40,6 +41,7 @@ type hostConfig struct {
 	catalog     string
 	limits      hostLimits
 	replicas    int
+	ackWait     time.Duration
 }
 
 func (c *hostConfig) flags(fs *flagSet) {
@@ -53,6 +55,7 @@ func (c *hostConfig) flags(fs *flagSet) {
 	registerCatalog(fs, &c.catalog)
 	c.limits.register(fs)
 	registerReplicas(fs, &c.replicas)
+	registerAckWait(fs, &c.ackWait)
 }
 
 func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
@@ -65,7 +68,7 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	if err := fabric.ValidateHostID(c.hostID); err != nil {
 		return fmt.Errorf("%w: --host-id: %v", errUsage, err)
 	}
-	cfg, err := fabricConfig(c.replicas)
+	cfg, err := fabricConfig(c.replicas, c.ackWait)
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func (c *toolsConfig) run(ctx context.Context, a *app, args []string) error {
 	if c.timeout <= 0 {
 		return fmt.Errorf("%w: --timeout %v, want more than 0", errUsage, c.timeout)
 	}
-	cfg, err := fabricConfig(c.replicas)
+	cfg, err := fabricConfig(c.replicas, 0)
 	if err != nil {
 		return err
 	}

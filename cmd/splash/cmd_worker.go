@@ -44,6 +44,7 @@ type workerConfig struct {
 	replicas    int
 	drainGrace  time.Duration
 	provision   bool
+	ackWait     time.Duration
 }
 
 func (c *workerConfig) flags(fs *flagSet) {
@@ -58,6 +59,7 @@ func (c *workerConfig) flags(fs *flagSet) {
 	fs.durationVar(&c.drainGrace, "drain-grace", "SPLASH_WORKER_DRAIN_GRACE", workeragent.DefaultDrainGrace, "how long running calls may finish after a signal before they are cancelled and handed back")
 	fs.boolVar(&c.provision, "provision", "SPLASH_WORKER_PROVISION", true, "create or update the fabric's streams on start (--provision=false: bind to the host's, so the NATS user needs no stream rights)")
 	registerReplicas(fs, &c.replicas)
+	registerAckWait(fs, &c.ackWait)
 }
 
 func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
@@ -82,7 +84,7 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	for i, t := range tools {
 		names[i] = t.Name()
 	}
-	cfg, err := fabricConfig(c.replicas)
+	cfg, err := fabricConfig(c.replicas, c.ackWait)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFlagPrecedence(t *testing.T) {
@@ -115,12 +116,55 @@ func TestEveryFlagHasEnv(t *testing.T) {
 	}
 }
 
+// TestAckWait: host and worker read one ack wait, which becomes the
+// fabric's; too short a one is a usage error.
+func TestAckWait(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    time.Duration
+		wantErr error
+	}{
+		{name: "default", want: 30 * time.Second},
+		{name: "env", env: map[string]string{envAckWait: "10s"}, want: 10 * time.Second},
+		{name: "flag beats env", args: []string{"--ack-wait", "5s"}, env: map[string]string{envAckWait: "10s"}, want: 5 * time.Second},
+		{name: "too short", args: []string{"--ack-wait", "500ms"}, wantErr: errUsage},
+	}
+	for _, tt := range tests {
+		for _, cmd := range []struct {
+			name    string
+			ackWait func(fs *flagSet) *time.Duration
+		}{
+			{"host", func(fs *flagSet) *time.Duration { var c hostConfig; c.flags(fs); return &c.ackWait }},
+			{"worker", func(fs *flagSet) *time.Duration { var c workerConfig; c.flags(fs); return &c.ackWait }},
+		} {
+			t.Run(tt.name+"/"+cmd.name, func(t *testing.T) {
+				fs := newFlagSet(cmd.name)
+				p := cmd.ackWait(fs)
+				if _, err := fs.parse(tt.args, mapEnv(tt.env)); err != nil {
+					t.Fatalf("parse: %v", err)
+				}
+				cfg, err := fabricConfig(3, *p)
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("fabricConfig: %v, want %v", err, tt.wantErr)
+				}
+				if err == nil && (cfg.AckWait != tt.want || cfg.Replicas != 3) {
+					t.Fatalf("ack wait %v replicas %d, want %v and 3", cfg.AckWait, cfg.Replicas, tt.want)
+				}
+			})
+		}
+	}
+}
+
 // sharedEnv lists the variables that several commands read on purpose,
 // because they mean the same thing everywhere.
 var sharedEnv = map[string]bool{
 	envNatsURL: true, envNatsUser: true, envNatsPassword: true, envKeyFile: true,
 	envAPIToken: true, envAPIAddr: true, envAPIURL: true, envMetricsAddr: true,
 	envLogFormat: true, envLogLevel: true, envReplicas: true, envCatalog: true,
+	// The fabric's ack wait, on splash host and splash worker alike.
+	envAckWait: true,
 	// The host's limits, on splash host and splash dev alike.
 	"SPLASH_MAX_SESSIONS": true, "SPLASH_SESSION_BUDGET": true, "SPLASH_MAX_SESSION_BUDGET": true,
 	"SPLASH_SESSION_PENDING": true, "SPLASH_MAX_SESSION_PENDING": true, "SPLASH_AUDIT_PER_SESSION": true,

@@ -39,11 +39,33 @@ func registerReplicas(fs *flagSet, p *int) {
 	fs.intVar(p, "replicas", envReplicas, 1, "`replicas` of every stream and bucket: 1 on a single node, 3 in a cluster")
 }
 
+// envAckWait is shared by host and worker: the pools' consumers and the
+// host's events consumer take it, and whoever provisions a consumer last
+// writes its setting.
+const envAckWait = "SPLASH_ACK_WAIT"
+
+// minAckWait keeps the ack wait above what a worker's heartbeat (a third
+// of it) can report in time on a busy machine.
+const minAckWait = time.Second
+
+// registerAckWait adds --ack-wait to a command that creates consumers.
+func registerAckWait(fs *flagSet, p *time.Duration) {
+	fs.durationVar(p, "ack-wait", envAckWait, fabric.DefaultConfig().AckWait,
+		"how long an invocation a worker took (or an event the host took) may go without an ack or a progress report before it is redelivered; keep it below the tools' deadlines, the same on every host and worker")
+}
+
 // fabricConfig is the fabric every process of a deployment shares; only
-// the replica count is an operator's choice.
-func fabricConfig(replicas int) (fabric.Config, error) {
+// the replica count and the ack wait (0: the default) are an operator's
+// choice.
+func fabricConfig(replicas int, ackWait time.Duration) (fabric.Config, error) {
 	cfg := fabric.DefaultConfig()
 	cfg.Replicas = replicas
+	if ackWait != 0 {
+		if ackWait < minAckWait {
+			return cfg, fmt.Errorf("%w: --ack-wait %v, want at least %v", errUsage, ackWait, minAckWait)
+		}
+		cfg.AckWait = ackWait
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("%w: --replicas %d: %v", errUsage, replicas, err)
 	}

@@ -60,14 +60,17 @@ func newWorker(ctx context.Context, p workerParts) (*worker, error) {
 		return nil, fmt.Errorf("%w: journal: %v", errStart, err)
 	}
 	agent, err := workeragent.New(p.nc, workeragent.Config{
-		WorkerID:   p.workerID,
-		Key:        p.key,
-		Fabric:     p.fabric,
-		Journal:    journal,
-		DrainGrace: p.drainGrace,
-		BindOnly:   p.bindOnly,
-		Logger:     p.log,
-		Observer:   p.metrics,
+		WorkerID: p.workerID,
+		Key:      p.key,
+		Fabric:   p.fabric,
+		Journal:  journal,
+		// Three reports of progress per ack wait, so one lost report
+		// does not hand a running call to another worker.
+		HeartbeatInterval: min(workeragent.DefaultHeartbeatInterval, p.fabric.AckWait/3),
+		DrainGrace:        p.drainGrace,
+		BindOnly:          p.bindOnly,
+		Logger:            p.log,
+		Observer:          p.metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: agent: %v", errStart, err)

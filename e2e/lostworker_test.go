@@ -1,0 +1,182 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/splashfabric/splashfabric/demotools"
+	"github.com/splashfabric/splashfabric/idempotency"
+)
+
+// victim is a worker a scenario is about to lose (killed or cut off),
+// and what it held when it went.
+type victim struct {
+	container string
+	// workerID is the worker's --worker-id: its container's host name,
+	// which begins every journal owner id of its calls.
+	workerID string
+	addr     string // its /metrics address on the compose network
+	// js reads the journal as the ops user; connected before the loss,
+	// so that counting the victim's claims takes no compose command.
+	js jetstream.JetStream
+
+	// inFlight is the victim's splash_worker_in_flight just before it was
+	// lost, by tool (handlers running), when its /metrics answered.
+	inFlight map[string]float64
+	// held counts the journal claims the victim held once it was lost:
+	// records running under one of its owner ids, or already taken over
+	// from one (should the count come after a lease ran out). These are
+	// the calls it held mid-effect, the only ones that may end
+	// indeterminate: the fabric cannot tell whether their effect
+	// happened, and refuses to run it again.
+	held int
+}
+
+// pickVictim chooses the first worker container and reads its in-flight
+// gauge, just before the scenario loses it.
+func (s *stack) pickVictim() *victim {
+	s.t.Helper()
+	id := s.containers("worker")[0]
+	st := s.inspect(id)[0]
+	v := &victim{container: id, workerID: st.Config.Hostname}
+	if v.workerID == "" {
+		s.t.Fatalf("worker %s has no host name", st.Name)
+	}
+	if n, ok := st.NetworkSettings.Networks[s.project+"_fabric"]; ok && n.IPAddress != "" {
+		v.addr = fmt.Sprintf("%s:%d", n.IPAddress, workerPort)
+	}
+	v.js = s.opsJS()
+	v.inFlight = s.workerInFlight(v.addr)
+	return v
+}
+
+// workerInFlight scrapes a worker's splash_worker_in_flight by tool; nil
+// when its /metrics cannot be reached from the machine running the test.
+func (s *stack) workerInFlight(addr string) map[string]float64 {
+	if addr == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(s.t.Context(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.logf("victim metrics at %s: %v (in-flight gauge not read)", addr, err)
+		return nil
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, m := range fams["splash_worker_in_flight"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "tool" {
+				out[l.GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// lost counts the victim's journal claims once it can write no more. The
+// pause lets a write it sent just before it went reach the stream first.
+func (s *stack) lost(v *victim) {
+	s.t.Helper()
+	during(s.t, time.Second)
+	ctx, cancel := context.WithTimeout(s.t.Context(), time.Minute)
+	defer cancel()
+	kv, err := v.js.KeyValue(ctx, idempotency.BucketName)
+	if err != nil {
+		s.t.Fatalf("journal bucket: %v", err)
+	}
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		s.t.Fatalf("journal watch: %v", err)
+	}
+	defer func() { _ = w.Stop() }()
+	records := 0
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			s.t.Fatalf("journal watch: %v", ctx.Err())
+		case e := <-w.Updates():
+			if e == nil {
+				// The end of the records present when the watch began.
+				done = true
+				break
+			}
+			records++
+			var r idempotency.Record
+			if err := json.Unmarshal(e.Value(), &r); err != nil {
+				s.t.Fatalf("journal record %s: %v", e.Key(), err)
+			}
+			mine := func(owner string) bool { return strings.HasPrefix(owner, v.workerID+"/") }
+			if (r.State == idempotency.StateRunning && mine(r.Owner)) || (r.TakenOver && mine(r.PreviousOwner)) {
+				v.held++
+			}
+		}
+	}
+	s.logf("worker %s lost holding %d journal claims (of %d records); handlers in flight just before: %v", v.workerID, v.held, records, v.inFlightString())
+}
+
+func (v *victim) inFlightString() string {
+	if v.inFlight == nil {
+		return "not read"
+	}
+	var parts []string
+	for _, tool := range []string{demotools.Ledger, "demo.sleep"} {
+		parts = append(parts, fmt.Sprintf("%s %v", tool, v.inFlight[tool]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// auditLostWorker audits a scenario that lost v: every script completes
+// except those whose demo.ledger call v held mid-effect, which may end
+// indeterminate (never timed out); there are at most as many as the
+// claims v held.
+func auditLostWorker(t *testing.T, s *stack, l *load, v *victim) auditCounts {
+	t.Helper()
+	c := audit(t, s, l, lostWorkerOutcomes)
+	if c.indeterminate > v.held {
+		t.Errorf("%d calls ended indeterminate; the lost worker %s held %d claims", c.indeterminate, v.workerID, v.held)
+	}
+	s.logf("lost worker %s: held %d claims, %d calls ended indeterminate (at most that), %d timed out (none allowed)",
+		v.workerID, v.held, c.indeterminate, c.timedOut)
+	return c
+}
+
+// resumedClaims counts, in the workers' logs, the journal claims whose
+// answer was lost and that their writer then asked for again
+// (workeragent's beginClaim), and how many of those it found its own.
+func (s *stack) resumedClaims() (unanswered, resumed int) {
+	s.t.Helper()
+	out, err := s.compose(time.Minute, "logs", "--no-color", "worker")
+	if err != nil {
+		s.logf("worker logs: %v", err)
+		return 0, 0
+	}
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.Contains(line, "journal claim unanswered"):
+			unanswered++
+		case strings.Contains(line, "journal claim answered") && strings.Contains(line, "outcome=resumed"):
+			resumed++
+		}
+	}
+	return unanswered, resumed
+}
