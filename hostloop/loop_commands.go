@@ -236,10 +236,9 @@ func (st *loopState) adopt(rt *host.Runtime, res *host.EvalResult) (SessionStatu
 	st.sessions[s.id] = s
 	st.setResult(s, res)
 	st.touch(s)
-	if res == nil || res.Suspended {
-		st.suspended++
-		s.counted = true
-	}
+	// Counted until it is done; one that finished at once is done at
+	// this step's flush.
+	st.suspended++
 	// Claim now so the returned status already lists the dispatches.
 	st.claimAll(s)
 	return st.status(s), nil

@@ -298,11 +298,8 @@ func invariants(st *loopState, final bool) []string {
 				out = append(out, fmt.Sprintf("%s %s is not indexed by its request %s", id, opID, d.requestID))
 			}
 		}
-		if s.counted {
+		if !s.done {
 			suspended++
-		}
-		if s.counted == s.done {
-			out = append(out, fmt.Sprintf("%s counted %v while done %v", id, s.counted, s.done))
 		}
 		if final && !s.done {
 			out = append(out, fmt.Sprintf("%s still suspended after every deadline passed (ops %d)", id, len(s.ops)))

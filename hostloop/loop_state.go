@@ -22,8 +22,8 @@ type loopState struct {
 	incarnation string
 	nextSession uint64
 	nextRequest uint64
-	// suspended counts the sessions adopted while waiting and not yet
-	// finished, against Limits.MaxSuspendedSessions.
+	// suspended counts the sessions not yet done, against
+	// Limits.MaxSuspendedSessions.
 	suspended int
 
 	sessions map[SessionID]*session
@@ -72,12 +72,7 @@ type session struct {
 	deadline time.Time
 	ops      map[host.ExternalToolID]*dispatched
 	audit    []host.AuditEvent
-	// auditDropped counts the oldest audit events let go to keep audit
-	// within LoopConfig.AuditPerSession.
-	auditDropped int
-	done         bool
-	// counted: the session counts in loopState.suspended.
-	counted bool
+	done     bool
 	// reported is the state last reported to the observer; a session's
 	// status goes out when it changes, its operations one by one.
 	reported SessionState
@@ -131,11 +126,10 @@ func (st *loopState) changedOp(d *dispatched) {
 }
 
 // keepAudit appends ev to the session's audit, keeping the newest limit
-// events; the ones it lets go are counted in auditDropped.
+// events.
 func (s *session) keepAudit(ev []host.AuditEvent, limit int) {
 	s.audit = append(s.audit, ev...)
 	if over := len(s.audit) - limit; over > 0 {
-		s.auditDropped += over
 		s.audit = append(s.audit[:0], s.audit[over:]...)
 	}
 }
@@ -176,10 +170,7 @@ func (st *loopState) flushSession(s *session) {
 	}
 	if !s.done && s.result != nil && !s.result.Suspended {
 		s.done = true
-		if s.counted {
-			s.counted = false
-			st.suspended--
-		}
+		st.suspended--
 		// Its summary is all a finished session keeps of its script:
 		// a VM per finished session, thousands of them, is memory
 		// nobody reads.
