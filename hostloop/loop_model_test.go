@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -41,15 +42,7 @@ var loopFixedSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 42, 1234}
 // A failing seed prints its trace; -loop.seed replays it, -loop.seeds
 // explores more.
 func TestLoopModel(t *testing.T) {
-	seeds := loopFixedSeeds
-	switch {
-	case *loopSeed != 0:
-		seeds = []uint64{*loopSeed}
-	case *loopSeeds > 0:
-		for range *loopSeeds {
-			seeds = append(seeds, rand.Uint64())
-		}
-	}
+	seeds := testwait.Seeds(loopFixedSeeds, *loopSeeds, *loopSeed)
 	steps := 0
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {

@@ -34,15 +34,7 @@ var fixedSeeds = []uint64{1, 2, 3, 42}
 // process was started only after the previous one was lost, and every
 // goroutine and process is gone (goleak, in TestMain).
 func TestSupervisorRandomized(t *testing.T) {
-	seeds := fixedSeeds
-	switch {
-	case *modelSeed != 0:
-		seeds = []uint64{*modelSeed}
-	case *modelSeeds > 0:
-		for range *modelSeeds {
-			seeds = append(seeds, rand.Uint64())
-		}
-	}
+	seeds := testwait.Seeds(fixedSeeds, *modelSeeds, *modelSeed)
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			if trace, err := runModel(seed); err != nil {
