@@ -91,23 +91,9 @@ func startSlowUpper(t *testing.T) *tool {
 	return startTool(t, "../../examples/python", "slow_upper.py", "../../sdk/python")
 }
 
-func (tl *tool) send(msg protocol.WorkerMessage) {
-	tl.t.Helper()
-	if err := tl.Send(msg); err != nil {
-		tl.t.Fatalf("send %s: %v", msg.Kind, err)
-	}
-}
+func (tl *tool) send(msg protocol.WorkerMessage) { tl.t.Helper(); tl.MustSend(tl.t, msg) }
 
-func (tl *tool) next() protocol.WorkerMessage {
-	tl.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
-	defer cancel()
-	m, err := tl.Next(ctx)
-	if err != nil {
-		tl.t.Fatalf("next: %v", err)
-	}
-	return m
-}
+func (tl *tool) next() protocol.WorkerMessage { tl.t.Helper(); return tl.MustNext(tl.t, patience) }
 
 // exit closes the tool's input, checks it wrote nothing more, and returns
 // how it exited.

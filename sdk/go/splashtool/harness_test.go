@@ -64,23 +64,9 @@ func serve(t *testing.T, h splashtool.Handler, opts ...splashtool.Option) *conn 
 	return c
 }
 
-func (c *conn) send(msg protocol.WorkerMessage) {
-	c.t.Helper()
-	if err := c.Send(msg); err != nil {
-		c.t.Fatalf("send %s: %v", msg.Kind, err)
-	}
-}
+func (c *conn) send(msg protocol.WorkerMessage) { c.t.Helper(); c.MustSend(c.t, msg) }
 
-func (c *conn) next() protocol.WorkerMessage {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
-	defer cancel()
-	m, err := c.Next(ctx)
-	if err != nil {
-		c.t.Fatalf("next: %v", err)
-	}
-	return m
-}
+func (c *conn) next() protocol.WorkerMessage { c.t.Helper(); return c.MustNext(c.t, patience) }
 
 // end closes the tool's input and returns ServeConn's answer.
 func (c *conn) end() error {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -153,3 +155,23 @@ func (h *Host) Next(ctx context.Context) (protocol.WorkerMessage, error) {
 // Done is closed once the tool's output has ended and its read goroutine
 // has returned.
 func (h *Host) Done() <-chan struct{} { return h.done }
+
+// MustSend is Send that fails tb on an error.
+func (h *Host) MustSend(tb testing.TB, msg protocol.WorkerMessage) {
+	tb.Helper()
+	if err := h.Send(msg); err != nil {
+		tb.Fatalf("send %s: %v", msg.Kind, err)
+	}
+}
+
+// MustNext is Next bounded by timeout, failing tb on an error.
+func (h *Host) MustNext(tb testing.TB, timeout time.Duration) protocol.WorkerMessage {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	m, err := h.Next(ctx)
+	if err != nil {
+		tb.Fatalf("next: %v", err)
+	}
+	return m
+}
