@@ -256,15 +256,13 @@ func (ss *session) inFlight() int {
 // watchdog runs when c's deadline passes. If c has not ended, the
 // deadline won: the process is stopped and c is lost, indeterminate.
 func (ss *session) watchdog(c *call) {
-	if ss.poisonIf(func() bool {
+	ss.poisonIf(func() bool {
 		if c.ended {
 			return false
 		}
 		ss.watchdogCall = c
 		return true
-	}, poison(ReasonWatchdog, "call %s passed its deadline", c.id)) {
-		ss.sup.cfg.Observer.WatchdogStop(ss.sup.cfg.Tool)
-	}
+	}, poison(ReasonWatchdog, "call %s passed its deadline", c.id))
 }
 
 // stop poisons the session for a lifecycle stop.
@@ -280,15 +278,14 @@ func (ss *session) stop() {
 func (ss *session) poison(pe *PoisonError) { ss.poisonIf(nil, pe) }
 
 // poisonIf is poison when cond, checked under the session's lock together
-// with the session still being alive, holds; it reports whether it
-// poisoned. The watchdog needs the check and the poisoning to be one step,
+// with the session still being alive, holds. The watchdog needs the check and the poisoning to be one step,
 // so that a result that won the race is never followed by a stop.
-func (ss *session) poisonIf(cond func() bool, pe *PoisonError) bool {
+func (ss *session) poisonIf(cond func() bool, pe *PoisonError) {
 	s := ss.sup
 	ss.mu.Lock()
 	if ss.dead != nil || (cond != nil && !cond()) {
 		ss.mu.Unlock()
-		return false
+		return
 	}
 	ss.dead = pe
 	lostOne := ss.inFlight() > 0
@@ -296,6 +293,9 @@ func (ss *session) poisonIf(cond func() bool, pe *PoisonError) bool {
 	ss.mu.Unlock()
 	// Counted before any call learns of it, so whoever sees a lost call
 	// sees the count.
+	if pe.Reason == ReasonWatchdog {
+		s.cfg.Observer.WatchdogStop(s.cfg.Tool)
+	}
 	if quiet := pe.Reason == ReasonExited && !lostOne && (stopping || s.isClosed()); !quiet {
 		s.cfg.Observer.ProcessPoisoned(s.cfg.Tool, pe.Reason)
 		s.cfg.Logger.Warn("tool session poisoned", "tool", s.cfg.Tool, "session", ss.id, "reason", pe.Reason, "detail", pe.Detail)
@@ -322,7 +322,6 @@ func (ss *session) poisonIf(cond func() bool, pe *PoisonError) bool {
 		defer s.wg.Done()
 		ss.terminate()
 	}()
-	return true
 }
 
 // terminate stops the process: stdin closed, TERM to its group, KILL
