@@ -278,8 +278,9 @@ func (ss *session) stop() {
 func (ss *session) poison(pe *PoisonError) { ss.poisonIf(nil, pe) }
 
 // poisonIf is poison when cond, checked under the session's lock together
-// with the session still being alive, holds. The watchdog needs the check and the poisoning to be one step,
-// so that a result that won the race is never followed by a stop.
+// with the session still being alive, holds. The watchdog needs the check
+// and the poisoning to be one step, so that a result that won the race is
+// never followed by a stop.
 func (ss *session) poisonIf(cond func() bool, pe *PoisonError) {
 	s := ss.sup
 	ss.mu.Lock()
