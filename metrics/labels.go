@@ -72,6 +72,10 @@ const (
 	AuthWrongSession = "wrong_session"
 	AuthSequence     = "sequence"
 	AuthWrongSubject = "wrong_subject"
+	// AuthMalformed: not a sealed frame at all (garbage, an oversized or
+	// unparsable frame, a bad host header); only workers count it here, the
+	// host counts it in splash_frames_rejected_total.
+	AuthMalformed    = "malformed"
 	AuthMissingToken = "missing_token"
 	AuthWrongToken   = "wrong_token"
 )
@@ -112,7 +116,7 @@ var (
 		PoisonContradictory, PoisonInvalidMessage, PoisonFlood, PoisonExited, PoisonWatchdog, PoisonStopped}
 	retryClasses  = []string{RetryTransient, RetryRateLimited}
 	dispositions  = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
-	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMissingToken, AuthWrongToken}
+	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMalformed, AuthMissingToken, AuthWrongToken}
 	rejectReasons = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
 	sessionStates = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
 	streamSources = []string{StreamSource, StreamRedacted, StreamDenied}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/ratelog"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolproc"
 )
@@ -41,10 +42,13 @@ type Agent struct {
 	chunkJS jetstream.JetStream
 	cfg     Config
 	log     *slog.Logger
-	codec   *fabric.Codec
-	obs     Observer
-	stats   counters
-	owner   atomic.Uint64 // numbers execution owners; any goroutine
+	// rejectLog writes the lines of refused frames, a few per reason and
+	// second; any goroutine.
+	rejectLog *ratelog.Limiter
+	codec     *fabric.Codec
+	obs       Observer
+	stats     counters
+	owner     atomic.Uint64 // numbers execution owners; any goroutine
 
 	// mu guards the fields below and the marked fields of each execution.
 	// It is never held across a network wait. Lock order: a.mu, then a
@@ -124,19 +128,20 @@ func New(nc *nats.Conn, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	a := &Agent{
-		nc:      nc,
-		js:      js,
-		cfg:     cfg,
-		log:     cfg.Logger.With("worker", cfg.WorkerID),
-		codec:   codec,
-		obs:     cfg.Observer,
-		tools:   make(map[string]*tool),
-		running: make(map[*execution]struct{}),
-		cancels: newCancelSet(cfg.Fabric.DedupeHorizon),
-		ready:   make(chan struct{}),
-		stopCh:  make(chan struct{}),
-		idle:    make(chan struct{}),
-		done:    make(chan struct{}),
+		nc:        nc,
+		js:        js,
+		cfg:       cfg,
+		log:       cfg.Logger.With("worker", cfg.WorkerID),
+		codec:     codec,
+		rejectLog: ratelog.New(cfg.Logger.With("worker", cfg.WorkerID), time.Second, rejectLogBurst),
+		obs:       cfg.Observer,
+		tools:     make(map[string]*tool),
+		running:   make(map[*execution]struct{}),
+		cancels:   newCancelSet(cfg.Fabric.DedupeHorizon),
+		ready:     make(chan struct{}),
+		stopCh:    make(chan struct{}),
+		idle:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	a.chunkJS, err = jetstream.New(nc,
 		jetstream.WithPublishAsyncTimeout(opTimeout),

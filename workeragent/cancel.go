@@ -32,8 +32,7 @@ func (a *Agent) onCancel(t *tool, m *nats.Msg) {
 		err = fmt.Errorf("%w: cancel for tool %q on the subject of %q", errWrongSubject, c.Tool, t.name)
 	}
 	if err != nil {
-		a.forged(err)
-		a.log.Warn("rejected cancel request", "tool", t.name, "err", err)
+		a.forged(err, "rejected cancel request", "tool", t.name)
 		return
 	}
 	a.mu.Lock()
@@ -53,7 +52,7 @@ func (a *Agent) onCancel(t *tool, m *nats.Msg) {
 // Write.
 func (a *Agent) onStreamDenied(t *tool, d protocol.StreamDenied) {
 	if d.Tool != t.name {
-		a.forged(fmt.Errorf("%w: stream denial for tool %q on the subject of %q", errWrongSubject, d.Tool, t.name))
+		a.forged(fmt.Errorf("%w: stream denial for tool %q on the subject of %q", errWrongSubject, d.Tool, t.name), "rejected stream denial", "tool", t.name)
 		return
 	}
 	a.mu.Lock()

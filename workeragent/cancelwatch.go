@@ -200,8 +200,7 @@ func (a *Agent) applyCancelEntry(e jetstream.KeyValueEntry) {
 		err = errors.New("cancel record stored under another request's key")
 	}
 	if err != nil {
-		a.forged(err)
-		a.log.Warn("rejected cancel record", "key", e.Key(), "err", err)
+		a.forged(err, "rejected cancel record", "key", e.Key())
 		return
 	}
 	a.cancels.note(c, e.Created())

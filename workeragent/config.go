@@ -17,6 +17,10 @@ const (
 	DefaultDrainGrace        = 10 * time.Second
 )
 
+// rejectLogBurst is how many lines per second each reason for refusing a
+// frame may write; the counters see every one.
+const rejectLogBurst = 5
+
 // Config is how an agent joins a fabric. WorkerID, Key and Journal are
 // required; zero durations take the defaults above, a zero Fabric takes
 // fabric.DefaultConfig.

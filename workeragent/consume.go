@@ -37,12 +37,26 @@ func (a *Agent) startTool(ctx context.Context, t *tool) error {
 	return nil
 }
 
-// onMessage runs on the consumer's callback goroutine. It waits for a
-// handler slot (so at most the tool's concurrency is admitted) and hands
-// the message to an execution goroutine; once stopping it Naks instead, so
-// the message goes straight to another agent.
+// onMessage runs on the consumer's callback goroutine. It authenticates
+// the message first: a forged or malformed one is terminated at once,
+// without waiting for a handler slot, so garbage on the subject costs a
+// counter and never queues ahead of real calls. An authentic message
+// waits for a slot (so at most the tool's concurrency is admitted) and
+// goes to an execution goroutine; once stopping it Naks instead, so the
+// message goes straight to another agent.
 func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 	a.stats.received.Add(1)
+	inv, host, err := a.openInvoke(m)
+	if err == nil && inv.Tool != t.name {
+		err = fmt.Errorf("%w: invoke for tool %q on the subject of %q", errWrongSubject, inv.Tool, t.name)
+	}
+	if err != nil {
+		// Never run and never redelivered: no retry can make its tag
+		// valid.
+		a.forged(err, "rejected invocation", "tool", t.name)
+		_ = m.Term()
+		return
+	}
 	select {
 	case <-a.stopCh:
 		_ = m.Nak()
@@ -62,7 +76,7 @@ func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 	}
 	a.goTracked(func() {
 		defer a.release()
-		e := &execution{a: a, t: t, msg: m}
+		e := &execution{a: a, t: t, msg: m, inv: inv, host: host}
 		e.process()
 	})
 }

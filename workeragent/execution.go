@@ -87,9 +87,9 @@ func opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), opTimeout)
 }
 
-// process takes the message through authentication, the cancel record,
-// the journal and the handler, and ends with exactly one of ack, nak or
-// term.
+// process takes an authenticated message (see onMessage) through the
+// contract check, the cancel record, the journal and the handler, and ends
+// with exactly one of ack, nak or term.
 func (e *execution) process() {
 	a := e.a
 	e.slotHeld = true
@@ -104,19 +104,7 @@ func (e *execution) process() {
 			e.redelivered = true
 		}
 	}
-	inv, host, err := a.openInvoke(e.msg)
-	if err == nil && inv.Tool != e.t.name {
-		err = fmt.Errorf("%w: invoke for tool %q on the subject of %q", errWrongSubject, inv.Tool, e.t.name)
-	}
-	if err != nil {
-		// A forged or malformed invocation is never run and never
-		// redelivered: no retry can make its tag valid.
-		a.forged(err)
-		a.log.Warn("rejected invocation", "tool", e.t.name, "err", err)
-		_ = e.msg.Term()
-		return
-	}
-	e.inv, e.host = inv, host
+	inv := e.inv
 	if why := e.t.contractMismatch(inv.Contract); why != "" {
 		// Running the call under another definition could repeat an
 		// effect the host believes guarded, or stream where it expects

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolproc"
 )
@@ -57,6 +58,9 @@ func AuthReason(err error) string {
 		return "sequence"
 	case errors.Is(err, errWrongSubject):
 		return "wrong_subject"
+	case errors.Is(err, protocol.ErrMalformedFrame), errors.Is(err, protocol.ErrFrameTooLarge),
+		errors.Is(err, protocol.ErrInvalidMessage), errors.Is(err, fabric.ErrInvalidHostID):
+		return "malformed"
 	}
 	return "bad_tag"
 }
@@ -83,8 +87,12 @@ func (a *Agent) dedupeHit(tool string) {
 	a.obs.DedupeHit(tool)
 }
 
-// forged counts a refused frame.
-func (a *Agent) forged(err error) {
+// forged counts a refused frame and logs it at a bounded rate per reason:
+// a flood of forged or garbage frames costs a counter increment each and a
+// few log lines a second, whatever its size.
+func (a *Agent) forged(err error, msg string, args ...any) {
 	a.stats.forged.Add(1)
-	a.obs.AuthFailure(AuthReason(err))
+	reason := AuthReason(err)
+	a.obs.AuthFailure(reason)
+	a.rejectLog.Warn(reason, msg, append(args, "reason", reason, "err", err)...)
 }

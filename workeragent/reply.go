@@ -119,8 +119,7 @@ func (a *Agent) cancelNoted(inv protocol.Invoke) (covered, sure bool) {
 func (a *Agent) cancelRecorded(ctx context.Context, inv protocol.Invoke) (bool, error) {
 	_, ok, err := fabric.LookupCancel(ctx, a.cancelKV, a.codec, inv)
 	if errors.Is(err, fabric.ErrForged) {
-		a.forged(err)
-		a.log.Warn("rejected cancel record", "request", inv.RequestID, "err", err)
+		a.forged(err, "rejected cancel record", "request", inv.RequestID)
 		return false, nil
 	}
 	if err != nil {
