@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/idempotency"
@@ -106,37 +109,100 @@ func (l *ledger) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 // revision, retrying when another writer got there first. Conflicts are
 // matched on ErrKeyRevisionMismatch as well as ErrKeyExists, since
 // replicated buckets report a lost Create race differently.
+//
+// A read or write that goes unanswered (the bucket's leader moving during
+// a node failover) is tried again until ledgerPatience runs out. An
+// unanswered write may still have landed, so the next read checks for
+// it: the journal lets one execution at a time run for a key, so an entry
+// holding exactly the count that write carried is that write's, and
+// counting again would report a duplicated effect that never happened.
 func increment(ctx context.Context, kv jetstream.KeyValue, key string) (uint64, error) {
 	sk := idempotency.StorageKey(key)
+	ctx, cancel := context.WithTimeout(ctx, ledgerPatience)
+	defer cancel()
+	pause := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(time.Second))
+	var unanswered *ledgerEntry // the last write whose answer was lost
+	retry := func(err error) error {
+		if !unansweredErr(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause.NextBackOff()):
+			return nil
+		}
+	}
 	for {
 		if ctx.Err() != nil {
 			return 0, context.Cause(ctx)
 		}
-		e, err := kv.Get(ctx, sk)
+		var e jetstream.KeyValueEntry
+		err := bounded(ctx, func(ctx context.Context) (err error) {
+			e, err = kv.Get(ctx, sk)
+			return err
+		})
 		var next ledgerEntry
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			next = ledgerEntry{IdempotencyKey: key, Count: 1}
-			_, err = kv.Create(ctx, sk, mustJSON(next))
+			err = bounded(ctx, func(ctx context.Context) error {
+				_, err := kv.Create(ctx, sk, mustJSON(next))
+				return err
+			})
 		case err != nil:
-			return 0, fmt.Errorf("demotools: ledger read: %w", err)
+			if err := retry(err); err != nil {
+				return 0, fmt.Errorf("demotools: ledger read: %w", err)
+			}
+			continue
 		default:
 			cur, derr := decodeEntry(e.Value())
 			if derr != nil {
 				return 0, workeragent.Permanent(derr)
 			}
+			if unanswered != nil && cur == *unanswered {
+				return cur.Count, nil
+			}
 			next = ledgerEntry{IdempotencyKey: key, Count: cur.Count + 1}
-			_, err = kv.Update(ctx, sk, mustJSON(next), e.Revision())
+			err = bounded(ctx, func(ctx context.Context) error {
+				_, err := kv.Update(ctx, sk, mustJSON(next), e.Revision())
+				return err
+			})
 		}
 		switch {
 		case err == nil:
 			return next.Count, nil
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyExists):
 			continue
-		default:
-			return 0, fmt.Errorf("demotools: ledger write: %w", err)
 		}
+		if rerr := retry(err); rerr != nil {
+			return 0, fmt.Errorf("demotools: ledger write: %w", rerr)
+		}
+		unanswered = &next
 	}
+}
+
+// ledgerPatience bounds how long one demo.ledger call keeps trying a
+// bucket that does not answer: longer than a leader election of a
+// replicated stream takes.
+const ledgerPatience = time.Minute
+
+// ledgerOpTimeout bounds one read or write, so that a request lost with a
+// stopping node is asked again well within ledgerPatience.
+const ledgerOpTimeout = 2 * time.Second
+
+// bounded runs one KV request under ledgerOpTimeout.
+func bounded(ctx context.Context, request func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
+	defer cancel()
+	return request(ctx)
+}
+
+// unansweredErr reports an error that says nothing about the request's
+// fate: no answer came in time, or nobody was there to answer.
+func unansweredErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // LedgerCounts reads every count demo.ledger has recorded, by idempotency
