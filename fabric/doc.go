@@ -47,7 +47,11 @@
 // that a host passes as hostloop.LoopConfig.Archive: terminal session records
 // written asynchronously (Record never waits for the server) and the
 // host's incarnations, so a restarted host answers for the sessions an
-// earlier process held. Close it after the loop's Stop, which flushes it.
+// earlier process held. Every record is sealed with a key derived from the
+// frame key and verified on read: one that fails (written by a NATS client
+// without the key) is refused with hostloop.ErrRecordRejected and reported
+// to WithRecordRejectHandler, never answered from. Close it after the
+// loop's Stop, which flushes it.
 //
 // # The published catalog
 //

@@ -17,6 +17,7 @@ type options struct {
 	publishTimeout time.Duration
 	replayMemory   int
 	onReject       func(reason, subject string, err error)
+	onRecordReject func(reason string, err error)
 	onError        func(error)
 }
 
@@ -88,6 +89,18 @@ func WithReplayMemory(n int) Option {
 func WithRejectHandler(f func(reason, subject string, err error)) Option {
 	return func(o *options) error {
 		o.onReject = f
+		return nil
+	}
+}
+
+// WithRecordRejectHandler is called, for a SessionArchive, for every
+// stored record refused because it fails authentication, with the reason
+// (recordauth's "unsigned" or "bad_tag") and the error the read returns.
+// It runs on the reader's goroutine and must not block; it is where the
+// rejected-records metric hooks in.
+func WithRecordRejectHandler(f func(reason string, err error)) Option {
+	return func(o *options) error {
+		o.onRecordReject = f
 		return nil
 	}
 }

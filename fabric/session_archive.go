@@ -13,6 +13,8 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/internal/recordauth"
+	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // SessionArchive is hostloop.SessionArchive over the splash_sessions bucket.
@@ -25,6 +27,13 @@ import (
 // failed or dropped write is counted (Stats) and reported to
 // WithErrorHandler; it is not retried.
 //
+// Every record is sealed (internal/recordauth) with a key derived from the
+// frame key, which NATS never sees, and bound to its bucket key. Lookup
+// and Incarnation verify it and refuse one that fails, with
+// hostloop.ErrRecordRejected, reporting it to WithRecordRejectHandler: a
+// writer with access to the bucket but not the key can delete records,
+// never make the host answer with one of its own.
+//
 // Register writes an incarnation record and waits for it. A refresher
 // goroutine then rewrites every registered incarnation each quarter of
 // Config.SessionRetention, so the bucket's TTL forgets an incarnation only
@@ -35,6 +44,7 @@ import (
 type SessionArchive struct {
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
+	seal   recordauth.Key
 	cfg    Config
 	opts   options
 	budget int
@@ -94,14 +104,21 @@ type flushWaiter struct {
 var _ hostloop.SessionArchive = (*SessionArchive)(nil)
 
 // NewSessionArchive binds to the splash_sessions bucket, which Provision
-// must have created with cfg. Of the options, WithErrorHandler receives
-// failed writes, WithPublishTimeout bounds each write's ack, and
+// must have created with cfg; its records are sealed and verified with a
+// key derived from key, the frame key (the zero key is ErrInvalidConfig).
+// Of the options, WithRecordRejectHandler hears of refused records,
+// WithErrorHandler receives failed writes, WithPublishTimeout bounds each
+// write's ack, and
 // WithMaxPending bounds the records waiting for the writer (beyond it
 // Record drops and counts). ctx bounds only the binding. The caller keeps
 // nc and must Close the archive before closing it.
-func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*SessionArchive, error) {
+func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg Config, key protocol.SessionKey, opts ...Option) (*SessionArchive, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	seal, err := recordauth.Derive(key, recordauth.StoreSessions)
+	if err != nil {
+		return nil, fmt.Errorf("%w: session archive: %w", ErrInvalidConfig, err)
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -124,9 +141,10 @@ func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg Config, opts ...O
 	a := &SessionArchive{
 		js:      js,
 		kv:      kv,
+		seal:    seal,
 		cfg:     cfg,
 		opts:    o,
-		budget:  int(sessionValueBytes(cfg)) - recordHeadroom,
+		budget:  int(sessionValueBytes(cfg)) - recordHeadroom - recordauth.Overhead,
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		pending: make(map[hostloop.SessionID]archiveWrite),
@@ -144,10 +162,11 @@ func (a *SessionArchive) Register(ctx context.Context, inc hostloop.Incarnation)
 	if !ok {
 		return fmt.Errorf("%w: incarnation %q is not a key token", host.ErrInvalidInput, truncate(inc.ID))
 	}
-	data, err := json.Marshal(incarnationRecord{ID: inc.ID, HostID: inc.HostID, Started: inc.Started.UTC()})
+	body, err := json.Marshal(incarnationRecord{ID: inc.ID, HostID: inc.HostID, Started: inc.Started.UTC()})
 	if err != nil {
 		return err
 	}
+	data := a.seal.Seal(key, body)
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if _, err := a.kv.Put(ctx, key, data); err != nil {
@@ -195,7 +214,9 @@ func (a *SessionArchive) Record(s hostloop.SessionStatus) {
 	var cut bool
 	err := fmt.Errorf("%w: session id %q is not a key token", host.ErrInvalidInput, truncate(string(s.ID)))
 	if ok {
-		data, cut, err = encodeSession(s, a.budget)
+		if data, cut, err = encodeSession(s, a.budget); err == nil {
+			data = a.seal.Seal(key, data)
+		}
 	}
 	a.mu.Lock()
 	a.stats.Recorded++
@@ -238,7 +259,7 @@ func (a *SessionArchive) Lookup(ctx context.Context, id hostloop.SessionID) (hos
 	w, inFlight := a.pending[id]
 	a.mu.Unlock()
 	if inFlight {
-		return decodeSession(w.data)
+		return a.openSession(key, id, w.data)
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -249,7 +270,31 @@ func (a *SessionArchive) Lookup(ctx context.Context, id hostloop.SessionID) (hos
 	case err != nil:
 		return hostloop.SessionStatus{}, fmt.Errorf("fabric: session record %q: %w", id, err)
 	}
-	return decodeSession(e.Value())
+	return a.openSession(key, id, e.Value())
+}
+
+// openSession verifies and decodes the record of id stored under key.
+func (a *SessionArchive) openSession(key string, id hostloop.SessionID, data []byte) (hostloop.SessionStatus, error) {
+	body, err := a.open(key, data)
+	if err != nil {
+		return hostloop.SessionStatus{}, err
+	}
+	return decodeSession(body)
+}
+
+// open returns the body of the record stored under key once its tag
+// verifies; a record that fails is reported and refused.
+func (a *SessionArchive) open(key string, data []byte) ([]byte, error) {
+	body, err := a.seal.Open(key, data)
+	if err == nil {
+		return body, nil
+	}
+	reason := recordauth.Reason(err)
+	err = fmt.Errorf("%w: %s: %w", hostloop.ErrRecordRejected, truncate(key), err)
+	if a.opts.onRecordReject != nil {
+		a.opts.onRecordReject(reason, err)
+	}
+	return nil, err
 }
 
 // Incarnation returns a registered incarnation's record, or
@@ -268,8 +313,12 @@ func (a *SessionArchive) Incarnation(ctx context.Context, id string) (hostloop.I
 	case err != nil:
 		return hostloop.Incarnation{}, fmt.Errorf("fabric: incarnation record %q: %w", id, err)
 	}
+	body, err := a.open(key, e.Value())
+	if err != nil {
+		return hostloop.Incarnation{}, err
+	}
 	var rec incarnationRecord
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+	if err := json.Unmarshal(body, &rec); err != nil {
 		return hostloop.Incarnation{}, fmt.Errorf("fabric: incarnation record %q: %w", id, err)
 	}
 	return hostloop.Incarnation{ID: rec.ID, HostID: rec.HostID, Started: rec.Started}, nil

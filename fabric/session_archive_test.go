@@ -38,7 +38,7 @@ func (e *errorLog) count() int {
 
 func newArchive(t *testing.T, env *fabricEnv, opts ...fabric.Option) *fabric.SessionArchive {
 	t.Helper()
-	a, err := fabric.NewSessionArchive(testCtx(t), env.nc, env.cfg, opts...)
+	a, err := fabric.NewSessionArchive(testCtx(t), env.nc, env.cfg, testKey, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +80,7 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 		{ID: "s-h1-0123456789ab-1", State: hostloop.SessionCompleted, Value: `{"n":1}`, Created: created},
 		{ID: "s-h1-0123456789ab-2", State: hostloop.SessionFailed, Err: stopped, Error: "stopped: 1 operation left", Created: created},
 		{ID: "s-h1-0123456789ab-3", State: hostloop.SessionFailed, Err: errors.New("Error: boom"), Error: "Error: boom", Created: created},
+		{ID: "s-h1-0123456789ab-4", State: hostloop.SessionFailed, Err: fmt.Errorf("script failed: %w", host.ErrMemoryBudget), Error: "script failed: memory budget exceeded", Created: created},
 	}
 	for _, r := range records {
 		a.Record(r)
@@ -87,7 +88,7 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 	if err := a.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := a.Stats(); st.Recorded != 3 || st.Stored != 3 || st.Failed+st.Dropped+st.Truncated != 0 {
+	if st := a.Stats(); st.Recorded != 4 || st.Stored != 4 || st.Failed+st.Dropped+st.Truncated != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 	// A second archive has no memory of the writes: it reads the bucket,
@@ -101,8 +102,13 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 		if got.ID != want.ID || got.State != want.State || got.Value != want.Value || got.Error != want.Error || !got.Created.Equal(created) || got.Truncated {
 			t.Fatalf("%s: got %+v", want.ID, got)
 		}
-		if (want.Err == nil) != (got.Err == nil) || errors.Is(got.Err, hostloop.ErrHostStopped) != errors.Is(want.Err, hostloop.ErrHostStopped) {
+		if (want.Err == nil) != (got.Err == nil) {
 			t.Fatalf("%s: err %v, want one like %v", want.ID, got.Err, want.Err)
+		}
+		for _, kind := range []error{hostloop.ErrHostStopped, host.ErrMemoryBudget} {
+			if errors.Is(got.Err, kind) != errors.Is(want.Err, kind) {
+				t.Fatalf("%s: err %v, want one like %v", want.ID, got.Err, want.Err)
+			}
 		}
 	}
 	gotInc, err := b.Incarnation(ctx, inc.ID)
@@ -241,11 +247,11 @@ func TestSessionArchiveAfterClose(t *testing.T) {
 func TestNewSessionArchiveNeedsTheBucket(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := srv.Connect()
-	_, err := fabric.NewSessionArchive(testCtx(t), nc, fabric.DefaultConfig())
+	_, err := fabric.NewSessionArchive(testCtx(t), nc, fabric.DefaultConfig(), testKey)
 	wantErrIs(t, err, jetstream.ErrBucketNotFound)
 	bad := fabric.DefaultConfig()
 	bad.SessionRetention = 0
-	_, err = fabric.NewSessionArchive(testCtx(t), nc, bad)
+	_, err = fabric.NewSessionArchive(testCtx(t), nc, bad, testKey)
 	wantErrIs(t, err, fabric.ErrInvalidConfig)
 }
 
@@ -261,7 +267,7 @@ func TestSessionArchiveAcrossLoops(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := fabric.NewSessionArchive(ctx, env.nc, env.cfg)
+		a, err := fabric.NewSessionArchive(ctx, env.nc, env.cfg, testKey)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
+	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 )
 
@@ -51,9 +51,11 @@ func archiveKey(prefix, id string) (string, bool) {
 	return prefix + id, true
 }
 
-// sessionRecord is the stored form of a terminal hostloop.SessionStatus. It
-// is not sealed: the bucket is the host user's alone (deploy/nats), and it
-// holds what the host's API serves anyway.
+// sessionRecord is the stored form of a terminal hostloop.SessionStatus,
+// the body the archive seals. The bucket is the host user's alone
+// (deploy/nats), but any account with JetStream rights over it (an
+// operator's, an unconfigured server's) could write it: the seal keeps
+// such a write from being served as the session's outcome.
 type sessionRecord struct {
 	ID        string    `json:"id"`
 	State     string    `json:"state"`
@@ -79,6 +81,12 @@ var errorKinds = []struct {
 }{
 	{hostloop.ErrHostStopped, "host_stopped"},
 	{hostloop.ErrHostRestarted, "host_restarted"},
+	{hostloop.ErrValueTooLarge, "value_too_large"},
+	// A script over one of its session's budgets: the API's error_code
+	// of a session read back from the archive must be the one it had.
+	{host.ErrMemoryBudget, "memory_budget"},
+	{host.ErrExecutionBudget, "execution_budget"},
+	{host.ErrPendingLimit, "pending_limit"},
 }
 
 // archivedError is a failure read back from a record: the original text,
@@ -145,40 +153,12 @@ func encodeSession(s hostloop.SessionStatus, limit int) (data []byte, cut bool, 
 		if err != nil {
 			return nil, false, err
 		}
-		*f.p = jsonPrefix(orig, limit-len(b)+len(stand)-len(f.mark)) + f.mark
+		*f.p = hostloop.JSONPrefix(orig, limit-len(b)+len(stand)-len(f.mark)) + f.mark
 		if b, err = json.Marshal(rec); err != nil || len(b) <= limit {
 			return b, true, err
 		}
 	}
 	return nil, false, fmt.Errorf("fabric: session record of %q does not fit in %d bytes", truncate(string(s.ID)), limit)
-}
-
-// jsonPrefix returns the longest prefix of s, cut between runes, whose
-// encoding as a JSON string body takes at most budget bytes.
-func jsonPrefix(s string, budget int) string {
-	used := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		used += jsonCost(r, size)
-		if used > budget {
-			return s[:i]
-		}
-		i += size
-	}
-	return s
-}
-
-// jsonCost bounds from above what encoding/json writes for one rune of
-// size bytes: control characters, HTML-sensitive characters, the JSON
-// line separators and invalid bytes become \uXXXX escapes.
-func jsonCost(r rune, size int) int {
-	switch {
-	case r == utf8.RuneError && size == 1, r < 0x20, r == '<', r == '>', r == '&', r == '\u2028', r == '\u2029':
-		return 6
-	case r == '"', r == '\\':
-		return 2
-	}
-	return size
 }
 
 func decodeSession(data []byte) (hostloop.SessionStatus, error) {

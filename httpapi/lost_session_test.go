@@ -48,6 +48,8 @@ func TestLostSessionsAnswerWithAnErrorCode(t *testing.T) {
 		},
 		errs: map[hostloop.SessionID]error{
 			"archive-down": fmt.Errorf("%w: session %q: nats: timeout", hostloop.ErrArchiveUnavailable, "archive-down"),
+			// As the loop wraps an archive's refusal of a forged record.
+			"forged": fmt.Errorf("%w: session %q: %w: s.forged: bad tag", hostloop.ErrArchiveUnavailable, "forged", hostloop.ErrRecordRejected),
 		},
 	}
 	srv := newServer(t, b)
@@ -65,6 +67,7 @@ func TestLostSessionsAnswerWithAnErrorCode(t *testing.T) {
 		{id: "truncated", status: http.StatusOK, truncated: true},
 		{id: "never", status: http.StatusNotFound, apiCode: "unknown_session"},
 		{id: "archive-down", status: http.StatusServiceUnavailable, apiCode: "archive_unavailable"},
+		{id: "forged", status: http.StatusInternalServerError, apiCode: "record_rejected"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {

@@ -26,10 +26,12 @@ func TestKVConformance(t *testing.T) {
 	var buckets atomic.Int64
 	journaltest.RunConformance(t, func(t *testing.T, o journaltest.Options) idempotency.Journal {
 		// A bucket per subtest keeps subtests independent on one server.
+		// Sealed, as every shipped worker runs it.
 		return newKV(t, js, idempotency.KVConfig{
 			Bucket:         fmt.Sprintf("conformance_%d", buckets.Add(1)),
 			Clock:          o.Clock,
 			MaxResultBytes: o.MaxResultBytes,
+			Key:            testFrameKey,
 		})
 	})
 }

@@ -122,7 +122,12 @@
 // horizon. The record of key K is stored under StorageKey(K), the hex
 // SHA-256 of K, because KV keys admit only a restricted alphabet; the
 // value is the JSON encoding of Record, which repeats K so a foreign
-// value is detected (ErrCorruptRecord). With History 1 a record lives
+// value is detected (ErrCorruptRecord). With KVConfig.Key (the frame key)
+// the value is sealed: an HMAC-SHA256 tag, under a key derived from the
+// frame key for the journal alone, over StorageKey(K) and the JSON. A
+// value that does not verify (written by a NATS client without the key,
+// or unsealed, as before sealing) is refused with ErrRecordRejected and
+// reported to KVConfig.OnReject. With History 1 a record lives
 // TTL after its last write, so a stored result is replayed for TTL after
 // Finish and a running record stays as long as it is renewed.
 //

@@ -1,6 +1,9 @@
 package idempotency
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by every Journal. Bad input is reported before anything is
 // read or written, so a rejected call changes nothing.
@@ -36,4 +39,9 @@ var (
 	// ErrCorruptRecord reports a stored value that does not decode as a
 	// record; it is never overwritten automatically.
 	ErrCorruptRecord = errors.New("idempotency: corrupt record")
+	// ErrRecordRejected reports a stored value that fails authentication
+	// (KVConfig.Key): forged, altered, moved from another key, or written
+	// unsealed, as before records were sealed. It is an ErrCorruptRecord
+	// too: refused on every read and never overwritten automatically.
+	ErrRecordRejected = fmt.Errorf("%w: fails authentication", ErrCorruptRecord)
 )

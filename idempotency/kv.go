@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/internal/recordauth"
+	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // Defaults of KVConfig.
@@ -41,6 +44,18 @@ type KVConfig struct {
 	MaxResultBytes int
 	// Clock measures leases; defaults to time.Now.
 	Clock func() time.Time
+	// Key is the frame key the workers share. When set, every record
+	// is sealed with a key derived from it for the journal and bound to
+	// its storage key, and every record read is verified: one that
+	// fails (a write by a NATS client without the key, or a record
+	// stored before sealing) is refused with ErrRecordRejected and
+	// reported to OnReject, never replayed. The zero key stores records
+	// unsealed; every process the project ships sets it.
+	Key protocol.SessionKey
+	// OnReject hears of every record refused for failing
+	// authentication, with the reason ("unsigned" or "bad_tag"). It runs
+	// on the caller's goroutine and must not block.
+	OnReject func(reason string)
 }
 
 func (c KVConfig) withDefaults() (KVConfig, error) {
@@ -72,15 +87,19 @@ func (c KVConfig) withDefaults() (KVConfig, error) {
 
 // KVJournal is the Journal on a JetStream key-value bucket. The bucket
 // keeps one revision per key (History 1) on file storage; the record of
-// an idempotency key lives under StorageKey(key), JSON encoded. Every
-// write is kv.Create or kv.Update with the expected revision, so the
-// server arbitrates races between workers.
+// an idempotency key lives under StorageKey(key), JSON encoded and, with
+// KVConfig.Key, sealed (see there). Every write is kv.Create or kv.Update
+// with the expected revision, so the server arbitrates races between
+// workers.
 type KVJournal struct {
 	kv        jetstream.KeyValue
 	bucket    string
 	clock     func() time.Time
 	maxResult int
 	maxValue  int
+	// seal is zero when records are stored unsealed.
+	seal     recordauth.Key
+	onReject func(reason string)
 }
 
 var _ Journal = (*KVJournal)(nil)
@@ -91,6 +110,12 @@ func NewKV(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KVJourna
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	var seal recordauth.Key
+	if !cfg.Key.IsZero() {
+		if seal, err = recordauth.Derive(cfg.Key, recordauth.StoreJournal); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
@@ -104,7 +129,8 @@ func NewKV(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KVJourna
 		return nil, fmt.Errorf("idempotency: bucket %q: %w", cfg.Bucket, err)
 	}
 	maxValue := int(js.Conn().MaxPayload()) - payloadHeadroom
-	return &KVJournal{kv: kv, bucket: cfg.Bucket, clock: cfg.Clock, maxResult: cfg.MaxResultBytes, maxValue: maxValue}, nil
+	return &KVJournal{kv: kv, bucket: cfg.Bucket, clock: cfg.Clock, maxResult: cfg.MaxResultBytes, maxValue: maxValue,
+		seal: seal, onReject: cfg.OnReject}, nil
 }
 
 // Bucket returns the name of the journal's KV bucket.
@@ -214,7 +240,7 @@ func (j *KVJournal) cas(ctx context.Context, op, key string, step func(cur *Reco
 		if !write {
 			return *cur, false, nil
 		}
-		b, err := j.encode(next)
+		b, err := j.encode(sk, next)
 		if err != nil {
 			return Record{}, false, err
 		}
@@ -262,7 +288,16 @@ func (j *KVJournal) read(ctx context.Context, key, sk string) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: get %q: %w", key, err)
 	}
-	r, err := decodeRecord(e.Value(), e.Revision())
+	value := e.Value()
+	if !j.seal.IsZero() {
+		if value, err = j.seal.Open(sk, value); err != nil {
+			if j.onReject != nil {
+				j.onReject(recordauth.Reason(err))
+			}
+			return nil, fmt.Errorf("%w: %q: %w", ErrRecordRejected, key, err)
+		}
+	}
+	r, err := decodeRecord(value, e.Revision())
 	if err != nil {
 		return nil, err
 	}
@@ -276,11 +311,12 @@ func (j *KVJournal) read(ctx context.Context, key, sk string) (*Record, error) {
 
 // update writes next over the claim's revision.
 func (j *KVJournal) update(ctx context.Context, c Claim, next Record) (uint64, error) {
-	b, err := j.encode(next)
+	sk := StorageKey(c.Record.Key)
+	b, err := j.encode(sk, next)
 	if err != nil {
 		return 0, err
 	}
-	rev, err := j.kv.Update(ctx, StorageKey(c.Record.Key), b, c.Revision())
+	rev, err := j.kv.Update(ctx, sk, b, c.Revision())
 	if isConflict(err) {
 		return 0, fmt.Errorf("%w: %q", ErrLeaseLost, c.Record.Key)
 	}
@@ -290,10 +326,15 @@ func (j *KVJournal) update(ctx context.Context, c Claim, next Record) (uint64, e
 	return rev, nil
 }
 
-func (j *KVJournal) encode(r Record) ([]byte, error) {
+// encode returns r as stored under sk: its JSON, sealed when the journal
+// has a key.
+func (j *KVJournal) encode(sk string, r Record) ([]byte, error) {
 	b, err := encodeRecord(r)
 	if err != nil {
 		return nil, err
+	}
+	if !j.seal.IsZero() {
+		b = j.seal.Seal(sk, b)
 	}
 	if len(b) > j.maxValue {
 		// JSON escaping can grow a result past the message limit even

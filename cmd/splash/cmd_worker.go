@@ -122,7 +122,8 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	defer nc.Close()
 	w, err := newWorker(ctx, workerParts{
 		nc: nc, key: key, workerID: c.workerID, fabric: cfg, tools: tools,
-		concurrency: c.concurrency, drainGrace: c.drainGrace, bindOnly: !c.provision, metrics: m, log: log,
+		concurrency: c.concurrency, drainGrace: c.drainGrace, bindOnly: !c.provision, metrics: m,
+		records: metrics.NewRecords(reg), log: log,
 	})
 	if err != nil {
 		return err

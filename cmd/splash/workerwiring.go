@@ -14,6 +14,7 @@ import (
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/internal/ratelog"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
@@ -31,7 +32,9 @@ type workerParts struct {
 	drainGrace  time.Duration
 	bindOnly    bool // workeragent.Config.BindOnly
 	metrics     *metrics.Worker
-	log         *slog.Logger
+	// records counts journal records refused for failing authentication.
+	records *metrics.Records
+	log     *slog.Logger
 }
 
 // worker is an agent with its metrics.
@@ -52,9 +55,18 @@ func newWorker(ctx context.Context, p workerParts) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: jetstream: %v", errStart, err)
 	}
+	// Journal records are sealed with the frame key: one that fails (a
+	// write by a NATS client without the key) is refused, counted and
+	// logged at a bounded rate, never replayed.
+	rejectLog := ratelog.New(p.log, time.Second, 5)
 	journal, err := idempotency.NewKV(ctx, js, idempotency.KVConfig{
 		TTL:      p.fabric.DedupeHorizon,
 		Replicas: p.fabric.Replicas,
+		Key:      p.key,
+		OnReject: func(reason string) {
+			p.records.Rejected(metrics.StoreJournal, reason)
+			rejectLog.Warn("record "+reason, "stored record rejected", "store", metrics.StoreJournal, "reason", reason)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: journal: %v", errStart, err)
