@@ -84,7 +84,7 @@ func sessionIncarnation(hostID string, id SessionID) (string, bool) {
 // archived answers Status for a session the loop does not hold. It runs on
 // the caller's goroutine.
 func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error) {
-	unknown := fmt.Errorf("%w: %q", ErrUnknownSession, id)
+	unknown := fmt.Errorf("%w: %s", ErrUnknownSession, quoteID(id))
 	inc, ok := sessionIncarnation(l.cfg.HostID, id)
 	if !ok {
 		// Not a session id of this host: the archive is not asked, so
@@ -97,7 +97,7 @@ func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error
 	case err == nil:
 		return s, nil
 	case !errors.Is(err, ErrUnknownSession):
-		return SessionStatus{}, fmt.Errorf("%w: session %q: %w", ErrArchiveUnavailable, id, err)
+		return SessionStatus{}, fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, quoteID(id), err)
 	case inc == l.incarnation.ID:
 		// This process never had it, or forgot it before its record was
 		// stored.

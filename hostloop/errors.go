@@ -39,4 +39,14 @@ var (
 	// ErrUnknownIncarnation is returned by SessionArchive.Incarnation for
 	// an incarnation that was never registered (or has expired).
 	ErrUnknownIncarnation = errors.New("hostloop: unknown incarnation")
+	// ErrRecordRejected is returned by SessionArchive.Lookup and
+	// Incarnation for a stored record that fails authentication (forged,
+	// altered, or written before records were sealed): it is refused,
+	// never answered from. Status wraps it in ErrArchiveUnavailable.
+	ErrRecordRejected = errors.New("hostloop: archived record fails authentication")
 )
+
+// ErrValueTooLarge is the reason of a session whose script completed with
+// a value over LoopConfig.MaxValueBytes: the value is refused rather than
+// cut, since a cut JSON value no longer parses.
+var ErrValueTooLarge = errors.New("hostloop: session value too large")

@@ -56,6 +56,9 @@ type LoopConfig struct {
 	// ArchiveTimeout bounds registering the incarnation at StartLoop and
 	// the archive's flush at Stop; zero picks 10s.
 	ArchiveTimeout time.Duration
+	// MaxValueBytes bounds a finished session's value and error as JSON
+	// text (see boundResult); zero picks DefaultMaxValueBytes.
+	MaxValueBytes int
 }
 
 // DefaultAuditPerSession is how many audit events the loop keeps for a
@@ -142,6 +145,9 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	}
 	if cfg.ArchiveTimeout <= 0 {
 		cfg.ArchiveTimeout = defaultArchiveTimeout
+	}
+	if cfg.MaxValueBytes <= 0 {
+		cfg.MaxValueBytes = DefaultMaxValueBytes
 	}
 	var random [incarnationHexLen / 2]byte
 	if _, err := rand.Read(random[:]); err != nil {

@@ -67,6 +67,8 @@ type session struct {
 	rt      *host.Runtime
 	created time.Time
 	result  *host.EvalResult
+	// truncated: boundResult cut the result's error text to fit.
+	truncated bool
 	// deadline is the runtime's NextDeadline as last armed, so a timer
 	// entry is pushed only when it changes.
 	deadline time.Time
@@ -139,7 +141,7 @@ func (st *loopState) setResult(s *session, r *host.EvalResult) {
 	if r == nil {
 		return
 	}
-	s.result = r
+	s.keep(r, st.cfg.MaxValueBytes)
 	st.touch(s)
 }
 
@@ -232,7 +234,7 @@ func (st *loopState) pump(s *session) {
 		if res != nil {
 			// Not setResult: s is being flushed, so touching it again
 			// would add it to the set this step is draining.
-			s.result = res
+			s.keep(res, st.cfg.MaxValueBytes)
 		}
 	}
 	if s.rt.LocalPending() {
@@ -426,10 +428,10 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 			// Its session died with that process (ErrHostRestarted or
 			// ErrHostStopped): the answer is dropped, and the call is
 			// never dispatched again, so its effect cannot repeat.
-			st.reject("unknown_request", fmt.Errorf("%w: %q was dispatched by an earlier process of this host", host.ErrUnknownOperation, requestID))
+			st.reject("unknown_request", fmt.Errorf("%w: %s was dispatched by an earlier process of this host", host.ErrUnknownOperation, quoteID(requestID)))
 			return
 		}
-		st.reject("unknown_request", fmt.Errorf("%w: %q", host.ErrUnknownOperation, requestID))
+		st.reject("unknown_request", fmt.Errorf("%w: %s", host.ErrUnknownOperation, quoteID(requestID)))
 		return
 	}
 	if attempt != 0 && attempt != d.inv.Attempt {

@@ -28,6 +28,17 @@ const (
 	DefaultKeepAlive = 15 * time.Second
 	// DefaultReadyTimeout bounds one readiness check.
 	DefaultReadyTimeout = 2 * time.Second
+	// DefaultMaxStreams bounds the event streams a host serves at once:
+	// each holds a connection, a goroutine and a subscriber buffer for as
+	// long as its session runs.
+	DefaultMaxStreams = 256
+	// DefaultMaxStreamsPerToken bounds the event streams one bearer token
+	// holds at once, so one client cannot take every stream of the host.
+	DefaultMaxStreamsPerToken = 64
+	// DefaultStreamWriteTimeout bounds writing one event-stream frame: a
+	// client that stops reading fills its socket's buffers, and is
+	// dropped when a frame cannot be written in time.
+	DefaultStreamWriteTimeout = 10 * time.Second
 )
 
 // Config configures the handler returned by New.
@@ -64,6 +75,24 @@ type Config struct {
 	// KeepAlive is the event-stream comment interval; zero picks
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
+	// MaxStreams bounds the event streams served at once; zero picks
+	// DefaultMaxStreams. One over it is refused with 503 stream_limit.
+	MaxStreams int
+	// MaxStreamsPerToken bounds the event streams of one bearer token
+	// (by its digest; without authentication, by whatever bearer the
+	// client sends, or none); zero picks DefaultMaxStreamsPerToken. One
+	// over it is refused with 429 token_stream_limit.
+	MaxStreamsPerToken int
+	// StreamWriteTimeout bounds writing one event-stream frame (an event,
+	// a keep-alive); zero picks DefaultStreamWriteTimeout. The server's
+	// read and write timeouts are lifted for a stream, this bounds it
+	// instead.
+	StreamWriteTimeout time.Duration
+	// OnRefused, if set, is called with the code of every error response
+	// (see Codes), and with CodeSlowReader for every stream dropped for a
+	// client that did not keep up, so the process can count them. It
+	// may run on any goroutine.
+	OnRefused func(code string)
 	// OnAuthFailure, if set, is called with "missing_token" or
 	// "invalid_token" for every refused request, so the process can
 	// count them.
@@ -84,6 +113,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.MaxStreamsPerToken <= 0 {
+		c.MaxStreamsPerToken = DefaultMaxStreamsPerToken
+	}
+	if c.StreamWriteTimeout <= 0 {
+		c.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	if c.OnRefused == nil {
+		c.OnRefused = func(string) {}
 	}
 	if c.ReadyTimeout <= 0 {
 		c.ReadyTimeout = DefaultReadyTimeout

@@ -18,8 +18,9 @@
 //		Ready:   fabric.Ready, // NATS connected, streams provisioned
 //		Metrics: metrics.Handler(reg),
 //	})
-//	srv := &http.Server{Addr: httpapi.DefaultAddr, Handler: api}
-//	srv.RegisterOnShutdown(events.Close) // ends open event streams
+//	srv := httpapi.NewServer(api, httpapi.ServerConfig{}) // bounded connections
+//	srv.RegisterOnShutdown(events.Close)                  // ends open event streams
+//	err = srv.Serve(listener)
 //
 // Every endpoint except /healthz and /readyz requires the bearer token;
 // /metrics does too unless Config.PublicMetrics is set. An empty token
@@ -37,5 +38,9 @@
 //
 // The handler starts no goroutines of its own. An event stream holds its
 // request until the session ends, the client leaves, or the Broadcaster is
-// closed; the server's WriteTimeout is lifted for it.
+// closed; the server's read and write timeouts are lifted for it, and each
+// frame must be written within Config.StreamWriteTimeout instead, so a
+// client that stops reading is dropped. Streams are capped per host and per
+// token, connections per server (LimitListener), and every refusal is
+// reported to OnRefused with its code.
 package httpapi

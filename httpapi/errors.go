@@ -43,6 +43,37 @@ var (
 	ErrNotReady = errors.New("httpapi: not ready")
 	// ErrEventsUnavailable: the server was built without a Broadcaster.
 	ErrEventsUnavailable = errors.New("httpapi: event streams not configured")
+	// ErrDuplicateKey: a body object that names the same field twice
+	// (encoding/json matches names case-insensitively, so "source" and
+	// "Source" are the same field); which one would win is not the
+	// client's to guess.
+	ErrDuplicateKey = errors.New("httpapi: duplicate key")
+	// ErrUnknownGrant: a grant that names no script capability.
+	ErrUnknownGrant = errors.New("httpapi: unknown grant")
+	// ErrRequestTimeout: the request body did not arrive within the
+	// server's read timeout.
+	ErrRequestTimeout = errors.New("httpapi: request body not received in time")
+	// ErrConnectionLimit: the host serves as many connections as it
+	// allows; the connection is answered and closed.
+	ErrConnectionLimit = errors.New("httpapi: too many connections")
+	// ErrStreamLimit: the host serves as many event streams as it allows.
+	ErrStreamLimit = errors.New("httpapi: too many event streams")
+	// ErrTokenStreamLimit: the client's token holds as many event streams
+	// as one token may.
+	ErrTokenStreamLimit = errors.New("httpapi: too many event streams for this token")
+)
+
+// Codes of refusals that end a connection or a stream without an error
+// body, reported to Config.OnRefused and ServerConfig.OnRefused beside the
+// codes of the error table.
+const (
+	// CodeIdleTimeout: a keep-alive connection stayed idle past the
+	// server's idle timeout and was closed.
+	CodeIdleTimeout = "idle_timeout"
+	// CodeSlowReader: an event stream's client stopped reading (a frame
+	// could not be written within the stream write timeout, or the
+	// stream fell behind its buffer) and was dropped.
+	CodeSlowReader = "slow_reader"
 )
 
 // errorCode is one row of the error table: the sentinel, the status and
@@ -60,12 +91,18 @@ var errorCodes = []errorCode{
 	{ErrInvalidToken, http.StatusUnauthorized, "invalid_token"},
 	{ErrMalformedJSON, http.StatusBadRequest, "malformed_json"},
 	{ErrUnknownField, http.StatusBadRequest, "unknown_field"},
+	{ErrDuplicateKey, http.StatusBadRequest, "duplicate_key"},
 	{ErrInvalidField, http.StatusBadRequest, "invalid_field"},
 	{ErrInvalidOperationID, http.StatusBadRequest, "invalid_operation_id"},
+	{ErrRequestTimeout, http.StatusRequestTimeout, "request_timeout"},
 	{ErrUnsupportedMediaType, http.StatusUnsupportedMediaType, "unsupported_media_type"},
 	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "body_too_large"},
 	{ErrScriptTooLarge, http.StatusRequestEntityTooLarge, "script_too_large"},
 	{ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
+	{ErrUnknownGrant, http.StatusUnprocessableEntity, "unknown_grant"},
+	{ErrTokenStreamLimit, http.StatusTooManyRequests, "token_stream_limit"},
+	{ErrStreamLimit, http.StatusServiceUnavailable, "stream_limit"},
+	{ErrConnectionLimit, http.StatusServiceUnavailable, "connection_limit"},
 	{ErrNotFound, http.StatusNotFound, "not_found"},
 	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{ErrNotReady, http.StatusServiceUnavailable, "not_ready"},
@@ -88,6 +125,9 @@ var errorCodes = []errorCode{
 	{hostloop.ErrHostBusy, http.StatusTooManyRequests, "host_busy"},
 	{hostloop.ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
 	{hostloop.ErrLoopStopped, http.StatusServiceUnavailable, "unavailable"},
+	// Before archive_unavailable, which wraps it: a record that fails
+	// authentication is not served, and retrying will not mend it.
+	{hostloop.ErrRecordRejected, http.StatusInternalServerError, "record_rejected"},
 	{hostloop.ErrArchiveUnavailable, http.StatusServiceUnavailable, "archive_unavailable"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout"},
 	{context.Canceled, http.StatusServiceUnavailable, "canceled"},
@@ -102,6 +142,11 @@ var sessionErrorCodes = []struct {
 }{
 	{hostloop.ErrHostRestarted, "host_restarted"},
 	{hostloop.ErrHostStopped, "host_stopped"},
+	{hostloop.ErrValueTooLarge, "value_too_large"},
+	// A script over one of its session's budgets.
+	{host.ErrMemoryBudget, "memory_budget"},
+	{host.ErrExecutionBudget, "execution_budget"},
+	{host.ErrPendingLimit, "pending_limit"},
 }
 
 // sessionErrorCode returns the code of a failed session's reason, or "".
@@ -115,6 +160,26 @@ func sessionErrorCode(err error) string {
 		}
 	}
 	return ""
+}
+
+// Codes returns every code Config.OnRefused and ServerConfig.OnRefused
+// may report: the closed set a metric labelled by code may take, so no
+// client can grow it.
+func Codes() []string {
+	seen := map[string]bool{"internal": true}
+	out := []string{"internal"}
+	add := func(c string) {
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, c := range errorCodes {
+		add(c.code)
+	}
+	add(CodeIdleTimeout)
+	add(CodeSlowReader)
+	return out
 }
 
 // codeFor returns the status and code for err; anything unmapped is an

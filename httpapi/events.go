@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/splashfabric/splashfabric/hostloop"
@@ -17,11 +19,24 @@ type laggedBody struct {
 
 // events streams a session's events as Server-Sent Events: the retained
 // backlog, then live events, ending after the terminal state event.
+//
+// A stream is exempt from the server's read and write timeouts, which are
+// meant for one JSON exchange; instead each frame must be written within
+// Config.StreamWriteTimeout, and a keep-alive comment goes out every
+// Config.KeepAlive, so a client that stops reading is found out and
+// dropped even on a quiet session. Streams are counted per host and per
+// token.
 func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Events == nil {
 		s.writeError(w, r, ErrEventsUnavailable)
 		return
 	}
+	release, err := s.streams.acquire(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	id := hostloop.SessionID(r.PathValue("id"))
 	// Subscribe before asking for the status: the loop reports every
 	// step to the broadcaster before it answers the next command, so a
@@ -39,68 +54,110 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	// A stream outlives any server write timeout meant for JSON calls.
-	_ = rc.SetWriteDeadline(time.Time{})
-	if err := rc.Flush(); err != nil {
+	// The server's read deadline would end the stream's context when it
+	// passes (the server reads on in the background to notice a client
+	// leaving); a stream reads nothing more, so it is lifted.
+	_ = rc.SetReadDeadline(time.Time{})
+	// frame writes one batch under its own deadline and flushes it.
+	frame := func(write func() error) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
+		if err := write(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err := frame(func() error { w.WriteHeader(http.StatusOK); return nil }); err != nil {
+		s.streamEnded(err, false)
 		return
 	}
 
 	if terminal(st.State) {
-		for {
-			select {
-			case ev, ok := <-ch:
-				if !ok || writeEvent(w, ev) != nil || ev.Terminal() {
-					_ = rc.Flush()
-					return
-				}
-				continue
-			default:
-			}
-			// The backlog is gone (or was never kept): end with the
-			// state the loop holds.
-			_ = writeEvent(w, Event{Kind: EventState, Session: id, Status: st})
-			_ = rc.Flush()
-			return
-		}
+		s.streamEnded(frame(func() error { return replayFinished(w, ch, id, st) }), false)
+		return
 	}
 
 	keepAlive := time.NewTicker(s.cfg.KeepAlive)
 	defer keepAlive.Stop()
 	for {
+		var (
+			err          error
+			more, lagged bool
+		)
 		select {
 		case <-r.Context().Done():
 			return
 		case <-keepAlive.C:
-			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
-				return
-			}
+			err = frame(func() error {
+				_, err := io.WriteString(w, ": keepalive\n\n")
+				return err
+			})
 		case ev, ok := <-ch:
 			if !ok {
 				return
 			}
-			if err := writeEvent(w, ev); err != nil {
+			err = frame(func() error {
+				var err error
+				more, lagged, err = writeQueued(w, ch, ev)
+				return err
+			})
+			if !more && err == nil {
+				s.streamEnded(nil, lagged)
 				return
 			}
-			// Write everything already queued before one flush.
-			for drained := false; !drained; {
-				select {
-				case more, ok := <-ch:
-					if !ok {
-						_ = rc.Flush()
-						return
-					}
-					if err := writeEvent(w, more); err != nil {
-						return
-					}
-				default:
-					drained = true
-				}
-			}
 		}
-		if err := rc.Flush(); err != nil {
+		if err != nil {
+			s.streamEnded(err, false)
 			return
+		}
+	}
+}
+
+// streamEnded counts a stream that ended because its client did not keep
+// up: a frame that missed its write deadline, or a subscriber the
+// broadcaster dropped as lagged.
+func (s *server) streamEnded(err error, lagged bool) {
+	if lagged || errors.Is(err, os.ErrDeadlineExceeded) {
+		s.cfg.OnRefused(CodeSlowReader)
+	}
+}
+
+// replayFinished writes a finished session's retained events up to its
+// terminal state, or, when the backlog is gone (or was never kept), the
+// state the loop holds.
+func replayFinished(w io.Writer, ch <-chan Event, id hostloop.SessionID, st hostloop.SessionStatus) error {
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if err := writeEvent(w, ev); err != nil || ev.Terminal() {
+				return err
+			}
+		default:
+			return writeEvent(w, Event{Kind: EventState, Session: id, Status: st})
+		}
+	}
+}
+
+// writeQueued writes ev and every event already queued behind it, for one
+// flush; more is false once the channel is closed, lagged true when the
+// broadcaster dropped the subscriber for falling behind.
+func writeQueued(w io.Writer, ch <-chan Event, ev Event) (more, lagged bool, err error) {
+	for {
+		lagged = lagged || ev.Kind == EventLagged
+		if err := writeEvent(w, ev); err != nil {
+			return true, lagged, err
+		}
+		var ok bool
+		select {
+		case ev, ok = <-ch:
+			if !ok {
+				return false, lagged, nil
+			}
+		default:
+			return true, lagged, nil
 		}
 	}
 }

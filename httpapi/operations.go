@@ -43,7 +43,7 @@ func (s *server) cancelByRequest(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.writeError(w, r, fmt.Errorf("%w: request %q", host.ErrUnknownOperation, want))
+	s.writeError(w, r, fmt.Errorf("%w: request %s", host.ErrUnknownOperation, quoteClip(want)))
 }
 
 func (s *server) cancelOp(w http.ResponseWriter, r *http.Request, session hostloop.SessionID, op host.ExternalToolID) {
@@ -59,7 +59,7 @@ func (s *server) cancelOp(w http.ResponseWriter, r *http.Request, session hostlo
 func parseOperationID(s string) (host.ExternalToolID, error) {
 	n, err := strconv.ParseUint(strings.TrimPrefix(s, "op-"), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %q, want op-<n>", ErrInvalidOperationID, s)
+		return 0, fmt.Errorf("%w: %s, want op-<n>", ErrInvalidOperationID, quoteClip(s))
 	}
 	return host.ExternalToolID(n), nil
 }

@@ -50,5 +50,6 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// (or another host may); say when to try again.
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: err.Error()}})
+	s.cfg.OnRefused(code)
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: clipTo(err.Error(), maxMessageBytes, false)}})
 }

@@ -26,6 +26,7 @@ type server struct {
 	cfg     Config
 	auth    *authenticator
 	mux     *http.ServeMux
+	streams *streamLimiter
 	// allowed collects the methods of each pattern, for the Allow header
 	// of a 405.
 	allowed map[string][]string
@@ -41,6 +42,7 @@ func New(backend Backend, cfg Config) http.Handler {
 		auth:    newAuthenticator(cfg),
 		mux:     http.NewServeMux(),
 		allowed: make(map[string][]string),
+		streams: newStreamLimiter(cfg.MaxStreams, cfg.MaxStreamsPerToken),
 	}
 	s.route(http.MethodGet, "/healthz", false, s.healthz)
 	s.route(http.MethodGet, "/readyz", false, s.readyz)
@@ -59,13 +61,13 @@ func New(backend Backend, cfg Config) http.Handler {
 		allow := strings.Join(methods, ", ")
 		s.mux.Handle(pattern, s.guard(true, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			s.writeError(w, r, fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethodNotAllowed, r.Method, r.URL.Path, allow))
+			s.writeError(w, r, fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethodNotAllowed, clipTo(r.Method, maxEchoBytes, false), clipTo(r.URL.Path, maxEchoBytes, false), allow))
 		}))
 	}
 	// Unknown paths are authenticated too, so a client without a token
 	// cannot map the API.
 	s.mux.Handle("/", s.guard(true, func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path))
+		s.writeError(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, clipTo(r.Method, maxEchoBytes, false), clipTo(r.URL.Path, maxEchoBytes, false)))
 	}))
 	return s.mux
 }

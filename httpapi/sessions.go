@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 )
 
@@ -50,8 +51,13 @@ func (s *server) submission(req SubmitRequest) (hostloop.Submission, error) {
 		return hostloop.Submission{}, fmt.Errorf("%w: execution_budget_ms is %d, maximum is %d", ErrLimitTooHigh, req.ExecutionBudgetMS, s.cfg.MaxExecutionBudget.Milliseconds())
 	}
 	for i, g := range req.Grants {
-		if g == "" {
+		switch {
+		case g == "":
 			return hostloop.Submission{}, fmt.Errorf("%w: grants[%d] is empty", ErrInvalidField, i)
+		case !host.IsGrant(g):
+			// A misspelt grant would run the script without the
+			// capability its client meant to give.
+			return hostloop.Submission{}, fmt.Errorf("%w: grants[%d] is %s, want one of %q", ErrUnknownGrant, i, quoteClip(g), host.Grants())
 		}
 	}
 	return hostloop.Submission{
