@@ -36,6 +36,8 @@ const (
 	DefaultMaxOutputBytes = 1 << 20
 	// DefaultExecutionBudget bounds one slice of script execution.
 	DefaultExecutionBudget = time.Second
+	// DefaultMemoryBudget bounds the heap one session's script may hold.
+	DefaultMemoryBudget = 256 << 20
 	// DefaultAuditLimit is how many audit events are retained between
 	// drains; older ones are discarded and counted (AuditDropped).
 	DefaultAuditLimit = 1 << 16
@@ -71,6 +73,12 @@ type Config struct {
 	// ExecutionBudget bounds one slice of script execution; 0 means
 	// DefaultExecutionBudget.
 	ExecutionBudget time.Duration
+	// MemoryBudget bounds, in bytes, the heap the session's script may
+	// hold across all its slices; 0 means DefaultMemoryBudget. It also
+	// sets the largest string (a quarter of it, in UTF-16 code units)
+	// and array (a 64th, in elements) a builtin may make in one call.
+	// Over it the script fails with ErrMemoryBudget.
+	MemoryBudget int64
 	// AuditLimit bounds the retained audit log; 0 means DefaultAuditLimit.
 	// A host that drains after every step never reaches it.
 	AuditLimit int

@@ -58,6 +58,17 @@
 // shared by every runtime of the process (a bounded LRU), so a script
 // submitted many times compiles once.
 //
+// A script is bounded in time and memory. Each slice of it (an Eval, or a
+// resumption) runs under Config.ExecutionBudget, and its session holds at
+// most Config.MemoryBudget: slices of every runtime of the process run one
+// at a time, so the heap's growth during a slice is charged to its
+// session, and what it keeps across awaits stays charged. Builtins that
+// would make a string or array over the budget's bounds in one call throw
+// a RangeError before they allocate. Over a budget the script fails with
+// ErrExecutionBudget or ErrMemoryBudget; the runtime, and every other,
+// go on. The timers that watch a slice are the only code of a runtime
+// that runs on another goroutine.
+//
 // Package hostloop keeps sessions, drives them from worker events and
 // timers, and answers for them across restarts.
 package host

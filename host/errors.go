@@ -69,6 +69,10 @@ var (
 	ErrCapabilityDenied = errors.New("host: capability denied")
 	// ErrExecutionBudget: a script slice ran past its execution budget.
 	ErrExecutionBudget = errors.New("host: execution budget exceeded")
+	// ErrMemoryBudget: a script held more memory than its session's
+	// budget, or asked a builtin for a string, array or argument list
+	// larger than the budget allows.
+	ErrMemoryBudget = errors.New("host: memory budget exceeded")
 )
 
 // StateError reports a method called on an operation in a state where it

@@ -22,6 +22,7 @@ type Runtime struct {
 	maxPending int
 	grants     []string      // read by the script engine
 	execBudget time.Duration // read by the script engine
+	memBudget  int64         // read by the script engine
 
 	nonce        CapabilitySessionNonce
 	nonceErr     error  // why the nonce could not be drawn; refuses external tools
@@ -79,6 +80,7 @@ func NewRuntime(cfg Config) *Runtime {
 		maxPending: cfg.MaxPending,
 		grants:     cfg.Grants,
 		execBudget: cfg.ExecutionBudget,
+		memBudget:  cfg.MemoryBudget,
 		tools:      make(map[string]*tool),
 	}
 	if r.clock == nil {
@@ -89,6 +91,9 @@ func NewRuntime(cfg Config) *Runtime {
 	}
 	if r.execBudget <= 0 {
 		r.execBudget = DefaultExecutionBudget
+	}
+	if r.memBudget <= 0 {
+		r.memBudget = DefaultMemoryBudget
 	}
 	r.audit.limit = cfg.AuditLimit
 	if r.audit.limit <= 0 {
@@ -143,7 +148,9 @@ func (r *Runtime) RegisterExternalJSONToolWithContract(p ToolPolicy, m ToolMetad
 	return r.register(p, m, FormatJSON, true, inputSchema, outputSchema, nil, nil)
 }
 
-// LocalHandler is a host-pumped text tool.
+// LocalHandler is a host-pumped text tool. A script's tool.call runs it
+// inside the script's slice, while no other slice of the process may run:
+// it must not evaluate or resume a script of another Runtime.
 type LocalHandler func(input string) (string, error)
 
 // LocalJSONHandler is a host-pumped JSON tool.

@@ -20,6 +20,7 @@ type scriptEngine struct {
 	vm     *goja.Runtime // nil until needed, and after an interrupt left it unusable
 	api    *scriptAPI    // the vm's bindings; rebuilt with it
 	budget budgetTimer
+	mem    memoryAccount
 
 	// main is the promise of the running script's async body; nil when
 	// no script is suspended.
@@ -72,7 +73,7 @@ const maxCallStackSize = 4096
 func (r *Runtime) Eval(source string) (*EvalResult, error) {
 	e, _ := r.script.(*scriptEngine)
 	if e == nil {
-		e = &scriptEngine{r: r, budget: newBudgetTimer(r.execBudget)}
+		e = &scriptEngine{r: r, budget: newBudgetTimer(r.execBudget), mem: memoryAccount{budget: r.memBudget}}
 		r.setScript(e)
 	}
 	return e.eval(source)
@@ -88,6 +89,7 @@ func (r *Runtime) ReleaseScript() bool {
 	if e == nil || e.active || e.inSlice {
 		return false
 	}
+	sharedMeter.forget(&e.mem)
 	r.script = nil
 	return true
 }
@@ -108,6 +110,9 @@ func (e *scriptEngine) eval(source string) (*EvalResult, error) {
 		e.vm = goja.New()
 		e.vm.SetMaxCallStackSize(maxCallStackSize)
 		e.api = bindScriptAPI(e, e.vm, e.r.grants)
+		e.api.installBounds(boundsFor(e.r.memBudget))
+		// What the last vm held went with it.
+		sharedMeter.forget(&e.mem)
 	}
 	e.gen++
 	e.active = true
@@ -122,6 +127,12 @@ func (e *scriptEngine) eval(source string) (*EvalResult, error) {
 		e.main = v.Export().(*goja.Promise)
 		return nil
 	}), nil
+}
+
+// dropVM lets go of a vm that failed, and of everything that reaches it,
+// so that what it held is garbage by the time the slice ends.
+func (e *scriptEngine) dropVM() {
+	e.vm, e.api = nil, nil
 }
 
 // afterSettle delivers the settlements the core queued through onSettle
@@ -143,18 +154,33 @@ func (e *scriptEngine) afterSettle() *EvalResult {
 // the continuations it releases.
 func (e *scriptEngine) slice(run func() error) (res *EvalResult) {
 	e.inSlice = true
+	// Waiting for the gate is not the script's time.
+	sharedMeter.enter(&e.mem, e.vm)
 	e.budget.arm(e.vm)
 	defer func() {
+		// The meter lets go of the vm before its interrupt is cleared.
+		over := sharedMeter.exit(&e.mem)
 		e.budget.disarm()
 		e.inSlice = false
 		if x := recover(); x != nil {
 			// No panic may escape to the host; the vm state is
 			// unknown after one, so it is rebuilt for the next Eval.
-			e.vm = nil
+			e.dropVM()
 			res = e.end(&EvalResult{Err: &ScriptError{
 				Message: fmt.Sprint("script engine: ", x),
 				Err:     fmt.Errorf("script engine: %v", x),
 			}})
+			return
+		}
+		if over {
+			// The slice ended before the meter could stop it, holding
+			// more than the budget: dropping the vm is what gives the
+			// memory back. A script that completed keeps its result.
+			e.dropVM()
+			if res != nil && res.Suspended {
+				err := memoryBudgetError(e.mem.budget)
+				res = e.end(&EvalResult{Err: &ScriptError{Message: err.Error(), Err: err}})
+			}
 		}
 	}()
 	var err error
@@ -171,7 +197,7 @@ func (e *scriptEngine) slice(run func() error) (res *EvalResult) {
 	if err != nil {
 		// Only uncatchable errors get here (an interrupt, a stack
 		// overflow): everything a script can catch ends up in main.
-		e.vm = nil
+		e.dropVM()
 		return e.end(&EvalResult{Err: e.uncatchable(err)})
 	}
 	return e.state()

@@ -30,6 +30,14 @@ type scriptAPI struct {
 	errorCtor goja.Constructor
 	// stringify is made on first use (see stringifyJSON).
 	stringify goja.Callable
+
+	// What the bounded builtins use (see installBounds): the vm's
+	// RangeError, the arrays being joined (to stop at a cycle) and the
+	// default separator.
+	bounds     scriptBounds
+	rangeError goja.Constructor
+	joining    []*goja.Object
+	comma      goja.String
 }
 
 // bindScriptAPI installs the granted capabilities as globals of vm. An
@@ -39,20 +47,19 @@ type scriptAPI struct {
 func bindScriptAPI(e *scriptEngine, vm *goja.Runtime, grants []string) *scriptAPI {
 	a := &scriptAPI{e: e, vm: vm}
 	a.errorCtor, _ = goja.AssertConstructor(vm.Get("Error"))
+	a.hideGlobals() // first, so the capabilities are the new global's own
 	if slices.Contains(grants, GrantTool) {
 		tool := vm.NewObject()
-		// Method values, not closures: goja names a Go function after
-		// it, and tool.start.name has always been the method's name.
 		for _, m := range [...]struct {
 			name string
 			f    func(goja.FunctionCall) goja.Value
 		}{{"start", a.start}, {"start_json", a.startJSON}, {"call", a.call}, {"call_json", a.callJSON}} {
-			_ = tool.DefineDataProperty(m.name, vm.ToValue(m.f), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+			_ = tool.DefineDataProperty(m.name, a.nativeFunc(m.name, 2, m.f), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 		}
 		a.defineGlobal(GrantTool, tool)
 	}
 	if slices.Contains(grants, GrantAssert) {
-		a.defineGlobal(GrantAssert, vm.ToValue(a.assert))
+		a.defineGlobal(GrantAssert, a.nativeFunc(GrantAssert, 2, a.assert))
 	}
 	return a
 }
@@ -132,8 +139,9 @@ func (a *scriptAPI) stringArg(c goja.FunctionCall, i int, fn, what string) strin
 	if s, ok := v.(goja.String); ok {
 		return s.String() // a primitive string, read without boxing it
 	}
+	_, isSym := v.(*goja.Symbol)
 	s, ok := v.Export().(string)
-	if !ok {
+	if !ok || isSym {
 		panic(a.vm.NewTypeError(fmt.Sprintf("%s: %s must be a string, got %s", fn, what, a.typeOf(v))))
 	}
 	return s
@@ -162,10 +170,7 @@ func (a *scriptAPI) newError(msg string, cause error) *goja.Object {
 		panic(err)
 	}
 	if cause != nil {
-		if a.e.goErrs == nil {
-			a.e.goErrs = make(map[*goja.Object]error)
-		}
-		a.e.goErrs[obj] = cause
+		a.remember(obj, cause)
 		var te *ToolError
 		if errors.As(cause, &te) {
 			_ = obj.Set("tool", te.Tool)
@@ -173,6 +178,14 @@ func (a *scriptAPI) newError(msg string, cause error) *goja.Object {
 		}
 	}
 	return obj
+}
+
+// remember records cause as the Go error behind the script Error obj.
+func (a *scriptAPI) remember(obj *goja.Object, cause error) {
+	if a.e.goErrs == nil {
+		a.e.goErrs = make(map[*goja.Object]error)
+	}
+	a.e.goErrs[obj] = cause
 }
 
 // completionText renders a completed script's value for EvalResult.Value.
@@ -216,6 +229,9 @@ func (a *scriptAPI) typeOf(v goja.Value) string {
 	if _, ok := v.(*goja.Object); ok {
 		return "object"
 	}
+	if _, ok := v.(*goja.Symbol); ok {
+		return "symbol"
+	}
 	switch v.ExportType().Kind() {
 	case reflect.Bool:
 		return "boolean"
@@ -224,7 +240,9 @@ func (a *scriptAPI) typeOf(v goja.Value) string {
 	case reflect.Int64, reflect.Float64:
 		return "number"
 	}
-	return v.ExportType().String()
+	// The only other primitive; the engine's own type name is not the
+	// script's business.
+	return "bigint"
 }
 
 // scriptCapabilities are all the names a grant can expose.

@@ -48,4 +48,7 @@ func (b *budgetTimer) disarm() {
 		<-b.fired // the callback ran or is running: wait for it
 	}
 	b.vm.ClearInterrupt()
+	// A vm dropped after this slice (it failed) must not be kept alive
+	// by its timer until the next one: it may hold the budget's worth.
+	b.vm = nil
 }

@@ -33,7 +33,7 @@ func (a *scriptAPI) stringifyJSON(v goja.Value) (goja.Value, error) {
 		// Called through a goja function, the serialiser unwinds
 		// exceptions and runs queued jobs exactly as a call of the
 		// builtin from Go does.
-		a.stringify, _ = goja.AssertFunction(a.vm.ToValue(a.marshalJSON))
+		a.stringify, _ = goja.AssertFunction(a.nativeFunc("stringify", 1, a.marshalJSON))
 	}
 	return a.stringify(goja.Undefined(), v)
 }
@@ -98,7 +98,7 @@ func (a *scriptAPI) decodeToken(d *json.Decoder, tok json.Token) (goja.Value, er
 	case string, float64, bool:
 		return a.vm.ToValue(tok), nil
 	}
-	return nil, fmt.Errorf("Unexpected token (%T): %v", tok, tok)
+	return nil, fmt.Errorf("Unexpected token %v", tok)
 }
 
 // decodeObject defines each member as an own data property, so a
@@ -116,7 +116,7 @@ func (a *scriptAPI) decodeObject(d *json.Decoder) (goja.Value, error) {
 		}
 		key, ok := tok.(string)
 		if !ok {
-			return nil, fmt.Errorf("Unexpected token (%T): %v", tok, tok)
+			return nil, fmt.Errorf("Unexpected token %v", tok)
 		}
 		v, err := a.decodeValue(d)
 		if err != nil {

@@ -2,6 +2,8 @@ package hostloop
 
 import (
 	"fmt"
+
+	"github.com/splashfabric/splashfabric/host"
 )
 
 // Limits are an operator's bounds on what one host takes on. The zero
@@ -20,6 +22,9 @@ type Limits struct {
 	// for; more is refused with ErrLimitTooHigh.
 	MaxToolCallBudget int
 	MaxPending        int
+	// SessionMemoryBudget is each session's memory budget in bytes (see
+	// host.Config.MemoryBudget), for a runtime template that sets none.
+	SessionMemoryBudget int64
 }
 
 // Defaults of Limits.
@@ -28,7 +33,11 @@ const (
 	DefaultSessionToolCallBudget    = 1_000
 	DefaultSessionMaxPending        = 256
 	DefaultMaxSessionToolCallBudget = 1_000_000
-	DefaultMaxSessionPending        = 100_000
+	// DefaultMaxSessionPending bounds what a session may hold pending: each
+	// pending operation costs the host a few KiB until it ends, awaited
+	// or not.
+	DefaultMaxSessionPending   = 10_000
+	DefaultSessionMemoryBudget = host.DefaultMemoryBudget
 )
 
 func (l Limits) withDefaults() (Limits, error) {
@@ -36,6 +45,12 @@ func (l Limits) withDefaults() (Limits, error) {
 		if v < 0 {
 			return l, fmt.Errorf("%w: negative limit in %+v", ErrInvalidConfig, l)
 		}
+	}
+	if l.SessionMemoryBudget < 0 {
+		return l, fmt.Errorf("%w: negative session memory budget %d", ErrInvalidConfig, l.SessionMemoryBudget)
+	}
+	if l.SessionMemoryBudget == 0 {
+		l.SessionMemoryBudget = DefaultSessionMemoryBudget
 	}
 	def := func(p *int, d int) {
 		if *p == 0 {

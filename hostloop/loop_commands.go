@@ -71,10 +71,11 @@ type OperationStatus struct {
 //
 // The session's runtime is built and its first step evaluated on the
 // caller's goroutine: the runtime belongs to no session yet, so nothing
-// else can touch it, and the script's evaluation (the dearest part of a
-// submission) then runs in parallel across callers instead of holding up
-// every other session on the loop. The loop only takes ownership, claims
-// and publishes.
+// else can touch it, and building it (a fresh script engine, the dearest
+// part of a submission) runs in parallel across callers. Its JavaScript
+// runs one slice at a time with every other slice of the process (so the
+// heap's growth is the slice's, see host.Config.MemoryBudget). The loop
+// only takes ownership, claims and publishes.
 func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error) {
 	select {
 	case <-l.stop:
@@ -133,7 +134,7 @@ func (l *Loop) liveStatus(ctx context.Context, id SessionID) (SessionStatus, []h
 		return cmdFunc(func(st *loopState) {
 			s := st.sessions[id]
 			if s == nil {
-				reply <- answer{err: fmt.Errorf("%w: %q", ErrUnknownSession, id)}
+				reply <- answer{err: fmt.Errorf("%w: %s", ErrUnknownSession, quoteID(id))}
 				return
 			}
 			reply <- answer{s: st.status(s), audit: append([]host.AuditEvent(nil), s.audit...)}
@@ -199,6 +200,17 @@ func prepareSession(lc LoopConfig, sub Submission) (*host.Runtime, *host.EvalRes
 	if sub.ExecutionBudget > 0 {
 		cfg.ExecutionBudget = sub.ExecutionBudget
 	}
+	if cfg.MemoryBudget == 0 {
+		cfg.MemoryBudget = lc.Limits.SessionMemoryBudget
+	}
+	if cfg.AuditLimit == 0 {
+		// The loop drains after every step. One step records at most a
+		// start and a claim for each operation it may hold pending,
+		// which the observer needs whole (its series follow claims);
+		// beyond them (a script retrying refused starts in a loop) the
+		// newest are kept and the rest counted, not held until the drain.
+		cfg.AuditLimit = 2*cfg.MaxPending + lc.AuditPerSession
+	}
 	rt := host.NewRuntime(cfg)
 	if lc.Catalog != nil {
 		if err := lc.Catalog(rt); err != nil {
@@ -247,7 +259,7 @@ func (st *loopState) adopt(rt *host.Runtime, res *host.EvalResult) (SessionStatu
 func (st *loopState) cancel(id SessionID, op host.ExternalToolID) error {
 	s := st.sessions[id]
 	if s == nil {
-		return fmt.Errorf("%w: %q", ErrUnknownSession, id)
+		return fmt.Errorf("%w: %s", ErrUnknownSession, quoteID(id))
 	}
 	d := s.ops[op]
 	if d == nil {
@@ -285,7 +297,7 @@ func (st *loopState) status(s *session) SessionStatus {
 // since a finished session's live operations (dropped promises) belong to
 // this process only.
 func summaryOf(s *session) SessionStatus {
-	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended}
+	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended, Truncated: s.truncated}
 	if r := s.result; r != nil {
 		switch {
 		case r.Err != nil:

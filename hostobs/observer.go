@@ -248,7 +248,25 @@ func (o *Observer) SessionChanged(s hostloop.SessionStatus) {
 		delete(o.active, s.ID)
 		o.remember(s.ID)
 		o.m.SessionFinished(sessionState(s.State))
+		if b := overBudget(s.Err); b != "" {
+			o.m.SessionOverBudget(b)
+		}
 	}
+}
+
+// overBudget names the budget a session's failure went over, or "".
+func overBudget(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, host.ErrMemoryBudget):
+		return metrics.BudgetMemory
+	case errors.Is(err, host.ErrExecutionBudget):
+		return metrics.BudgetExecution
+	case errors.Is(err, host.ErrPendingLimit):
+		return metrics.BudgetPending
+	}
+	return ""
 }
 
 // OperationChanged counts a cancel disposition the first time it shows,

@@ -264,3 +264,31 @@ func TestObserverTransportAndAPIRejections(t *testing.T) {
 		})
 	}
 }
+
+// TestObserverSessionsOverBudget: a session failed for going over one of
+// its budgets is counted by budget, and as failed.
+func TestObserverSessionsOverBudget(t *testing.T) {
+	for _, tc := range []struct {
+		budget string
+		sub    hostloop.Submission
+	}{
+		{budget: metrics.BudgetMemory, sub: hostloop.Submission{Source: `"x".repeat(2**30)`}},
+		{budget: metrics.BudgetExecution, sub: hostloop.Submission{Source: `while (true) {}`, ExecutionBudget: 20 * time.Millisecond}},
+		{budget: metrics.BudgetPending, sub: hostloop.Submission{Source: `tool.start("t.echo", "a"); tool.start("t.echo", "b")`, MaxPending: 1}},
+	} {
+		t.Run(tc.budget, func(t *testing.T) {
+			f := startLoop(t)
+			s, err := f.loop.Submit(context.Background(), tc.sub)
+			if err != nil {
+				t.Fatalf("Submit: %v", err)
+			}
+			if s.State != hostloop.SessionFailed {
+				t.Fatalf("session %+v, want failed", s)
+			}
+			f.want(t, map[string]float64{
+				"splash_sessions_over_budget_total{budget=" + tc.budget + "}": 1,
+				"splash_sessions_total{state=failed}":                         1,
+			})
+		})
+	}
+}

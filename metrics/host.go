@@ -20,6 +20,7 @@ type Host struct {
 	chunks, bytes                    *prometheus.CounterVec
 	cancelRequests, cancellations    *prometheus.CounterVec
 	authFailures, sessions, rejected *prometheus.CounterVec
+	overBudget                       *prometheus.CounterVec
 	sessionsActive                   prometheus.Gauge
 }
 
@@ -61,13 +62,16 @@ func NewHost(reg prometheus.Registerer, opts ...Option) *Host {
 			Help: "Script sessions currently running.", ConstLabels: o.constLabels}),
 		rejected: b.counter("splash_frames_rejected_total",
 			"Frames refused for a reason other than authentication, by reason.", "reason"),
+		overBudget: b.counter("splash_sessions_over_budget_total",
+			"Script sessions failed for going over one of their budgets, by budget (memory, execution, pending).", "budget"),
 	}
 	h.set = set{h.started, h.finished, h.duration, h.dispatch, h.retries, h.pending, h.claimed,
-		h.chunks, h.bytes, h.cancelRequests, h.cancellations, h.authFailures, h.sessions, h.sessionsActive, h.rejected}
+		h.chunks, h.bytes, h.cancelRequests, h.cancellations, h.authFailures, h.sessions, h.sessionsActive, h.rejected, h.overBudget}
 	h.tools = newToolGuard(o, h.initTool)
 	initAll(h.authFailures, authReasons)
 	initAll(h.sessions, sessionStates)
 	initAll(h.rejected, rejectReasons)
+	initAll(h.overBudget, budgets)
 	return register(reg, h)
 }
 
@@ -209,6 +213,15 @@ func (h *Host) SessionFinished(state string) {
 	}
 	h.sessions.WithLabelValues(oneOf(state, sessionStates)).Inc()
 	h.sessionsActive.Dec()
+}
+
+// SessionOverBudget counts a session failed for going over budget (one of
+// the Budget constants); SessionFinished counts it as failed as well.
+func (h *Host) SessionOverBudget(budget string) {
+	if h == nil {
+		return
+	}
+	h.overBudget.WithLabelValues(oneOf(budget, budgets)).Inc()
 }
 
 // seconds converts d to the base unit, clamping negatives to zero.

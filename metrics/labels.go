@@ -109,6 +109,13 @@ const (
 	StreamDenied   = "denied"
 )
 
+// Budgets a script session can go over (splash_sessions_over_budget_total).
+const (
+	BudgetMemory    = "memory"
+	BudgetExecution = "execution"
+	BudgetPending   = "pending"
+)
+
 var (
 	outcomes      = []string{OutcomeSucceeded, OutcomeFailed, OutcomeTimedOut, OutcomeCancelled, OutcomeIndeterminate}
 	handlerResult = []string{HandlerSucceeded, HandlerFailed, HandlerRetryTransient, HandlerRetryRateLimited, HandlerCancelled, HandlerIndeterminate, HandlerHandedBack}
@@ -119,6 +126,7 @@ var (
 	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMalformed, AuthMissingToken, AuthWrongToken}
 	rejectReasons = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
 	sessionStates = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
+	budgets       = []string{BudgetMemory, BudgetExecution, BudgetPending}
 	streamSources = []string{StreamSource, StreamRedacted, StreamDenied}
 )
 

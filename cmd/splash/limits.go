@@ -11,6 +11,9 @@ import (
 type hostLimits struct {
 	limits          hostloop.Limits
 	auditPerSession int
+	// sessionMemory and memoryLimit are sizes as given; check reads
+	// sessionMemory into limits, applyMemoryLimit reads memoryLimit.
+	sessionMemory, memoryLimit string
 }
 
 func (l *hostLimits) register(fs *flagSet) {
@@ -26,6 +29,21 @@ func (l *hostLimits) register(fs *flagSet) {
 		"most pending operations a session may ask for (`operations`)")
 	fs.intVar(&l.auditPerSession, "audit-per-session", "SPLASH_AUDIT_PER_SESSION", hostloop.DefaultAuditPerSession,
 		"audit events kept per session, the newest (`events`)")
+	fs.stringVar(&l.sessionMemory, "session-memory", "SPLASH_SESSION_MEMORY", "256MiB",
+		"memory a session's script may hold (`size`); over it the session fails (memory_budget)")
+	fs.stringVar(&l.memoryLimit, "memory-limit", "SPLASH_MEMORY_LIMIT", memoryLimitAuto,
+		"the process's soft memory limit, as GOMEMLIMIT: a `size`, auto (80% of the container's or machine's memory, or GOMEMLIMIT if set) or off")
+}
+
+// applyMemoryLimit sets the process's soft memory limit from
+// --memory-limit.
+func (l *hostLimits) applyMemoryLimit(a *app) error {
+	m, err := resolveMemoryLimit(l.memoryLimit, a.lookupEnv)
+	if err != nil {
+		return err
+	}
+	m.apply(a.log)
+	return nil
 }
 
 // check refuses bounds the loop would refuse, as a usage error naming the
@@ -43,6 +61,11 @@ func (l *hostLimits) check() error {
 			return fmt.Errorf("%w: --%s %d, want at least 1", errUsage, f.name, f.v)
 		}
 	}
+	n, err := parseBytes(l.sessionMemory)
+	if err != nil || n < 1<<20 {
+		return fmt.Errorf("%w: --session-memory %q: want a size of at least 1MiB", errUsage, l.sessionMemory)
+	}
+	l.limits.SessionMemoryBudget = n
 	switch {
 	case l.limits.DefaultToolCallBudget > l.limits.MaxToolCallBudget:
 		return fmt.Errorf("%w: --session-budget %d above --max-session-budget %d", errUsage, l.limits.DefaultToolCallBudget, l.limits.MaxToolCallBudget)
