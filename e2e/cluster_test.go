@@ -22,7 +22,7 @@ func TestClusterNATS(t *testing.T) {
 	s := newStack(t)
 	s.up(-1, "n1", "n2", "n3")
 
-	if nc, err := nats.Connect(s.natsURLs(), nats.NoReconnect()); err == nil {
+	if nc, err := nats.Connect(s.natsURLs(), nats.NoReconnect(), s.tls()); err == nil {
 		nc.Close()
 		t.Fatal("anonymous client connected")
 	} else if !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {

@@ -13,6 +13,9 @@
 //   - TestNATSConfig… load deploy/nats/splash.conf into an in-process
 //     server and check each NATS user's permissions with the real host
 //     transport and worker agent. They need nothing but Go.
+//   - TestNATSConfigTLS loads the same file with certificates from
+//     internal/certs: clients and routes must use TLS, and the JetStream
+//     store is written encrypted.
 //   - TestCluster… and TestScenario… build the images
 //     (scripts/build-image.sh), bring a compose project with a unique name
 //     up, run workloads through the host's HTTP API and audit the outcome:
@@ -28,6 +31,11 @@
 //     of the pool, and that the counters it scraped match the host's
 //     /metrics and the audit. The project is taken down with its volumes
 //     even when a test fails, and a failing test prints the compose logs.
+//
+// Every NATS link of the cluster is TLS (certificates from
+// deploy/compose/gen-secrets.sh, which runs `splash certs`), and the tests'
+// own clients trust the stack's ca.pem; TestScenarioIntruderTLS tries the
+// links without it.
 //
 // The Docker tests run only when SPLASH_E2E is 1 or require, so a plain
 // `go test ./...` stays quick. With 1 they skip, saying why, when no Docker

@@ -104,7 +104,10 @@ type stack struct {
 	project string
 	envFile string
 	secrets map[string]string
-	begun   time.Time
+	// caFile is the deployment's certificate authority: every NATS
+	// client of the tests trusts it, as the services do.
+	caFile string
+	begun  time.Time
 }
 
 // logf logs msg with the time since the stack was prepared, so a
@@ -129,6 +132,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatalf("gen-secrets.sh: %v\n%s", err, out)
 	}
 	s.envFile = filepath.Join(dir, "compose.env")
+	s.caFile = filepath.Join(dir, "tls", "ca.pem")
 	s.secrets = readEnvFile(t, s.envFile)
 	t.Cleanup(s.teardown)
 	return s
@@ -323,10 +327,15 @@ func (s *stack) natsURLs() string {
 	return strings.Join(urls, ",")
 }
 
+// tls is the option every NATS client of the tests connects with: TLS,
+// verified against the deployment's authority, as the services connect.
+func (s *stack) tls() nats.Option { return nats.RootCAs(s.caFile) }
+
 // connect opens a NATS connection as user (empty: anonymous) with
-// password; it is closed when the test ends.
+// password, over TLS; it is closed when the test ends.
 func (s *stack) connect(user string, opts ...nats.Option) (*nats.Conn, error) {
 	s.t.Helper()
+	opts = append(opts, s.tls())
 	if user != "" {
 		opts = append(opts, nats.UserInfo(user, s.secrets["SPLASH_NATS_"+strings.ToUpper(user)+"_PASSWORD"]))
 	}

@@ -56,6 +56,7 @@ func startConfiguredNode(t *testing.T) *natstest.Server {
 	for k, v := range testPasswords {
 		t.Setenv(k, v)
 	}
+	setDeployTLSEnv(t)
 	opts, err := server.ProcessConfigFile(filepath.Join(repoRoot(t), "deploy", "nats", "splash.conf"))
 	if err != nil {
 		t.Fatalf("deploy/nats/splash.conf: %v", err)
@@ -65,6 +66,9 @@ func startConfiguredNode(t *testing.T) *natstest.Server {
 	opts.Port = -1
 	opts.HTTPPort = 0
 	opts.Cluster = server.ClusterOpts{}
+	// Plain client connections: these tests are about permissions, and
+	// TestNATSConfigTLS about the file's TLS.
+	opts.TLSConfig = nil
 	opts.StoreDir = t.TempDir()
 	opts.NoLog = true
 	opts.NoSigs = true
@@ -171,7 +175,7 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 		t.Fatalf("host transport: %v (violations %q)", err, hv.snapshot())
 	}
 	t.Cleanup(func() { _ = tr.Close() })
-	archive, err := fabric.NewSessionArchive(ctx, hnc, cfg)
+	archive, err := fabric.NewSessionArchive(ctx, hnc, cfg, key)
 	if err != nil {
 		t.Fatalf("session archive: %v (violations %q)", err, hv.snapshot())
 	}
@@ -182,7 +186,7 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	journal, err := idempotency.NewKV(ctx, wjs, idempotency.KVConfig{})
+	journal, err := idempotency.NewKV(ctx, wjs, idempotency.KVConfig{Key: key})
 	if err != nil {
 		t.Fatalf("worker journal: %v (violations %q)", err, wv.snapshot())
 	}

@@ -72,7 +72,7 @@ func TestScenarioIntruders(t *testing.T) {
 	}
 
 	// 1. No credentials: the connection itself is refused.
-	if _, err := nats.Connect(s.natsURLs(), nats.NoReconnect()); err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+	if _, err := nats.Connect(s.natsURLs(), nats.NoReconnect(), s.tls()); err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
 		t.Fatalf("anonymous connect: %v, want an authorization violation", err)
 	}
 

@@ -24,3 +24,32 @@ func TestBenchPrintsRatios(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSecured runs one cell with --secure: the secured rows come
+// after the plaintext ones, each with its ratios to its plaintext twin.
+func TestBenchSecured(t *testing.T) {
+	code, stdout, stderr := invoke(t, nil, "bench", "--ops", "20", "--inflight", "2", "--workers", "1", "--secure")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	_, secured, ok := strings.Cut(stdout, "over TLS with the store encrypted")
+	if !ok {
+		t.Fatalf("no secured table:\n%s", stdout)
+	}
+	if !strings.Contains(secured, "ops/s ÷ plain") {
+		t.Errorf("secured table lacks its ratios:\n%s", secured)
+	}
+	rows := 0
+	for _, line := range strings.Split(secured, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && (f[0] == "splash" || f[0] == "(b)") {
+			rows++
+			if len(f) < 9 {
+				t.Errorf("secured row without ratios: %q", line)
+			}
+		}
+	}
+	if rows != 2 {
+		t.Errorf("%d secured rows, want (b) and splash:\n%s", rows, secured)
+	}
+}

@@ -25,6 +25,7 @@ type benchConfig struct {
 	inFlight []string
 	workers  []string
 	claimed  bool
+	secure   bool
 }
 
 func (c *benchConfig) flags(fs *flagSet) {
@@ -32,6 +33,7 @@ func (c *benchConfig) flags(fs *flagSet) {
 	fs.listVar(&c.inFlight, "inflight", "SPLASH_BENCH_INFLIGHT", []string{"1", "64", "512"}, "comma-separated operations in flight, one cell each")
 	fs.listVar(&c.workers, "workers", "SPLASH_BENCH_WORKERS", []string{"1", "4"}, "comma-separated worker counts, one cell each")
 	fs.boolVar(&c.claimed, "claimed", "SPLASH_BENCH_CLAIMED", false, "also run a tool that is not idempotent (claimed in the journal before it runs)")
+	fs.boolVar(&c.secure, "secure", "SPLASH_BENCH_SECURE", false, "also run (b) and splash over TLS with the JetStream store encrypted, as the compose cluster runs, with ratios to the same runner in plaintext")
 }
 
 // benchRunner is one row of a cell: a name and what it measures.
@@ -66,14 +68,27 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 	if c.claimed {
 		runners = append(runners, benchRunner{"splash claimed", benchharness.Fabric(benchharness.FabricOptions{})})
 	}
+	var secured []benchRunner
+	if c.secure {
+		secured = []benchRunner{
+			{"(b) durable reply", benchharness.DurableReplyWith(benchharness.Secured)},
+			{"splash", benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Security: benchharness.Secured})},
+		}
+	}
 	fmt.Fprintf(a.stdout, "%d operations per row; ratios are splash against (b) measured just before it\n\n", c.ops)
 	for _, f := range inFlight {
 		for _, w := range workers {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := benchCell(a.stdout, f, w, runners); err != nil {
+			plain, err := benchCell(a.stdout, f, w, runners)
+			if err != nil {
 				return err
+			}
+			if len(secured) > 0 {
+				if err := benchSecured(a.stdout, f, w, secured, plain); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -81,19 +96,20 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 }
 
 // benchCell runs every runner at one in-flight bound and worker count and
-// prints them with the ratios the targets are stated in.
-func benchCell(w io.Writer, inFlight, workers int, runners []benchRunner) error {
+// prints them with the ratios the targets are stated in. It returns the
+// results by runner name.
+func benchCell(w io.Writer, inFlight, workers int, runners []benchRunner) (map[string]testing.BenchmarkResult, error) {
 	fmt.Fprintf(w, "in flight %d, workers %d\n", inFlight, workers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\tops/s ÷ (b)\tp50 ÷ (b)\tp99 ÷ (b)\t")
 	var base testing.BenchmarkResult
+	results := make(map[string]testing.BenchmarkResult, len(runners))
 	for _, r := range runners {
-		res := testing.Benchmark(func(b *testing.B) {
-			benchharness.InFlight(b, inFlight, workers, r.mk, benchharness.Submitters(4), benchharness.ReportCPU())
-		})
-		if res.N == 0 {
-			return fmt.Errorf("bench: %s at %d in flight, %d workers failed", r.name, inFlight, workers)
+		res, err := benchOne(r, inFlight, workers)
+		if err != nil {
+			return nil, err
 		}
+		results[r.name] = res
 		if strings.HasPrefix(r.name, "(b)") {
 			base = res
 		}
@@ -107,10 +123,48 @@ func benchCell(w io.Writer, inFlight, workers int, runners []benchRunner) error 
 		}
 	}
 	if err := tw.Flush(); err != nil {
+		return nil, err
+	}
+	_, err := fmt.Fprintln(w)
+	return results, err
+}
+
+// benchSecured runs the secured runners in the same cell, right after
+// their plaintext twins in plain, and prints each against its twin: the
+// cost of TLS and encryption at rest, measured in one process and run.
+func benchSecured(w io.Writer, inFlight, workers int, runners []benchRunner, plain map[string]testing.BenchmarkResult) error {
+	fmt.Fprintf(w, "in flight %d, workers %d, over TLS with the store encrypted; ratios against the same runner above\n", inFlight, workers)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\tops/s ÷ plain\tp50 ÷ plain\tp99 ÷ plain\tcpu ÷ plain\t")
+	for _, r := range runners {
+		res, err := benchOne(r, inFlight, workers)
+		if err != nil {
+			return err
+		}
+		x, p := res.Extra, plain[r.name].Extra
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t", r.name, x["ops/s"], x["p50_µs"], x["p99_µs"], x["cpu_µs/op"])
+		if p == nil {
+			fmt.Fprint(tw, "\t\t\t\t\n")
+			continue
+		}
+		fmt.Fprintf(tw, "%.2f\t%.2f\t%.2f\t%.2f\t\n", x["ops/s"]/p["ops/s"], x["p50_µs"]/p["p50_µs"], x["p99_µs"]/p["p99_µs"], x["cpu_µs/op"]/p["cpu_µs/op"])
+	}
+	if err := tw.Flush(); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// benchOne runs one runner in one cell.
+func benchOne(r benchRunner, inFlight, workers int) (testing.BenchmarkResult, error) {
+	res := testing.Benchmark(func(b *testing.B) {
+		benchharness.InFlight(b, inFlight, workers, r.mk, benchharness.Submitters(4), benchharness.ReportCPU())
+	})
+	if res.N == 0 {
+		return res, fmt.Errorf("bench: %s at %d in flight, %d workers failed", r.name, inFlight, workers)
+	}
+	return res, nil
 }
 
 // setBenchOps fixes b.N for testing.Benchmark: a cell starts a server and

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -35,8 +36,13 @@ shows how to add your own, in any language). Prints where everything
 listens and a command to try.
 
 The frame key is generated into --data-dir on first run and reused, so
-invocations left in the store stay readable. The API token is generated for
-each run unless --api-token or SPLASH_API_TOKEN gives one. When the default
+invocations left in the store stay readable; so are the passwords of the
+NATS users host, worker and ops (nats-<user>.password, mode 0600): the node
+admits no anonymous client, and each part connects as its own user with
+the permissions of deploy/nats/splash.conf. The API token is generated for
+each run into --data-dir/api.token (0600) unless --api-token or
+SPLASH_API_TOKEN gives one; it is never printed, so pass it to clients
+through SPLASH_API_TOKEN rather than on a command line. When the default
 API address is taken, dev picks a free port and says which; an address given
 explicitly must be free. Runs until SIGINT or SIGTERM, then drains the
 workers and shuts everything down.`,
@@ -59,6 +65,7 @@ type devConfig struct {
 	metricsAddr string
 	catalog     string
 	limits      hostLimits
+	http        httpLimits
 	workers     int
 	natsPort    int
 }
@@ -67,10 +74,11 @@ func (c *devConfig) flags(fs *flagSet) {
 	c.fs = fs
 	fs.stringVar(&c.dataDir, "data-dir", envDataDir, defaultDataDir(), "`directory` for the NATS store and the generated frame key")
 	fs.stringVar(&c.apiAddr, "api-addr", envAPIAddr, defaultAPIAddr, "`address` of the host HTTP API (port 0: any free port)")
-	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` for the host API (empty: generate one and print it)")
+	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` for the host API (empty: generate one into <data-dir>/api.token; prefer the variable: flags show in process lists)")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
 	registerCatalog(fs, &c.catalog)
 	c.limits.register(fs)
+	c.http.register(fs)
 	fs.intVar(&c.workers, "workers", "SPLASH_DEV_WORKERS", 4, "`number` of workers in the pool")
 	fs.intVar(&c.natsPort, "nats-port", "SPLASH_DEV_NATS_PORT", -1, "client `port` of the embedded NATS node on 127.0.0.1 (-1: any free port)")
 }
@@ -89,6 +97,12 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	if err := c.limits.check(); err != nil {
 		return err
 	}
+	if err := c.limits.applyMemoryLimit(a); err != nil {
+		return err
+	}
+	if err := c.http.check(); err != nil {
+		return err
+	}
 	cat, err := loadCatalog(c.catalog)
 	if err != nil {
 		return err
@@ -104,9 +118,16 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	token := c.apiToken
+	passwords, err := devPasswords(c.dataDir)
+	if err != nil {
+		return err
+	}
+	token, tokenPath := c.apiToken, ""
 	if token == "" {
 		if token, err = randomToken(); err != nil {
+			return err
+		}
+		if tokenPath, err = writeDevToken(c.dataDir, token); err != nil {
 			return err
 		}
 	}
@@ -123,7 +144,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 		defer metricsL.Close()
 	}
 
-	srv, err := c.startNATS(log)
+	srv, err := c.startNATS(log, passwords)
 	if err != nil {
 		return err
 	}
@@ -138,14 +159,15 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	hostNC, err := nats.Connect(natsURL, nats.Name("splash dev host"), nats.MaxReconnects(-1))
+	hostNC, err := nats.Connect(natsURL, nats.Name("splash dev host"), nats.MaxReconnects(-1),
+		nats.UserInfo(natsconf.UserHost, passwords[natsconf.UserHost]))
 	if err != nil {
 		return fmt.Errorf("%w: nats: %v", errStart, err)
 	}
 	defer hostNC.Close()
 	h, err := startHost(ctx, hostParts{
 		nc: hostNC, key: key, hostID: devHostID, fabric: fcfg, apiToken: token,
-		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat, limits: c.limits,
+		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat, limits: c.limits, http: c.http,
 	})
 	if err != nil {
 		return err
@@ -159,6 +181,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 		tools[i] = t.Name()
 	}
 	wm := metrics.NewWorker(reg, metrics.WithTools(tools...))
+	records := metrics.NewRecords(reg)
 	runCtx, cancelWorkers := context.WithCancel(ctx)
 	defer cancelWorkers()
 	var wg sync.WaitGroup
@@ -173,14 +196,18 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	workerErr := make(chan error, c.workers)
 	for i := 1; i <= c.workers; i++ {
 		id := fmt.Sprintf("dev-worker-%d", i)
-		nc, err := nats.Connect(natsURL, nats.Name("splash "+id), nats.MaxReconnects(-1))
+		nc, err := nats.Connect(natsURL, nats.Name("splash "+id), nats.MaxReconnects(-1),
+			nats.UserInfo(natsconf.UserWorker, passwords[natsconf.UserWorker]))
 		if err != nil {
 			return fmt.Errorf("%w: nats: %v", errStart, err)
 		}
 		ncs = append(ncs, nc)
 		w, err := newWorker(ctx, workerParts{
 			nc: nc, key: key, workerID: id, fabric: fcfg, tools: served,
-			metrics: wm, log: log.With("component", "worker", "worker_id", id),
+			// The worker user may not create the fabric's streams: the
+			// host provisioned them above, as in the cluster.
+			bindOnly: true, metrics: wm, records: records,
+			log: log.With("component", "worker", "worker_id", id),
 		})
 		if err != nil {
 			return err
@@ -208,7 +235,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	}
 	printDevBanner(a.stdout, devBanner{
 		natsURL: natsURL, dataDir: c.dataDir, keyPath: keyPath, apiURL: apiURL,
-		metricsURL: metricsURL, token: token, generated: c.apiToken == "",
+		metricsURL: metricsURL, tokenPath: tokenPath,
 		workers: c.workers, tools: tools,
 	})
 	log.Info("dev ready", "api_url", apiURL, "nats_url", natsURL, "metrics_url", metricsURL,
@@ -247,16 +274,24 @@ func (c *devConfig) listenAPI(log *slog.Logger) (net.Listener, error) {
 }
 
 // startNATS runs the embedded JetStream node on loopback with its store in
-// the data directory.
-func (c *devConfig) startNATS(log *slog.Logger) (*server.Server, error) {
-	opts := &server.Options{
-		ServerName: "splash-dev",
-		Host:       "127.0.0.1",
-		Port:       c.natsPort,
-		JetStream:  true,
-		StoreDir:   filepath.Join(c.dataDir, "nats"),
-		NoSigs:     true,
+// the data directory, and the users and permissions of the compose cluster
+// (deploy/nats/splash.conf) with passwords, user to password: loopback is
+// shared with every local process, so none gets in anonymously.
+func (c *devConfig) startNATS(log *slog.Logger, passwords map[string]string) (*server.Server, error) {
+	users, err := natsconf.Users(passwords)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNats, err)
 	}
+	opts := &server.Options{}
+	if err := opts.ProcessConfigString(users); err != nil {
+		return nil, fmt.Errorf("%w: users and permissions: %v", errNats, err)
+	}
+	opts.ServerName = "splash-dev"
+	opts.Host = "127.0.0.1"
+	opts.Port = c.natsPort
+	opts.JetStream = true
+	opts.StoreDir = filepath.Join(c.dataDir, "nats")
+	opts.NoSigs = true
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNats, err)
@@ -327,12 +362,17 @@ func randomToken() (string, error) {
 
 // devBanner is what dev prints on stdout once everything listens.
 type devBanner struct {
-	natsURL, dataDir, keyPath, apiURL, metricsURL, token string
-	generated                                            bool
-	workers                                              int
-	tools                                                []string
+	natsURL, dataDir, keyPath, apiURL, metricsURL string
+	// tokenPath holds the generated API token; empty when the token was
+	// given (--api-token or SPLASH_API_TOKEN).
+	tokenPath string
+	workers   int
+	tools     []string
 }
 
+// printDevBanner says where everything is. It never prints a secret, and
+// the commands it suggests take the token from the environment: a command
+// line shows in every process list, an environment only to its owner.
 func printDevBanner(w io.Writer, b devBanner) {
 	self := "splash"
 	// Under `go run` the binary lives in a build cache directory; the
@@ -340,24 +380,25 @@ func printDevBanner(w io.Writer, b devBanner) {
 	if exe, err := os.Executable(); err == nil && strings.Contains(exe, "go-build") {
 		self = "go run ./cmd/splash"
 	}
-	token := b.token
-	if !b.generated {
-		token = "$SPLASH_API_TOKEN"
-	}
-	run := fmt.Sprintf("%s run --api-url %s --api-token %s", self, b.apiURL, token)
+	run := fmt.Sprintf("%s run --api-url %s", self, b.apiURL)
 	fmt.Fprintf(w, "splash dev is running\n")
-	fmt.Fprintf(w, "  nats:    %s\n", b.natsURL)
+	fmt.Fprintf(w, "  nats:    %s (users host, worker, ops: passwords in %s)\n", b.natsURL, devPasswordFile(b.dataDir, "<user>"))
 	fmt.Fprintf(w, "  data:    %s\n", b.dataDir)
 	fmt.Fprintf(w, "  key:     %s\n", b.keyPath)
 	fmt.Fprintf(w, "  api:     %s\n", b.apiURL)
 	fmt.Fprintf(w, "  metrics: %s\n", b.metricsURL)
-	if b.generated {
-		fmt.Fprintf(w, "  token:   %s\n", b.token)
+	if b.tokenPath != "" {
+		fmt.Fprintf(w, "  token:   in %s\n", b.tokenPath)
 	} else {
-		fmt.Fprintf(w, "  token:   (from --api-token or SPLASH_API_TOKEN)\n")
+		fmt.Fprintf(w, "  token:   (from --api-token or %s)\n", envAPIToken)
 	}
 	fmt.Fprintf(w, "  workers: %d, serving %s\n", b.workers, strings.Join(b.tools, ", "))
 	fmt.Fprintf(w, "\nTry:\n")
+	if b.tokenPath != "" {
+		fmt.Fprintf(w, "  export %s=\"$(cat %s)\"\n", envAPIToken, shellQuote(b.tokenPath))
+	} else {
+		fmt.Fprintf(w, "  export %s=...   # the token dev was given\n", envAPIToken)
+	}
 	switch {
 	case slices.Contains(b.tools, "demo.upper"):
 		fmt.Fprintf(w, "  %s -e 'await tool.start(\"demo.upper\", \"hello\")'\n", run)
@@ -366,6 +407,17 @@ func printDevBanner(w io.Writer, b devBanner) {
 		fmt.Fprintf(w, "  %s -e 'await tool.start(\"%s\", \"hello world\")'\n", run, b.tools[0])
 	}
 	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// characters that are safe bare in a path.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // minLevel drops records below min; it quiets a chatty component without

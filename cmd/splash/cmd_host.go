@@ -40,6 +40,7 @@ type hostConfig struct {
 	metricsAddr string
 	catalog     string
 	limits      hostLimits
+	http        httpLimits
 	replicas    int
 	ackWait     time.Duration
 }
@@ -54,6 +55,7 @@ func (c *hostConfig) flags(fs *flagSet) {
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
 	registerCatalog(fs, &c.catalog)
 	c.limits.register(fs)
+	c.http.register(fs)
 	registerReplicas(fs, &c.replicas)
 	registerAckWait(fs, &c.ackWait)
 }
@@ -73,6 +75,12 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if err := c.limits.check(); err != nil {
+		return err
+	}
+	if err := c.limits.applyMemoryLimit(a); err != nil {
+		return err
+	}
+	if err := c.http.check(); err != nil {
 		return err
 	}
 	cat, err := loadCatalog(c.catalog)
@@ -103,7 +111,7 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	defer nc.Close()
 	h, err := startHost(ctx, hostParts{
 		nc: nc, key: key, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken,
-		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log, catalog: cat, limits: c.limits,
+		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log, catalog: cat, limits: c.limits, http: c.http,
 	})
 	if err != nil {
 		return err

@@ -37,6 +37,7 @@ type natsConfig struct {
 	config      string
 	jetstream   bool
 	readyWait   time.Duration
+	tls         natsServerTLSFlags
 }
 
 func (c *natsConfig) flags(fs *flagSet) {
@@ -53,6 +54,7 @@ func (c *natsConfig) flags(fs *flagSet) {
 	fs.stringVar(&c.config, "config", "SPLASH_NATS_CONFIG", "", "nats-server configuration `file` (accounts, users, TLS), loaded before the flags")
 	fs.boolVar(&c.jetstream, "jetstream", "SPLASH_NATS_JETSTREAM", true, "enable JetStream (--jetstream=false for a plain NATS node)")
 	fs.durationVar(&c.readyWait, "ready-timeout", "SPLASH_NATS_READY_TIMEOUT", 30*time.Second, "how long to wait for the node to accept connections before giving up")
+	c.tls.register(fs)
 }
 
 // options merges the configuration file, if any, with the flags. Without a
@@ -98,6 +100,12 @@ func (c *natsConfig) options() (*server.Options, error) {
 	}
 	if apply("jetstream") {
 		opts.JetStream = c.jetstream
+	}
+	// After the cluster port, which decides whether routes need TLS too.
+	if apply("tls-cert") || apply("tls-key") || apply("tls-ca") {
+		if err := c.tls.apply(opts); err != nil {
+			return nil, err
+		}
 	}
 	// A file without server_name would leave the server its random ID, and
 	// a clustered node that restarts under a new name is a new JetStream

@@ -41,6 +41,7 @@ func commands() []command {
 	return []command{
 		devCommand,
 		natsCommand,
+		certsCommand,
 		hostCommand,
 		workerCommand,
 		runCommand,

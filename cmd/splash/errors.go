@@ -22,6 +22,11 @@ var (
 	// errNats marks a NATS node that failed to start or stopped by itself.
 	errNats = errors.New("nats node")
 
+	// errTLS marks TLS material that cannot be read or used: a CA or
+	// certificate file that is missing or does not parse, a key that does
+	// not match its certificate, a certificate directory left incomplete.
+	errTLS = errors.New("tls")
+
 	// errUnhealthy marks a health endpoint that did not answer 2xx.
 	errUnhealthy = errors.New("unhealthy")
 

@@ -163,11 +163,18 @@ var sharedEnv = map[string]bool{
 	envNatsURL: true, envNatsUser: true, envNatsPassword: true, envKeyFile: true,
 	envAPIToken: true, envAPIAddr: true, envAPIURL: true, envMetricsAddr: true,
 	envLogFormat: true, envLogLevel: true, envReplicas: true, envCatalog: true,
+	// A NATS client's TLS, on every command that connects as one.
+	envNatsCA: true, envNatsCert: true, envNatsKey: true,
 	// The fabric's ack wait, on splash host and splash worker alike.
 	envAckWait: true,
 	// The host's limits, on splash host and splash dev alike.
 	"SPLASH_MAX_SESSIONS": true, "SPLASH_SESSION_BUDGET": true, "SPLASH_MAX_SESSION_BUDGET": true,
 	"SPLASH_SESSION_PENDING": true, "SPLASH_MAX_SESSION_PENDING": true, "SPLASH_AUDIT_PER_SESSION": true,
+	"SPLASH_SESSION_MEMORY": true, "SPLASH_MEMORY_LIMIT": true,
+	// The host's HTTP bounds, on splash host and splash dev alike.
+	"SPLASH_HTTP_READ_TIMEOUT": true, "SPLASH_HTTP_WRITE_TIMEOUT": true, "SPLASH_HTTP_IDLE_TIMEOUT": true,
+	"SPLASH_HTTP_MAX_CONNS": true, "SPLASH_MAX_STREAMS": true, "SPLASH_MAX_STREAMS_PER_TOKEN": true,
+	"SPLASH_STREAM_WRITE_TIMEOUT": true,
 }
 
 func mapEnv(env map[string]string) func(string) (string, bool) {

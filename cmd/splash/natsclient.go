@@ -6,12 +6,14 @@ type natsClientFlags struct {
 	url      string
 	user     string
 	password string
+	tls      natsTLSFlags
 }
 
 func (n *natsClientFlags) register(fs *flagSet) {
 	fs.stringVar(&n.url, "nats-url", envNatsURL, defaultNatsURL, "NATS server `urls`, comma-separated")
 	fs.stringVar(&n.user, "nats-user", envNatsUser, "", "NATS `user` name, when the server requires one")
 	fs.stringVar(&n.password, "nats-password", envNatsPassword, "", "NATS `password` for --nats-user (prefer the variable: flags show in process lists)")
+	n.tls.register(fs)
 }
 
 // apiClientFlags are the flags of every command that talks to a host's HTTP

@@ -21,6 +21,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostobs"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/internal/ratelog"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
@@ -93,6 +94,11 @@ func connectNATS(ctx context.Context, f natsClientFlags, name string, log *slog.
 	if f.user != "" {
 		opts = append(opts, nats.UserInfo(f.user, f.password))
 	}
+	tlsOpts, err := f.tls.options()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, tlsOpts...)
 	bo := backoff.NewExponentialBackOff(backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	for {
 		nc, err := nats.Connect(f.url, opts...)
@@ -165,6 +171,7 @@ type hostParts struct {
 	// overlays.
 	catalog *catalog
 	limits  hostLimits
+	http    httpLimits
 }
 
 // runningHost is a host's loop, transport and HTTP servers.
@@ -195,10 +202,13 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	}
 	h.provisioned.Store(true)
 	obs := hostobs.New(metrics.NewHost(p.reg))
+	// Every refused frame is counted; a flood of them writes a few lines
+	// a second per reason, not one each.
+	rejectLog := ratelog.New(p.log, time.Second, 5)
 	h.transport, err = fabric.NewHostTransport(ctx, p.nc, p.fabric, p.hostID, p.key,
 		fabric.WithRejectHandler(func(reason, subject string, err error) {
 			obs.FrameRejected(reason, subject, err)
-			p.log.Warn("frame rejected", "reason", reason, "subject", subject, "err", err)
+			rejectLog.Warn(reason, "frame rejected", "reason", reason, "subject", subject, "err", err)
 		}),
 		fabric.WithErrorHandler(func(err error) { p.log.Warn("transport error", "err", err) }))
 	if err != nil {
@@ -206,7 +216,14 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	}
 	// Sessions outlive the process in splash_sessions: a restarted host
 	// still answers for the ones the previous process held.
-	h.archive, err = fabric.NewSessionArchive(ctx, p.nc, p.fabric,
+	// Its records are sealed with the frame key; one that fails is
+	// refused, counted and logged (at a bounded rate), never served.
+	records := metrics.NewRecords(p.reg)
+	h.archive, err = fabric.NewSessionArchive(ctx, p.nc, p.fabric, p.key,
+		fabric.WithRecordRejectHandler(func(reason string, err error) {
+			records.Rejected(metrics.StoreSessionArchive, reason)
+			rejectLog.Warn("record "+reason, "stored record rejected", "store", metrics.StoreSessionArchive, "reason", reason, "err", err)
+		}),
 		fabric.WithErrorHandler(func(err error) { p.log.Warn("session archive", "err", err) }))
 	if err != nil {
 		_ = h.transport.Close()
@@ -240,6 +257,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	}
 	p.log.Info("host incarnation registered", "incarnation", h.loop.Incarnation().ID)
 	metricsHandler := metrics.Handler(p.reg)
+	apiMetrics := metrics.NewAPI(p.reg, httpapi.Codes())
 	apiCfg := httpapi.Config{
 		Token:  p.apiToken,
 		Events: h.events,
@@ -247,19 +265,23 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 			return h.ready(ctx, p.nc, js)
 		},
 		OnAuthFailure: obs.APIAuthFailure,
+		OnRefused:     apiMetrics.Refused,
 		Logger:        p.log,
 		// Prometheus scrapes without credentials; the series hold no
 		// ids or payloads, only bounded labels.
 		PublicMetrics: true,
 	}
+	p.http.apply(&apiCfg)
 	if p.metrics == nil {
 		apiCfg.Metrics = metricsHandler
 	}
-	h.serve(p.api, httpapi.New(h.loop, apiCfg))
+	srvCfg := p.http.server
+	srvCfg.OnRefused = apiMetrics.Refused
+	h.serve(p.api, httpapi.New(h.loop, apiCfg), srvCfg)
 	if p.metrics != nil {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metricsHandler)
-		h.serve(p.metrics, mux)
+		h.serve(p.metrics, mux, srvCfg)
 	}
 	return h, nil
 }
@@ -322,10 +344,12 @@ func (h *runningHost) ready(ctx context.Context, nc *nats.Conn, js jetstream.Jet
 	return nil
 }
 
-func (h *runningHost) serve(l net.Listener, handler http.Handler) {
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+// serve serves handler on l, every connection bounded by cfg (see
+// httpapi.NewServer).
+func (h *runningHost) serve(l net.Listener, handler http.Handler, cfg httpapi.ServerConfig) {
+	srv := httpapi.NewServer(handler, cfg)
 	srv.RegisterOnShutdown(h.events.Close)
-	h.servers = append(h.servers, srv)
+	h.servers = append(h.servers, srv.Server)
 	go func() {
 		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 			h.serveErr <- err

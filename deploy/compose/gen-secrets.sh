@@ -7,17 +7,26 @@
 #
 #   frame.key    the 32-byte frame key as 64 hex digits, mounted into the
 #                host and every worker at /run/secrets/frame.key
-#   compose.env  the NATS passwords (route, host, worker, ops) and the host
+#   compose.env  the NATS passwords (route, host, worker, ops), the key the
+#                NATS nodes encrypt their JetStream store with, and the host
 #                API token, for `docker-compose --env-file`
+#   tls/         the deployment's certificate authority and the NATS
+#                nodes' server certificate, written by `splash certs` (run
+#                from $SPLASH_BIN if set, else with `go run ./cmd/splash`):
+#                ca.pem (mounted into every service), ca-key.pem (never
+#                mounted: it signs, nothing else needs it), server.pem and
+#                server-key.pem (mounted into the NATS nodes)
 #
 # Existing files are kept, so running it again never rotates a key under a
 # running deployment; delete the directory to start over. Then:
 #
 #   docker-compose --env-file deploy/compose/secrets/compose.env up -d --scale worker=3
 #
-# The directory is private to its owner (0700). The key file inside is
-# world-readable (0644) because the containers run as user 65532 and read
-# it through a bind mount; nobody else can reach it through the directory.
+# The directory is private to its owner (0700). The key files the
+# containers read (frame.key, tls/server-key.pem) are world-readable (0644)
+# because the containers run as user 65532 and read them through a bind
+# mount, which keeps the host's owner and mode; nobody else can reach them
+# through the directory. The authority's key stays 0600.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -44,9 +53,26 @@ if [[ ! -s "$dir/compose.env" ]]; then
       echo "SPLASH_NATS_HOST_PASSWORD=$(hex 24)"
       echo "SPLASH_NATS_WORKER_PASSWORD=$(hex 24)"
       echo "SPLASH_NATS_OPS_PASSWORD=$(hex 24)"
+      echo "SPLASH_NATS_JS_KEY=$(hex 32)"
       echo "SPLASH_API_TOKEN=$(hex 32)"
       echo "SPLASH_SECRETS_DIR=$(cd "$dir" && pwd)"
     } >"$dir/compose.env"
   )
   echo "wrote $dir/compose.env"
 fi
+
+# An env file from before the store was encrypted lacks the store key: add
+# it rather than rewrite the file, whose passwords a deployment uses.
+if ! grep -q '^SPLASH_NATS_JS_KEY=' "$dir/compose.env"; then
+  (umask 077 && echo "SPLASH_NATS_JS_KEY=$(hex 32)" >>"$dir/compose.env")
+  echo "added SPLASH_NATS_JS_KEY to $dir/compose.env"
+fi
+
+# `splash certs` keeps what exists, so this never replaces a certificate
+# either; it prints what it wrote.
+if [[ -n "${SPLASH_BIN:-}" ]]; then
+  "$SPLASH_BIN" certs --dir "$dir/tls" --hosts n1,n2,n3,localhost,127.0.0.1
+else
+  go run ./cmd/splash certs --dir "$dir/tls" --hosts n1,n2,n3,localhost,127.0.0.1
+fi
+chmod 0644 "$dir/tls/server-key.pem"

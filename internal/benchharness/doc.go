@@ -29,4 +29,10 @@
 // the sealed terminal event back. `go test -bench` in internal/itest and
 // `splash bench` both run it; a runner needs only a *testing.B, which
 // testing.Benchmark supplies outside a test binary too.
+//
+// [Security] puts a runner's server behind the protections of the compose
+// cluster: TLS on every client connection and a JetStream store encrypted
+// at rest ([Secured] is both). [DurableReplyWith] and
+// [FabricOptions].Security take it, so `splash bench --secure` prints what
+// they cost as ratios to the same runner in plaintext, in the same run.
 package benchharness

@@ -14,7 +14,6 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/idempotency"
-	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -36,6 +35,9 @@ type FabricOptions struct {
 	Idempotent bool
 	// Concurrency bounds the calls one worker runs at once; zero picks 256.
 	Concurrency int
+	// Security is what the server protects; the zero value is plaintext
+	// clients and an unencrypted store.
+	Security Security
 }
 
 // Fabric is the whole path as a [NewRunner]: each operation is one script
@@ -71,11 +73,11 @@ const benchHostID = "bench"
 func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(uint64)) *fabricRunner {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv := natstest.Start(b)
+	srv := startServer(b, o.Security)
 	key, err := protocol.GenerateSessionKey(rand.Reader)
 	must(b, err)
 	fcfg := fabric.DefaultConfig()
-	hostNC := srv.Connect()
+	hostNC := srv.connect()
 	hostJS, err := jetstream.New(hostNC)
 	must(b, err)
 	must(b, fabric.Provision(ctx, hostJS, fcfg))
@@ -104,10 +106,10 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 	return r
 }
 
-func startFabricWorker(b *testing.B, srv *natstest.Server, fcfg fabric.Config, key protocol.SessionKey, id string, o FabricOptions) {
+func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key protocol.SessionKey, id string, o FabricOptions) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc := srv.Connect()
+	nc := srv.connect()
 	js, err := jetstream.New(nc)
 	must(b, err)
 	j, err := idempotency.NewKV(ctx, js, idempotency.KVConfig{})

@@ -9,8 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/splashfabric/splashfabric/internal/natstest"
 )
 
 // The raw baselines carry the job id and the reply subject in headers, as
@@ -28,14 +26,21 @@ const (
 // CoreReply is baseline (a): publish to a work-queue stream, pull, reply on
 // core NATS, plain ack. It is a [NewRunner].
 func CoreReply(b *testing.B, workers int, complete func(id uint64)) RoundTripper {
-	return newRawRunner(b, workers, complete, false)
+	return newRawRunner(b, Security{}, workers, complete, false)
 }
 
 // DurableReply is baseline (b): as [CoreReply], but the reply is
 // JetStream-published (async) to a results stream the host consumes, and
 // the job is acked once the reply is stored. It is a [NewRunner].
 func DurableReply(b *testing.B, workers int, complete func(id uint64)) RoundTripper {
-	return newRawRunner(b, workers, complete, true)
+	return newRawRunner(b, Security{}, workers, complete, true)
+}
+
+// DurableReplyWith is [DurableReply] on a server with sec's protections.
+func DurableReplyWith(sec Security) NewRunner {
+	return func(b *testing.B, workers int, complete func(id uint64)) RoundTripper {
+		return newRawRunner(b, sec, workers, complete, true)
+	}
 }
 
 type rawRunner struct {
@@ -67,11 +72,11 @@ func must(b *testing.B, err error) {
 	}
 }
 
-func newRawRunner(b *testing.B, workers int, complete func(uint64), durable bool) *rawRunner {
+func newRawRunner(b *testing.B, sec Security, workers int, complete func(uint64), durable bool) *rawRunner {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv := natstest.Start(b)
-	hostNC := srv.Connect()
+	srv := startServer(b, sec)
+	hostNC := srv.connect()
 	hostJS, err := jetstream.New(hostNC, jetstream.WithPublishAsyncMaxPending(asyncPending))
 	must(b, err)
 	_, err = hostJS.CreateStream(ctx, jetstream.StreamConfig{
@@ -109,8 +114,8 @@ func newRawRunner(b *testing.B, workers int, complete func(uint64), durable bool
 	return r
 }
 
-func startRawWorker(b *testing.B, srv *natstest.Server, consumer string, durable bool) rawWorker {
-	nc := srv.Connect()
+func startRawWorker(b *testing.B, srv *benchServer, consumer string, durable bool) rawWorker {
+	nc := srv.connect()
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncPending))
 	must(b, err)
 	cons, err := js.Consumer(context.Background(), "BENCH_JOBS", consumer)

@@ -1,0 +1,85 @@
+package benchharness
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestStartServerSecurity checks each protection a runner's server can
+// have: with TLS a client that does not trust the run's authority is
+// refused, and with an encrypted store a value written through the
+// server is absent from its files (and present without).
+func TestStartServerSecurity(t *testing.T) {
+	cases := []struct {
+		name string
+		sec  Security
+	}{
+		{"plain", Security{}},
+		{"tls", Security{TLS: true}},
+		{"encrypted store", Security{EncryptStore: true}},
+		{"secured", Secured},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, tc.sec)
+			nc := srv.connect()
+			if _, err := nc.TLSConnectionState(); (err == nil) != tc.sec.TLS {
+				t.Errorf("client connection TLS: %v, want TLS %v", err, tc.sec.TLS)
+			}
+			plain, err := nats.Connect(srv.ClientURL(), nats.NoReconnect())
+			if err == nil {
+				plain.Close()
+			}
+			if (err == nil) == tc.sec.TLS {
+				t.Errorf("client without the authority: err %v, want refused %v", err, tc.sec.TLS)
+			}
+
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "at_rest", Storage: jetstream.FileStorage})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const marker = "bench-at-rest-marker"
+			if _, err := kv.PutString(ctx, "k", marker); err != nil {
+				t.Fatal(err)
+			}
+			store := srv.StoreDir()
+			nc.Close()
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			if got := filesHold(t, store, marker); got == tc.sec.EncryptStore {
+				t.Errorf("marker readable in the store's files: %v, want %v", got, !tc.sec.EncryptStore)
+			}
+		})
+	}
+}
+
+func filesHold(t *testing.T, dir, s string) bool {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		found = err == nil && bytes.Contains(b, []byte(s))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
