@@ -46,3 +46,13 @@ func Example() {
 	// text.upper hello 1
 	// completed HELLO
 }
+
+// JSONPrefix cuts a text to what its JSON encoding can hold: escapes
+// count at their encoded size, and runes are never split.
+func ExampleJSONPrefix() {
+	fmt.Printf("%q\n", hostloop.JSONPrefix(`a"b<c`, 4))
+	fmt.Printf("%q\n", hostloop.JSONPrefix("héllo", 2))
+	// Output:
+	// "a\"b"
+	// "h"
+}

@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -44,4 +46,45 @@ func ExampleNew() {
 	//     "message": "httpapi: missing bearer token"
 	//   }
 	// }
+}
+
+// A listener that serves one connection at a time answers a second one
+// with 503 connection_limit, without handing it to the server.
+func ExampleLimitListener() {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	l := httpapi.LimitListener(inner, 1, func(code string) { fmt.Println("refused:", code) })
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept() // the first connection
+		if err == nil {
+			accepted <- c
+		}
+		_, _ = l.Accept() // refuses the second, then waits for Close
+	}()
+
+	first, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	defer first.Close()
+	held := <-accepted
+	defer held.Close()
+	second, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	defer second.Close()
+	resp, err := http.ReadResponse(bufio.NewReader(second), nil)
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, strings.Contains(string(body), `"connection_limit"`))
+	// Output:
+	// refused: connection_limit
+	// 503 true
 }
