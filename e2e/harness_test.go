@@ -19,6 +19,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/internal/recordauth"
+	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // image is the image every service runs.
@@ -107,7 +110,10 @@ type stack struct {
 	// caFile is the deployment's certificate authority: every NATS
 	// client of the tests trusts it, as the services do.
 	caFile string
-	begun  time.Time
+	// journalKey opens the workers' sealed journal records, derived from
+	// the deployment's frame key as the workers derive it.
+	journalKey recordauth.Key
+	begun      time.Time
 }
 
 // logf logs msg with the time since the stack was prepared, so a
@@ -134,8 +140,28 @@ func newStack(t *testing.T) *stack {
 	s.envFile = filepath.Join(dir, "compose.env")
 	s.caFile = filepath.Join(dir, "tls", "ca.pem")
 	s.secrets = readEnvFile(t, s.envFile)
+	s.journalKey = readJournalKey(t, filepath.Join(dir, "frame.key"))
 	t.Cleanup(s.teardown)
 	return s
+}
+
+// readJournalKey derives the journal's record key from the frame key file
+// gen-secrets.sh wrote.
+func readJournalKey(t *testing.T, path string) recordauth.Key {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame, err := protocol.ParseSessionKey(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("frame key: %v", err)
+	}
+	k, err := recordauth.Derive(frame, recordauth.StoreJournal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func readEnvFile(t *testing.T, path string) map[string]string {

@@ -121,8 +121,12 @@ func (s *stack) lost(v *victim) {
 				break
 			}
 			records++
+			body, err := s.journalKey.Open(e.Key(), e.Value())
+			if err != nil {
+				s.t.Fatalf("journal record %s: %v", e.Key(), err)
+			}
 			var r idempotency.Record
-			if err := json.Unmarshal(e.Value(), &r); err != nil {
+			if err := json.Unmarshal(body, &r); err != nil {
 				s.t.Fatalf("journal record %s: %v", e.Key(), err)
 			}
 			mine := func(owner string) bool { return strings.HasPrefix(owner, v.workerID+"/") }
