@@ -217,6 +217,20 @@ func TestConnectNATSUsesTLSFlags(t *testing.T) {
 	if _, err := connectNATS(ctx, f, "tls-test", log); !errors.Is(err, errTLS) {
 		t.Fatalf("missing CA: %v, want errTLS at once", err)
 	}
+
+	// Another deployment's authority: the server's certificate is
+	// refused, at once rather than retried until ctx ends.
+	f.tls.ca = filepath.Join(tlsDir(t), certs.CAFile)
+	if _, err := connectNATS(ctx, f, "tls-test", log); !errors.Is(err, errTLS) || ctx.Err() != nil {
+		t.Fatalf("untrusted server: %v (ctx %v), want errTLS at once", err, ctx.Err())
+	}
+
+	// A plaintext server while the client requires TLS.
+	plain := natstest.Start(t)
+	f.url, f.tls.ca = plain.ClientURL(), filepath.Join(dir, certs.CAFile)
+	if _, err := connectNATS(ctx, f, "tls-test", log); !errors.Is(err, errTLS) || ctx.Err() != nil {
+		t.Fatalf("plaintext server: %v (ctx %v), want errTLS at once", err, ctx.Err())
+	}
 }
 
 func TestNatsServerTLSOptions(t *testing.T) {

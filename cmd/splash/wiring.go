@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -109,6 +111,12 @@ func connectNATS(ctx context.Context, f natsClientFlags, name string, log *slog.
 		if errors.Is(err, nats.ErrAuthorization) {
 			return nil, fmt.Errorf("%w: nats %s: %v", errStart, redactURLs(f.url), err)
 		}
+		if certificateRefused(err) {
+			// A server whose certificate this client does not trust, or
+			// one without TLS when the client requires it, is a
+			// configuration to fix, not a node still starting.
+			return nil, fmt.Errorf("%w: nats %s: %v", errTLS, redactURLs(f.url), err)
+		}
 		wait := bo.NextBackOff()
 		log.Warn("nats not reachable, retrying", "url", redactURLs(f.url), "err", err, "in", wait)
 		select {
@@ -117,6 +125,17 @@ func connectNATS(ctx context.Context, f natsClientFlags, name string, log *slog.
 		case <-time.After(wait):
 		}
 	}
+}
+
+// certificateRefused reports a connection that failed on the server's
+// certificate or on TLS being required by one side only.
+func certificateRefused(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) ||
+		errors.Is(err, nats.ErrSecureConnRequired) || errors.Is(err, nats.ErrSecureConnWanted)
 }
 
 // redactURLs hides passwords written into NATS URLs before they are
