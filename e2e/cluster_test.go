@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
@@ -64,8 +65,8 @@ func TestClusterNATS(t *testing.T) {
 		})
 	}
 
-	v := &violations{}
-	wnc, err := s.connect("worker", nats.ErrorHandler(v.handler))
+	v := &natstest.Violations{}
+	wnc, err := s.connect("worker", nats.ErrorHandler(v.Handler))
 	if err != nil {
 		t.Fatalf("connect as worker: %v", err)
 	}
@@ -74,7 +75,7 @@ func TestClusterNATS(t *testing.T) {
 	}
 	_ = wnc.Flush()
 	testwait.Until(t, 10*time.Second, "worker refused publishing an invocation", func() bool {
-		return v.has("splash.invoke.demo.ledger")
+		return v.Has("splash.invoke.demo.ledger")
 	})
 
 	// One node down: a three-replica stream keeps its quorum.

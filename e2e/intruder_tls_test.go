@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
@@ -63,8 +64,8 @@ func TestScenarioIntruderTLS(t *testing.T) {
 
 	// 4. Worker credentials, the wrong role for the archive and for
 	// invocations.
-	v := &violations{}
-	wnc, err := s.connect("worker", nats.ErrorHandler(v.handler))
+	v := &natstest.Violations{}
+	wnc, err := s.connect("worker", nats.ErrorHandler(v.Handler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +87,10 @@ func TestScenarioIntruderTLS(t *testing.T) {
 		t.Error("worker opened the session archive")
 	}
 	testwait.Until(t, 10*time.Second, "worker refused the archive and invocations", func() bool {
-		return v.has("$KV."+fabric.BucketSessions+".>") && v.has("splash.invoke.demo.echo") &&
-			v.has("$JS.API.STREAM.INFO.KV_"+fabric.BucketSessions)
+		return v.Has("$KV."+fabric.BucketSessions+".>") && v.Has("splash.invoke.demo.echo") &&
+			v.Has("$JS.API.STREAM.INFO.KV_"+fabric.BucketSessions)
 	})
-	s.logf("worker credentials refused: %q", v.snapshot())
+	s.logf("worker credentials refused: %q", v.Snapshot())
 
 	// 5. A record forged into the archive, with the ops user (who may
 	// write any bucket), is not served as the session's answer.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -75,41 +74,13 @@ func startConfiguredNode(t *testing.T) *natstest.Server {
 	return natstest.StartWith(t, opts)
 }
 
-// violations records the permission violations a connection is told of.
-type violations struct {
-	mu   sync.Mutex
-	errs []string
-}
-
-func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.errs = append(v.errs, err.Error())
-}
-
-func (v *violations) snapshot() []string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return append([]string(nil), v.errs...)
-}
-
-// has reports whether a violation naming subject was recorded.
-func (v *violations) has(subject string) bool {
-	for _, e := range v.snapshot() {
-		if strings.Contains(e, "Permissions Violation") && strings.Contains(e, `"`+subject+`"`) {
-			return true
-		}
-	}
-	return false
-}
-
 // connectAs opens a connection as user and returns it with the recorder of
 // its permission violations.
-func connectAs(t *testing.T, srv *natstest.Server, user string) (*nats.Conn, *violations) {
+func connectAs(t *testing.T, srv *natstest.Server, user string) (*nats.Conn, *natstest.Violations) {
 	t.Helper()
-	v := &violations{}
+	v := &natstest.Violations{}
 	pw := testPasswords["SPLASH_NATS_"+strings.ToUpper(user)+"_PASSWORD"]
-	nc := srv.Connect(nats.UserInfo(user, pw), nats.ErrorHandler(v.handler), nats.Name(user))
+	nc := srv.Connect(nats.UserInfo(user, pw), nats.ErrorHandler(v.Handler), nats.Name(user))
 	return nc, v
 }
 
@@ -144,8 +115,8 @@ func TestNATSConfigRefusesUnauthenticated(t *testing.T) {
 type fabricRig struct {
 	host       *fabric.HostTransport
 	archive    *fabric.SessionArchive
-	hostViol   *violations
-	workerViol *violations
+	hostViol   *natstest.Violations
+	workerViol *natstest.Violations
 	opsJS      jetstream.JetStream
 	agent      *workeragent.Agent
 }
@@ -168,16 +139,16 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 		t.Fatal(err)
 	}
 	if err := fabric.Provision(ctx, hjs, cfg); err != nil {
-		t.Fatalf("host provisions: %v (violations %q)", err, hv.snapshot())
+		t.Fatalf("host provisions: %v (violations %q)", err, hv.Snapshot())
 	}
 	tr, err := fabric.NewHostTransport(ctx, hnc, cfg, permHostID, key)
 	if err != nil {
-		t.Fatalf("host transport: %v (violations %q)", err, hv.snapshot())
+		t.Fatalf("host transport: %v (violations %q)", err, hv.Snapshot())
 	}
 	t.Cleanup(func() { _ = tr.Close() })
 	archive, err := fabric.NewSessionArchive(ctx, hnc, cfg, key)
 	if err != nil {
-		t.Fatalf("session archive: %v (violations %q)", err, hv.snapshot())
+		t.Fatalf("session archive: %v (violations %q)", err, hv.Snapshot())
 	}
 	t.Cleanup(func() { _ = archive.Close() })
 
@@ -188,7 +159,7 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 	}
 	journal, err := idempotency.NewKV(ctx, wjs, idempotency.KVConfig{Key: key})
 	if err != nil {
-		t.Fatalf("worker journal: %v (violations %q)", err, wv.snapshot())
+		t.Fatalf("worker journal: %v (violations %q)", err, wv.Snapshot())
 	}
 	// BindOnly, as the compose workers run (--provision=false): the worker
 	// user may not create or update the fabric's streams.
@@ -219,9 +190,9 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 	select {
 	case <-agent.Ready():
 	case <-done:
-		t.Fatalf("worker Run: %v (violations %q)", runErr, wv.snapshot())
+		t.Fatalf("worker Run: %v (violations %q)", runErr, wv.Snapshot())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("worker not ready (violations %q)", wv.snapshot())
+		t.Fatalf("worker not ready (violations %q)", wv.Snapshot())
 	}
 
 	onc, _ := connectAs(t, srv, "ops")
@@ -326,7 +297,7 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 	// and read back by the host user.
 	inc := hostloop.Incarnation{ID: permHostID + "-0123456789ab", HostID: permHostID, Started: time.Now()}
 	if err := rig.archive.Register(ctx, inc); err != nil {
-		t.Fatalf("register incarnation: %v (violations %q)", err, rig.hostViol.snapshot())
+		t.Fatalf("register incarnation: %v (violations %q)", err, rig.hostViol.Snapshot())
 	}
 	sid := hostloop.SessionID("s-" + inc.ID + "-1")
 	rig.archive.Record(hostloop.SessionStatus{ID: sid, State: hostloop.SessionCompleted, Value: "1", Created: time.Now()})
@@ -334,13 +305,13 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st := rig.archive.Stats(); st.Stored != 1 {
-		t.Fatalf("session archive stats %+v (violations %q)", st, rig.hostViol.snapshot())
+		t.Fatalf("session archive stats %+v (violations %q)", st, rig.hostViol.Snapshot())
 	}
 	if _, err := rig.archive.Incarnation(ctx, inc.ID); err != nil {
 		t.Fatalf("read incarnation: %v", err)
 	}
 	if _, err := rig.archive.Lookup(ctx, "s-"+permHostID+"-0123456789ab-2"); !errors.Is(err, hostloop.ErrUnknownSession) {
-		t.Fatalf("read absent session record: %v (violations %q)", err, rig.hostViol.snapshot())
+		t.Fatalf("read absent session record: %v (violations %q)", err, rig.hostViol.Snapshot())
 	}
 
 	counts, err := demotools.LedgerCounts(ctx, rig.opsJS)
@@ -350,10 +321,10 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 	if counts[ledger.IdempotencyKey] != 1 || len(counts) != 1 {
 		t.Fatalf("ledger counts %v", counts)
 	}
-	if v := rig.workerViol.snapshot(); len(v) > 0 {
+	if v := rig.workerViol.Snapshot(); len(v) > 0 {
 		t.Errorf("worker violations: %q", v)
 	}
-	if v := rig.hostViol.snapshot(); len(v) > 0 {
+	if v := rig.hostViol.Snapshot(); len(v) > 0 {
 		t.Errorf("host violations: %q", v)
 	}
 }
@@ -407,7 +378,7 @@ func TestNATSConfigConfinesRoles(t *testing.T) {
 		{"host", "subscribe to invocations", "splash.invoke.>", true},
 	}
 	conns := map[string]*nats.Conn{}
-	viols := map[string]*violations{}
+	viols := map[string]*natstest.Violations{}
 	for _, u := range []string{"host", "worker"} {
 		conns[u], viols[u] = connectAs(t, srv, u)
 	}
@@ -425,7 +396,7 @@ func TestNATSConfigConfinesRoles(t *testing.T) {
 				t.Fatal(err)
 			}
 			testwait.Until(t, 10*time.Second, "permission violation for "+tc.subject, func() bool {
-				return viols[tc.user].has(tc.subject)
+				return viols[tc.user].Has(tc.subject)
 			})
 		})
 	}
@@ -469,7 +440,7 @@ func TestNATSConfigWorkerWaitsForTheHost(t *testing.T) {
 	}
 	journal, err := idempotency.NewKV(ctx, wjs, idempotency.KVConfig{})
 	if err != nil {
-		t.Fatalf("worker journal: %v (violations %q)", err, wv.snapshot())
+		t.Fatalf("worker journal: %v (violations %q)", err, wv.Snapshot())
 	}
 	agent, err := workeragent.New(wnc, workeragent.Config{WorkerID: "early-worker", Key: key, Journal: journal, BindOnly: true})
 	if err != nil {
@@ -481,7 +452,7 @@ func TestNATSConfigWorkerWaitsForTheHost(t *testing.T) {
 	if err := agent.Run(ctx); !errors.Is(err, workeragent.ErrNotProvisioned) {
 		t.Fatalf("Run = %v, want ErrNotProvisioned", err)
 	}
-	if v := wv.snapshot(); len(v) > 0 {
+	if v := wv.Snapshot(); len(v) > 0 {
 		t.Errorf("worker violations: %q", v)
 	}
 	onc, _ := connectAs(t, srv, "ops")

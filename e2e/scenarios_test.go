@@ -14,6 +14,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -126,8 +127,8 @@ func TestScenarioIntruders(t *testing.T) {
 	// 3. Worker credentials: publishing an invocation is refused by the
 	// server; forged results (wrong key) reach the host, which
 	// rejects and counts them.
-	v := &violations{}
-	wnc, err := s.connect("worker", nats.ErrorHandler(v.handler))
+	v := &natstest.Violations{}
+	wnc, err := s.connect("worker", nats.ErrorHandler(v.Handler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestScenarioIntruders(t *testing.T) {
 	}
 	_ = wnc.Flush()
 	testwait.Until(t, 10*time.Second, "worker refused publishing an invocation", func() bool {
-		return v.has("splash.invoke." + demotools.Ledger)
+		return v.Has("splash.invoke." + demotools.Ledger)
 	})
 	wjs, err := jetstream.New(wnc)
 	if err != nil {

@@ -10,9 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -181,35 +179,14 @@ func TestNATSConfigTLS(t *testing.T) {
 
 	t.Run("store", func(t *testing.T) {
 		plainDir := run(t, false)
-		if !dirHolds(t, plainDir, marker) {
+		if !natstest.FilesHold(t, plainDir, marker) {
 			t.Fatal("the marker is not found in an unencrypted store: the check would prove nothing")
 		}
 		encDir := run(t, true)
-		if dirHolds(t, encDir, marker) {
+		if natstest.FilesHold(t, encDir, marker) {
 			t.Error("the marker is readable in the encrypted store's files")
 		}
 	})
-}
-
-// dirHolds reports whether any file under dir contains s.
-func dirHolds(t *testing.T, dir, s string) bool {
-	t.Helper()
-	found := false
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || found {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		found = bytes.Contains(b, []byte(s))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return found
 }
 
 func randomHex(t testing.TB) string {

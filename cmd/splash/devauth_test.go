@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
@@ -41,29 +41,6 @@ func startDevNATS(t *testing.T) (*server.Server, map[string]string, string) {
 		srv.WaitForShutdown()
 	})
 	return srv, passwords, dir
-}
-
-// permViolations records the permission violations a connection is told of.
-type permViolations struct {
-	mu   sync.Mutex
-	errs []string
-}
-
-func (v *permViolations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.errs = append(v.errs, err.Error())
-}
-
-func (v *permViolations) has(subject string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, e := range v.errs {
-		if strings.Contains(e, "Permissions Violation") && strings.Contains(e, `"`+subject+`"`) {
-			return true
-		}
-	}
-	return false
 }
 
 func connectDev(t *testing.T, srv *server.Server, user, password string, opts ...nats.Option) *nats.Conn {
@@ -126,8 +103,8 @@ func TestDevNATSConfinesTheWorker(t *testing.T) {
 		t.Fatalf("the host user provisions: %v", err)
 	}
 
-	v := &permViolations{}
-	worker := connectDev(t, srv, natsconf.UserWorker, pw[natsconf.UserWorker], nats.ErrorHandler(v.handler))
+	v := &natstest.Violations{}
+	worker := connectDev(t, srv, natsconf.UserWorker, pw[natsconf.UserWorker], nats.ErrorHandler(v.Handler))
 	type op struct {
 		what, subject string
 		sub           bool
@@ -153,7 +130,7 @@ func TestDevNATSConfinesTheWorker(t *testing.T) {
 			if err := worker.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			testwait.Until(t, 10*time.Second, "permission violation for "+tc.subject, func() bool { return v.has(tc.subject) })
+			testwait.Until(t, 10*time.Second, "permission violation for "+tc.subject, func() bool { return v.Has(tc.subject) })
 		})
 	}
 	wjs, err := jetstream.New(worker)

@@ -1,16 +1,14 @@
 package benchharness
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/internal/natstest"
 )
 
 // TestStartServerSecurity checks each protection a runner's server can
@@ -60,26 +58,9 @@ func TestStartServerSecurity(t *testing.T) {
 			nc.Close()
 			srv.Shutdown()
 			srv.WaitForShutdown()
-			if got := filesHold(t, store, marker); got == tc.sec.EncryptStore {
+			if got := natstest.FilesHold(t, store, marker); got == tc.sec.EncryptStore {
 				t.Errorf("marker readable in the store's files: %v, want %v", got, !tc.sec.EncryptStore)
 			}
 		})
 	}
-}
-
-func filesHold(t *testing.T, dir, s string) bool {
-	t.Helper()
-	found := false
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || found {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		found = err == nil && bytes.Contains(b, []byte(s))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return found
 }
