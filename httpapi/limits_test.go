@@ -16,6 +16,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 // refusals counts the codes reported to OnRefused.
@@ -117,18 +118,6 @@ func (e *boundedEnv) dial(t *testing.T) net.Conn {
 
 func submission(source string) hostloop.Submission { return hostloop.Submission{Source: source} }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // readResponse reads one response from c within a generous deadline.
 func readResponse(t *testing.T, c net.Conn) (*http.Response, errorResponse) {
 	t.Helper()
@@ -199,7 +188,7 @@ func TestServerRefusesConnectionsOverTheCap(t *testing.T) {
 		c.Close()
 	}
 	c := e.client(t)
-	waitFor(t, "a client served after the attack", func() bool {
+	testwait.Until(t, 10*time.Second, "a client served after the attack", func() bool {
 		status, _ := e.get(t, c, "/healthz", "-")
 		return status == http.StatusOK
 	})
@@ -227,7 +216,7 @@ func TestServerClosesIdleConnections(t *testing.T) {
 			t.Fatalf("idler %d: read %v, %v; want the server to close", i, n, err)
 		}
 	}
-	waitFor(t, "idle closes counted", func() bool { return e.refused.count(httpapi.CodeIdleTimeout) == idlers })
+	testwait.Until(t, 10*time.Second, "idle closes counted", func() bool { return e.refused.count(httpapi.CodeIdleTimeout) == idlers })
 	if status, _ := e.get(t, e.client(t), "/healthz", "-"); status != http.StatusOK {
 		t.Fatalf("healthz after the idlers: %d", status)
 	}
@@ -302,7 +291,7 @@ func TestEventStreamsAreCappedPerHostAndPerToken(t *testing.T) {
 	}
 	// A stream that ends gives its slot back.
 	held[0].Body.Close()
-	waitFor(t, "a freed stream slot", func() bool {
+	testwait.Until(t, 10*time.Second, "a freed stream slot", func() bool {
 		status, _, resp := e.openStream(t, c, id, "a")
 		if resp != nil {
 			resp.Body.Close()
@@ -323,7 +312,7 @@ func TestEventStreamDropsClientThatStopsReading(t *testing.T) {
 	// A raw client that asks for the stream and never reads a byte.
 	stuck := e.dial(t)
 	fmt.Fprintf(stuck, "GET /v1/sessions/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", st.ID, testToken)
-	waitFor(t, "the stuck stream to open", func() bool {
+	testwait.Until(t, 10*time.Second, "the stuck stream to open", func() bool {
 		status, code, _ := e.openStream(t, e.client(t), string(st.ID), testToken)
 		return status == http.StatusTooManyRequests && code == "token_stream_limit"
 	})
@@ -332,10 +321,10 @@ func TestEventStreamDropsClientThatStopsReading(t *testing.T) {
 	for i := 0; i < 512 && e.refused.count(httpapi.CodeSlowReader) == 0; i++ {
 		e.backend.chunk(st.ID, i, chunk)
 	}
-	waitFor(t, "the stuck client dropped", func() bool { return e.refused.count(httpapi.CodeSlowReader) == 1 })
+	testwait.Until(t, 10*time.Second, "the stuck client dropped", func() bool { return e.refused.count(httpapi.CodeSlowReader) == 1 })
 	// The slot is free again and the stream works for a reader.
 	c := e.client(t)
-	waitFor(t, "the stuck stream's slot", func() bool {
+	testwait.Until(t, 10*time.Second, "the stuck stream's slot", func() bool {
 		status, _, resp := e.openStream(t, c, string(st.ID), testToken)
 		if resp != nil {
 			resp.Body.Close()
