@@ -61,6 +61,14 @@ type Config struct {
 	// then not read. It must be unique across every runtime session that
 	// shares a downstream deduplication scope, including after restarts.
 	SessionNonce *CapabilitySessionNonce
+	// RandomSeed, when set, seeds Math.random; nil draws it from Entropy
+	// after the nonce. A durable host records it so a replay repeats the
+	// first run's numbers.
+	RandomSeed *RandomSeed
+	// Replay lists the external calls the script made before: a replay
+	// refuses a call that does not repeat them with ErrNondeterministic
+	// and stops the script. Nil for a first run.
+	Replay []PlannedCall
 	// ToolCallBudget bounds tool calls and starts, local and external
 	// together; 0 means unlimited.
 	ToolCallBudget int

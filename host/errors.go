@@ -73,6 +73,10 @@ var (
 	// budget, or asked a builtin for a string, array or argument list
 	// larger than the budget allows.
 	ErrMemoryBudget = errors.New("host: memory budget exceeded")
+	// ErrNondeterministic: a replayed script made a call its ledger does
+	// not have at that call index (another tool or input), so its recorded
+	// answers no longer belong to it.
+	ErrNondeterministic = errors.New("host: nondeterministic replay")
 )
 
 // StateError reports a method called on an operation in a state where it

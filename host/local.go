@@ -36,6 +36,9 @@ func (r *Runtime) call(name, in string, format Format) (string, error) {
 	if err := r.admit(t, false); err != nil {
 		return "", err
 	}
+	if err := r.checkPlan(t, name, in); err != nil {
+		return "", err
+	}
 	r.calls++
 	r.lastID++
 	// A synchronous call is an operation that is born and finished in one

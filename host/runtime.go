@@ -1,9 +1,11 @@
 package host
 
 import (
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"time"
 
 	"github.com/splashfabric/splashfabric/protocol"
@@ -28,6 +30,9 @@ type Runtime struct {
 	nonceErr     error  // why the nonce could not be drawn; refuses external tools
 	keyBuf       []byte // idempotency key prefix plus room for the call index
 	keyPrefixLen int
+	seed         RandomSeed
+	random       *rand.Rand  // Math.random, seeded by seed
+	plan         *replayPlan // nil unless the runtime replays a ledger
 
 	tools map[string]*tool
 	ops   opTable // live operations only
@@ -106,10 +111,24 @@ func NewRuntime(cfg Config) *Runtime {
 	default:
 		src := cfg.Entropy
 		if src == nil {
-			src = rand.Reader
+			src = crand.Reader
 		}
 		r.nonce, r.nonceErr = drawNonce(src)
 	}
+	switch {
+	case cfg.RandomSeed != nil:
+		r.seed = *cfg.RandomSeed
+	case r.nonceErr == nil:
+		src := cfg.Entropy
+		if src == nil {
+			src = crand.Reader
+		}
+		// A seed that cannot be drawn leaves Math.random on the zero seed:
+		// scripts still run, and the session's record still replays.
+		_, _ = io.ReadFull(src, r.seed[:])
+	}
+	r.random = newRandom(r.seed)
+	r.plan = newReplayPlan(cfg.Replay)
 	r.keyBuf = keyPrefix(r.nonce)
 	r.keyPrefixLen = len(r.keyBuf)
 	return r
@@ -215,6 +234,9 @@ func (r *Runtime) startOp(name, in string, format Format, onSettle func(Settleme
 		return nil, err
 	}
 	if err := r.admit(t, true); err != nil {
+		return nil, err
+	}
+	if err := r.checkPlan(t, name, in); err != nil {
 		return nil, err
 	}
 	r.calls++

@@ -109,6 +109,10 @@ func (e *scriptEngine) eval(source string) (*EvalResult, error) {
 	if e.vm == nil {
 		e.vm = goja.New()
 		e.vm.SetMaxCallStackSize(maxCallStackSize)
+		// Time and randomness come from the runtime, so a replay sees
+		// what the first run saw.
+		e.vm.SetRandSource(e.r.random.Float64)
+		e.vm.SetTimeSource(e.r.clock.Now)
 		e.api = bindScriptAPI(e, e.vm, e.r.grants)
 		e.api.installBounds(boundsFor(e.r.memBudget))
 		// What the last vm held went with it.
