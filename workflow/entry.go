@@ -1,0 +1,121 @@
+package workflow
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+// Entry is one record of a ledger: exactly one of Submitted, Prepared and
+// Applied is set. At is the time the runtime saw when it took the entry.
+type Entry struct {
+	At        time.Time  `json:"at"`
+	Submitted *Submitted `json:"submitted,omitempty"`
+	Prepared  *Prepared  `json:"prepared,omitempty"`
+	Applied   *Applied   `json:"applied,omitempty"`
+}
+
+// Submitted opens a ledger: everything a fresh runtime needs to start the
+// script exactly as the first run did.
+type Submitted struct {
+	Source          string        `json:"source"`
+	Grants          []string      `json:"grants,omitempty"`
+	ToolCallBudget  int           `json:"tool_call_budget,omitempty"`
+	MaxPending      int           `json:"max_pending,omitempty"`
+	ExecutionBudget time.Duration `json:"execution_budget,omitempty"`
+	MemoryBudget    int64         `json:"memory_budget,omitempty"`
+	// Tools pins the definitions the session started with, by name and
+	// digest: a replay under other definitions could answer differently.
+	Tools   map[string]string `json:"tools,omitempty"`
+	Nonce   [16]byte          `json:"nonce"`
+	Seed    host.RandomSeed   `json:"seed"`
+	Restart RestartPolicy     `json:"restart,omitempty"`
+}
+
+// Prepared records an external operation before it may be dispatched:
+// the durable identity (idempotency key, request id) an answer must be
+// bound to after any restart.
+type Prepared struct {
+	Op        host.ExternalToolID `json:"op"`
+	CallIndex uint64              `json:"call"`
+	Tool      string              `json:"tool"`
+	Input     string              `json:"input"`
+	Key       string              `json:"key"`
+	Request   string              `json:"request"`
+}
+
+// InputKind names what the runtime applied.
+type InputKind string
+
+// Input kinds, one per runtime decision that changes a session.
+const (
+	InputSucceeded        InputKind = "succeeded"
+	InputFailed           InputKind = "failed"
+	InputRetryTransient   InputKind = "retry_transient"
+	InputRetryRateLimited InputKind = "retry_rate_limited"
+	InputExpire           InputKind = "expire"
+	InputCancelRequested  InputKind = "cancel_requested"
+	InputCancelConfirmed  InputKind = "cancel_confirmed"
+)
+
+// Applied records an answer or host decision in the order the runtime
+// applied it. Op is unset for InputExpire, which acts on every operation
+// whose deadline passed by At.
+type Applied struct {
+	Kind   InputKind           `json:"kind"`
+	Op     host.ExternalToolID `json:"op,omitempty"`
+	Output string              `json:"output,omitempty"`
+	Error  string              `json:"error,omitempty"`
+}
+
+// RestartPolicy decides what a new host does with a session whose host
+// went away.
+type RestartPolicy string
+
+// Restart policies.
+const (
+	// RestartResume rebuilds the session from its ledger and finishes it.
+	RestartResume RestartPolicy = "resume"
+	// RestartFail ends it failed, as if it could not outlive its host;
+	// such a session keeps no ledger.
+	RestartFail RestartPolicy = "fail"
+)
+
+// ParseRestartPolicy reads a policy; "" is RestartResume.
+func ParseRestartPolicy(s string) (RestartPolicy, error) {
+	switch RestartPolicy(s) {
+	case "", RestartResume:
+		return RestartResume, nil
+	case RestartFail:
+		return RestartFail, nil
+	}
+	return "", fmt.Errorf("%w: restart policy %q: want resume or fail", ErrInvalidEntry, s)
+}
+
+// kind says which record e holds, or "" for none or several.
+func (e Entry) kind() string {
+	n, k := 0, ""
+	if e.Submitted != nil {
+		n, k = n+1, "submitted"
+	}
+	if e.Prepared != nil {
+		n, k = n+1, "prepared"
+	}
+	if e.Applied != nil {
+		n, k = n+1, "applied"
+	}
+	if n != 1 {
+		return ""
+	}
+	return k
+}
+
+func (k InputKind) valid() bool {
+	switch k {
+	case InputSucceeded, InputFailed, InputRetryTransient, InputRetryRateLimited,
+		InputExpire, InputCancelRequested, InputCancelConfirmed:
+		return true
+	}
+	return false
+}
