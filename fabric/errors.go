@@ -19,6 +19,9 @@ var (
 	// the message it carries, or a kind that does not belong on the subject.
 	// It always comes together with the protocol sentinel that says which.
 	ErrForged = errors.New("fabric: rejected frame")
+	// ErrLedgerRejected reports a ledger record that fails its seal or
+	// does not follow the record before it: the ledger is not replayed.
+	ErrLedgerRejected = errors.New("fabric: ledger record rejected")
 	// ErrClosed reports a call on a HostTransport after Close.
 	ErrClosed = errors.New("fabric: transport closed")
 )

@@ -21,7 +21,7 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // Provision creates or updates the invocation stream, the events stream,
-// the cancel bucket and the session bucket to match cfg. It is idempotent; a changed cfg updates
+// the ledger stream, the cancel bucket and the session bucket to match cfg. It is idempotent; a changed cfg updates
 // the resources in place, except for what JetStream cannot change (storage
 // type, retention), which fails with the server's error.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
@@ -35,6 +35,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	}
 	if _, err := js.CreateOrUpdateStream(ctx, eventsStreamConfig(cfg)); err != nil {
 		return fmt.Errorf("fabric: provision %s: %w", StreamEvents, err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, ledgerStreamConfig(cfg)); err != nil {
+		return fmt.Errorf("fabric: provision %s: %w", StreamLedger, err)
 	}
 	if _, err := js.CreateOrUpdateKeyValue(ctx, cancelBucketConfig(cfg)); err != nil {
 		return fmt.Errorf("fabric: provision %s: %w", BucketCancel, err)

@@ -16,6 +16,9 @@ import (
 const (
 	// StreamInvoke is the work-queue stream of invocations.
 	StreamInvoke = "SPLASH_INVOKE"
+	// StreamLedger holds the session ledgers of durable scripts, one
+	// subject per session.
+	StreamLedger = "SPLASH_LEDGER"
 	// StreamEvents holds chunks and terminal events until their host acks them.
 	StreamEvents = "SPLASH_EVENTS"
 	// BucketCancel is the KV bucket of cancel records.
@@ -36,6 +39,7 @@ const (
 	eventsPrefix    = "splash.events."
 	cancelPrefix    = "splash.cancel."
 	reconcilePrefix = "splash.reconcile."
+	ledgerPrefix    = "splash.ledger."
 	cancelKVPrefix  = "$KV." + BucketCancel + "."
 	sessionKVPrefix = "$KV." + BucketSessions + "."
 )

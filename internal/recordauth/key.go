@@ -18,6 +18,8 @@ const (
 	StoreSessions = "session_archive"
 	// StoreJournal is the workers' idempotency journal.
 	StoreJournal = "journal"
+	// StoreLedger is the hosts' session ledgers (SPLASH_LEDGER).
+	StoreLedger = "ledger"
 )
 
 // infoPrefix makes the derivation specific to this use of the frame key;

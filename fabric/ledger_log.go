@@ -1,0 +1,333 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/internal/recordauth"
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workflow"
+)
+
+// LedgerMaxAge is how long SPLASH_LEDGER keeps a ledger nobody removed: a
+// session whose hosts were all gone that long is past resuming.
+const LedgerMaxAge = 7 * 24 * time.Hour
+
+// ledgerIndexHeader carries the index of a message's first entry, so a
+// writer that did not read the ledger itself can learn where it ends.
+const ledgerIndexHeader = "Splash-Ledger-Index"
+
+// LedgerLog is workflow.Log on the SPLASH_LEDGER stream: the ledger of a
+// session is the messages on LedgerSubject(session), each a sealed batch
+// of consecutive entries.
+//
+// Append is fenced with JetStream's expected last subject sequence: a
+// batch lands only if the subject ends where this writer believes it
+// does, so a host that lost a session to another cannot add to its
+// history (workflow.ErrLedgerConflict). Records are sealed with a key
+// derived from the frame key and bound to the session and index, so a
+// writer without the key cannot make a host replay a history of its own.
+//
+// It is safe for concurrent use; it starts no goroutine.
+type LedgerLog struct {
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	seal    recordauth.Key
+	maxBody int
+
+	mu sync.Mutex
+	// tail is, per session this log wrote or read, the entry count and
+	// the stream sequence of its last message.
+	tail map[string]ledgerTail
+}
+
+type ledgerTail struct {
+	n   int
+	seq uint64
+}
+
+// ledgerBatch is one message's body.
+type ledgerBatch struct {
+	From    int              `json:"from"`
+	Entries []workflow.Entry `json:"entries"`
+}
+
+var _ workflow.Log = (*LedgerLog)(nil)
+
+// NewLedgerLog binds to SPLASH_LEDGER, which Provision must have created
+// with cfg; key is the frame key its records are sealed under.
+func NewLedgerLog(ctx context.Context, nc *nats.Conn, cfg Config, key protocol.SessionKey) (*LedgerLog, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	seal, err := recordauth.Derive(key, recordauth.StoreLedger)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ledger: %w", ErrInvalidConfig, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("fabric: jetstream: %w", err)
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	st, err := js.Stream(ctx, StreamLedger)
+	if err != nil {
+		return nil, fmt.Errorf("fabric: ledger: stream %s: %w", StreamLedger, err)
+	}
+	return &LedgerLog{
+		js: js, stream: st, seal: seal,
+		// Room for the subject, headers and the seal.
+		maxBody: int(cfg.MaxMsgSize) - 1024 - recordauth.Overhead,
+		tail:    make(map[string]ledgerTail),
+	}, nil
+}
+
+// LedgerSubject is the subject of session's ledger. A session id is one
+// subject token: the loop makes them of [A-Za-z0-9_-].
+func LedgerSubject(session string) (string, error) {
+	if err := ValidateHostID(session); err != nil {
+		return "", fmt.Errorf("%w: session %q is not one subject token", workflow.ErrInvalidEntry, session)
+	}
+	return ledgerPrefix + session, nil
+}
+
+func ledgerStreamConfig(cfg Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        StreamLedger,
+		Description: "Splash session ledgers, one subject per session",
+		Subjects:    []string{ledgerPrefix + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		MaxAge:      LedgerMaxAge,
+		MaxMsgSize:  cfg.MaxMsgSize,
+		// Remove purges a session's subject; nothing else may delete.
+		DenyDelete: true,
+	}
+}
+
+// Append implements workflow.Log: entries land at index from, in as few
+// messages as MaxMsgSize allows, each fenced on the one before.
+func (l *LedgerLog) Append(ctx context.Context, session string, from int, entries []workflow.Entry) error {
+	subject, err := LedgerSubject(session)
+	if err != nil {
+		return err
+	}
+	batches, err := l.split(from, entries)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	tail, err := l.tailOf(ctx, session, subject, from)
+	if err != nil {
+		return err
+	}
+	for _, b := range batches {
+		body, _ := json.Marshal(b)
+		msg := nats.NewMsg(subject)
+		msg.Data = l.seal.Seal(sealName(session, b.From), body)
+		msg.Header.Set(ledgerIndexHeader, strconv.Itoa(b.From))
+		ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(tail.seq))
+		if err != nil {
+			l.forget(session)
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+				return fmt.Errorf("%w: %s: %v", workflow.ErrLedgerConflict, session, err)
+			}
+			return fmt.Errorf("fabric: ledger %s: %w", session, err)
+		}
+		tail = ledgerTail{n: b.From + len(b.Entries), seq: ack.Sequence}
+		l.setTail(session, tail)
+	}
+	return nil
+}
+
+// split cuts entries into batches whose sealed messages fit.
+func (l *LedgerLog) split(from int, entries []workflow.Entry) ([]ledgerBatch, error) {
+	var out []ledgerBatch
+	cur, size := ledgerBatch{From: from}, 0
+	for _, e := range entries {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", workflow.ErrInvalidEntry, err)
+		}
+		if len(b)+64 > l.maxBody {
+			return nil, fmt.Errorf("%w: an entry of %d bytes is over the stream's message size", workflow.ErrInvalidEntry, len(b))
+		}
+		if size+len(b)+64 > l.maxBody && len(cur.Entries) > 0 {
+			out = append(out, cur)
+			cur, size = ledgerBatch{From: cur.From + len(cur.Entries)}, 0
+		}
+		cur.Entries = append(cur.Entries, e)
+		size += len(b) + 1
+	}
+	if len(cur.Entries) > 0 {
+		out = append(out, cur)
+	}
+	return out, nil
+}
+
+// tailOf is where session's ledger ends, which must be at from: known
+// from this log's own reads and writes, or else read off the stream.
+func (l *LedgerLog) tailOf(ctx context.Context, session, subject string, from int) (ledgerTail, error) {
+	l.mu.Lock()
+	t, ok := l.tail[session]
+	l.mu.Unlock()
+	// What this log remembers may be stale (another log removed or
+	// wrote the session since): it is trusted only when it agrees with
+	// the writer, and the fence checks it anyway.
+	if !ok || t.n != from {
+		m, err := l.stream.GetLastMsgForSubject(ctx, subject)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			t = ledgerTail{}
+		case err != nil:
+			return ledgerTail{}, fmt.Errorf("fabric: ledger %s: %w", session, err)
+		default:
+			b, err := l.open(session, m.Header.Get(ledgerIndexHeader), m.Data)
+			if err != nil {
+				return ledgerTail{}, err
+			}
+			t = ledgerTail{n: b.From + len(b.Entries), seq: m.Sequence}
+		}
+	}
+	if t.n != from {
+		return ledgerTail{}, fmt.Errorf("%w: %s holds %d entries, the writer expected %d", workflow.ErrLedgerConflict, session, t.n, from)
+	}
+	return t, nil
+}
+
+func (l *LedgerLog) setTail(session string, t ledgerTail) {
+	l.mu.Lock()
+	l.tail[session] = t
+	l.mu.Unlock()
+}
+
+func (l *LedgerLog) forget(session string) {
+	l.mu.Lock()
+	delete(l.tail, session)
+	l.mu.Unlock()
+}
+
+// Load implements workflow.Log. Every message is verified; a ledger with
+// a message that fails, or whose batches do not follow on, is refused with
+// ErrLedgerRejected rather than replayed in part.
+func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry, error) {
+	subject, err := LedgerSubject(session)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fabric: ledger %s: %w", session, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fabric: ledger %s: %w", session, err)
+	}
+	left := info.NumPending
+	if left == 0 {
+		return nil, fmt.Errorf("%w: %s", workflow.ErrUnknownLedger, session)
+	}
+	var out []workflow.Entry
+	var last uint64
+	for left > 0 {
+		batch, err := cons.Fetch(int(min(left, 256)), jetstream.FetchContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("fabric: ledger %s: %w", session, err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			b, err := l.open(session, m.Headers().Get(ledgerIndexHeader), m.Data())
+			if err != nil {
+				return nil, err
+			}
+			if b.From != len(out) {
+				return nil, fmt.Errorf("%w: %s: a batch at %d follows %d entries", ErrLedgerRejected, session, b.From, len(out))
+			}
+			out = append(out, b.Entries...)
+			if md, err := m.Metadata(); err == nil {
+				last = md.Sequence.Stream
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, fmt.Errorf("fabric: ledger %s: %w", session, err)
+		}
+		if got == 0 {
+			return nil, fmt.Errorf("fabric: ledger %s: %w", session, context.DeadlineExceeded)
+		}
+		left -= uint64(got)
+	}
+	l.setTail(session, ledgerTail{n: len(out), seq: last})
+	return out, nil
+}
+
+// open verifies and decodes one message.
+func (l *LedgerLog) open(session, index string, data []byte) (ledgerBatch, error) {
+	from, err := strconv.Atoi(index)
+	if err != nil || from < 0 {
+		return ledgerBatch{}, fmt.Errorf("%w: %s: index %q", ErrLedgerRejected, session, index)
+	}
+	body, err := l.seal.Open(sealName(session, from), data)
+	if err != nil {
+		return ledgerBatch{}, fmt.Errorf("%w: %s at %d: %v", ErrLedgerRejected, session, from, err)
+	}
+	var b ledgerBatch
+	if err := json.Unmarshal(body, &b); err != nil || b.From != from {
+		return ledgerBatch{}, fmt.Errorf("%w: %s at %d: body does not decode", ErrLedgerRejected, session, from)
+	}
+	return b, nil
+}
+
+// sealName binds a batch to its session and place, so a sealed batch
+// cannot be replayed into another ledger or another position.
+func sealName(session string, from int) string {
+	return session + "#" + strconv.Itoa(from)
+}
+
+// Remove implements workflow.Log by purging the session's subject.
+func (l *LedgerLog) Remove(ctx context.Context, session string) error {
+	subject, err := LedgerSubject(session)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	l.forget(session)
+	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		return fmt.Errorf("fabric: ledger %s: %w", session, err)
+	}
+	return nil
+}
+
+// Sessions implements workflow.Log: the sessions whose subject holds
+// messages.
+func (l *LedgerLog) Sessions(ctx context.Context) ([]string, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	info, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(ledgerPrefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("fabric: ledger: %w", err)
+	}
+	out := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		out = append(out, strings.TrimPrefix(subj, ledgerPrefix))
+	}
+	return out, nil
+}

@@ -1,0 +1,141 @@
+package fabric_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/workflow"
+)
+
+var ledgerT0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newLedgerLog(t *testing.T, env *fabricEnv) *fabric.LedgerLog {
+	t.Helper()
+	l, err := fabric.NewLedgerLog(testCtx(t), env.nc, env.cfg, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func ledgerEntries(n int) []workflow.Entry {
+	out := []workflow.Entry{{At: ledgerT0, Submitted: &workflow.Submitted{Source: `await tool.start("t", "x")`, Seed: [32]byte{1}}}}
+	for i := 1; i < n; i++ {
+		out = append(out, workflow.Entry{At: ledgerT0.Add(time.Duration(i) * time.Second), Applied: &workflow.Applied{Kind: workflow.InputSucceeded, Op: 1, Output: fmt.Sprint("out ", i)}})
+	}
+	return out
+}
+
+func TestLedgerLogRoundTripsAndFencesWriters(t *testing.T) {
+	env := newEnv(t)
+	ctx := testCtx(t)
+	a, b := newLedgerLog(t, env), newLedgerLog(t, env)
+	all := ledgerEntries(5)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.Append(ctx, "s-h1-1", 0, all[:1]))
+	must(a.Append(ctx, "s-h1-1", 1, all[1:3]))
+	// b never read the ledger: it learns its end from the stream.
+	must(b.Append(ctx, "s-h1-1", 3, all[3:4]))
+	// a believes the ledger ends at 3; its write is fenced off.
+	if err := a.Append(ctx, "s-h1-1", 3, all[3:4]); !errors.Is(err, workflow.ErrLedgerConflict) {
+		t.Fatalf("a stale writer: %v, want ErrLedgerConflict", err)
+	}
+	if err := b.Append(ctx, "s-h1-1", 2, all[2:3]); !errors.Is(err, workflow.ErrLedgerConflict) {
+		t.Fatalf("a writer behind its own tail: %v", err)
+	}
+	got, err := a.Load(ctx, "s-h1-1")
+	must(err)
+	if len(got) != 4 || got[3].Applied.Output != "out 3" || !got[0].At.Equal(ledgerT0) {
+		t.Fatalf("Load = %+v", got)
+	}
+	// After its Load, a owns the tail again.
+	must(a.Append(ctx, "s-h1-1", 4, all[4:]))
+
+	must(a.Append(ctx, "s-h1-2", 0, all[:1]))
+	sessions, err := b.Sessions(ctx)
+	must(err)
+	slices.Sort(sessions)
+	if !slices.Equal(sessions, []string{"s-h1-1", "s-h1-2"}) {
+		t.Fatalf("Sessions = %v", sessions)
+	}
+	must(b.Remove(ctx, "s-h1-1"))
+	if _, err := a.Load(ctx, "s-h1-1"); !errors.Is(err, workflow.ErrUnknownLedger) {
+		t.Fatalf("Load after Remove: %v", err)
+	}
+	// A removed session starts again from nothing.
+	must(a.Append(ctx, "s-h1-1", 0, all[:1]))
+}
+
+func TestLedgerLogSplitsALargeAppend(t *testing.T) {
+	env := newEnv(t)
+	ctx := testCtx(t)
+	l := newLedgerLog(t, env)
+	big := ledgerEntries(1)
+	chunk := strings.Repeat("x", int(env.cfg.MaxMsgSize)/3)
+	for i := 1; i <= 6; i++ {
+		big = append(big, workflow.Entry{At: ledgerT0, Applied: &workflow.Applied{Kind: workflow.InputSucceeded, Op: 1, Output: chunk}})
+	}
+	if err := l.Append(ctx, "s-big", 0, big); err != nil {
+		t.Fatal(err)
+	}
+	got, err := newLedgerLog(t, env).Load(ctx, "s-big")
+	if err != nil || len(got) != len(big) {
+		t.Fatalf("Load = %d entries, %v; want %d", len(got), err, len(big))
+	}
+}
+
+func TestLedgerLogRefusesForgedRecords(t *testing.T) {
+	env := newEnv(t)
+	ctx := testCtx(t)
+	l := newLedgerLog(t, env)
+	if err := l.Append(ctx, "s-a", 0, ledgerEntries(2)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := fabric.NewLedgerLog(ctx, env.nc, env.cfg, otherKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Append(ctx, "s-b", 0, ledgerEntries(2)); err != nil {
+		t.Fatal(err)
+	}
+	// A record copied from one session's ledger to another's.
+	msg, err := env.js.Stream(ctx, fabric.StreamLedger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := msg.GetLastMsgForSubject(ctx, "splash.ledger.s-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := nats.NewMsg("splash.ledger.s-c")
+	copied.Data, copied.Header = last.Data, last.Header
+	if _, err := env.js.PublishMsg(ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, session string }{
+		{"sealed under another key", "s-b"},
+		{"moved to another session", "s-c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := l.Load(ctx, tt.session); !errors.Is(err, fabric.ErrLedgerRejected) {
+				t.Fatalf("Load = %v, want ErrLedgerRejected", err)
+			}
+		})
+	}
+	if _, err := l.Load(ctx, "not.one.token"); !errors.Is(err, workflow.ErrInvalidEntry) {
+		t.Fatalf("a session id with dots: %v", err)
+	}
+}
