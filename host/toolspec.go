@@ -47,3 +47,16 @@ func (r *Runtime) RegisterTools(set *toolspec.Set) error {
 	}
 	return nil
 }
+
+// ToolDigests returns the digest of every tool registered from a
+// definition, by name: what a durable session pins, so it is never
+// resumed under other definitions.
+func (r *Runtime) ToolDigests() map[string]string {
+	out := make(map[string]string)
+	for name, t := range r.tools {
+		if t.contract != nil {
+			out[name] = t.contract.Digest
+		}
+	}
+	return out
+}
