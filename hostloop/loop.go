@@ -6,7 +6,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -73,6 +75,13 @@ type LoopConfig struct {
 	// LedgerRetry is the wait before a failed ledger write is tried
 	// again; zero picks one second.
 	LedgerRetry time.Duration
+	// Leases, with a Ledger, let several hosts share one fabric: each
+	// process holds its incarnation's lease, and every AdoptEvery (zero
+	// picks DefaultAdoptEvery) a loop takes on the durable sessions whose
+	// incarnation's lease lapsed. Nil: only this host's own sessions are
+	// resumed, by its next process.
+	Leases     Leases
+	AdoptEvery time.Duration
 }
 
 // DefaultAuditPerSession is how many audit events the loop keeps for a
@@ -115,6 +124,11 @@ type Loop struct {
 	// incarnation is set by StartLoop and never changes; any goroutine
 	// may read it.
 	incarnation Incarnation
+
+	// held is the incarnations whose leases this process holds; leaseMu
+	// guards it (StartLoop, the adoption scan and Stop use it).
+	leaseMu sync.Mutex
+	held    map[string]bool
 
 	// Everything below is owned by the run goroutine.
 	st *loopState
@@ -169,6 +183,12 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	if cfg.LedgerRetry <= 0 {
 		cfg.LedgerRetry = time.Second
 	}
+	if cfg.AdoptEvery <= 0 {
+		cfg.AdoptEvery = DefaultAdoptEvery
+	}
+	if cfg.Leases != nil && cfg.Ledger == nil {
+		return nil, fmt.Errorf("%w: leases without a ledger hold nothing", ErrInvalidConfig)
+	}
 	var random [incarnationHexLen / 2]byte
 	if _, err := rand.Read(random[:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", host.ErrEntropyUnavailable, err)
@@ -178,6 +198,7 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 		cmds: make(chan command),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
+		held: make(map[string]bool),
 		// Request and session ids carry a random incarnation so that
 		// events left in the stream by an earlier run of the same host
 		// id never match an operation of this one, and so that a session
@@ -205,14 +226,25 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 		// Before the loop runs: the sessions an earlier process left
 		// are this one's first, and nothing else touches the state yet.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.ArchiveTimeout)
-		err := l.st.resumeAll(ctx)
+		err := l.take(ctx, l.incarnation.ID)
+		if err == nil {
+			err = l.resumeOwn(ctx)
+		}
 		cancel()
 		if err != nil {
 			l.st.abandonResumed()
+			l.releaseAll(context.Background())
+			if !errors.Is(err, ErrLedgerUnavailable) && !errors.Is(err, ErrArchiveUnavailable) {
+				err = fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
+			}
 			return nil, err
 		}
 	}
 	go l.run()
+	if cfg.Leases != nil {
+		l.st.bg.Add(1)
+		go l.adoptLoop()
+	}
 	return l, nil
 }
 
@@ -232,6 +264,11 @@ func (l *Loop) Stop() {
 	}
 	<-l.done
 	l.st.bg.Wait()
+	if l.cfg.Leases != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
+		l.releaseAll(ctx)
+		cancel()
+	}
 }
 
 func (l *Loop) run() {

@@ -80,7 +80,10 @@ type session struct {
 	clock *sessionClock
 	// led is the session's ledger; nil for a session that ends with its
 	// process.
-	led     *sessionLedger
+	led *sessionLedger
+	// host is the id of the host whose process accepted the session, when
+	// this host adopted it; its workers answer there.
+	host    string
 	created time.Time
 	result  *host.EvalResult
 	// truncated: boundResult cut the result's error text to fit.
@@ -318,7 +321,7 @@ func (st *loopState) publish(d *dispatched, inv host.ExternalInvocation) {
 	d.inv = inv
 	st.changedOp(d)
 	msg := invokeFor(d.requestID, inv)
-	if err := st.cfg.Transport.Publish(context.Background(), msg); err != nil {
+	if err := st.send(d.s, msg); err != nil {
 		// A refused publish is retried like a lost one: after a backoff,
 		// with the same message id.
 		st.schedulePublish(d, st.nextDelay(d))
@@ -327,6 +330,15 @@ func (st *loopState) publish(d *dispatched, inv host.ExternalInvocation) {
 	if o := st.cfg.Observer; o != nil {
 		o.Dispatched(d.s.id, inv)
 	}
+}
+
+// send publishes msg; an adopted session's answers go to the events of
+// the host that accepted it, where every driver of the session reads.
+func (st *loopState) send(s *session, msg protocol.Invoke) error {
+	if hp, ok := st.cfg.Transport.(HostPublisher); ok && s.host != "" {
+		return hp.PublishFor(context.Background(), s.host, msg)
+	}
+	return st.cfg.Transport.Publish(context.Background(), msg)
 }
 
 func (st *loopState) nextDelay(d *dispatched) time.Duration {

@@ -4,97 +4,164 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
-// resumeAll takes on the durable sessions that earlier processes of this
-// host left suspended: each is replayed from its ledger in a fresh runtime
-// and carries on under its own id, its live operations answered under
-// their recorded request ids and keys. It runs in StartLoop before the
-// loop goroutine starts.
+// resumable is a session rebuilt from its ledger off the loop, ready for
+// the loop to carry on; failed is set for one that cannot be resumed.
+type resumable struct {
+	id        SessionID
+	host      string // the session's host id, when it is another host's
+	r         *workflow.Resumed
+	clock     *sessionClock
+	persisted int
+	failed    error
+}
+
+// resumeOwn takes on the durable sessions that earlier processes of this
+// host left. It runs in StartLoop before the loop goroutine starts. With
+// Leases, an incarnation another live host holds (it adopted it) is left
+// to that host.
 //
 // A session whose outcome the archive already holds finished before its
 // ledger could be removed; the ledger goes now. A ledger that does not
 // verify or replay ends its session failed with ErrHostRestarted, and
-// stays for whoever looks into it. Only a Log or archive that cannot be
-// read stops the start.
-func (st *loopState) resumeAll(ctx context.Context) error {
-	ids, err := st.cfg.Ledger.Sessions(ctx)
+// stays for whoever looks into it. Only stores that cannot be read stop
+// the start.
+func (l *Loop) resumeOwn(ctx context.Context) error {
+	groups, err := l.ledgerGroups(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: listing: %w", ErrLedgerUnavailable, err)
+		return err
 	}
-	var digests map[string]string
+	for _, inc := range slices.Sorted(maps.Keys(groups)) {
+		if host, _ := incarnationHost(inc); host != l.cfg.HostID {
+			continue // another host's: the adoption scan's
+		}
+		if err := l.take(ctx, inc); errors.Is(err, ErrLeaseHeld) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("%w: lease of %s: %w", ErrLedgerUnavailable, inc, err)
+		}
+		rs, err := l.loadResumable(ctx, groups[inc])
+		if err != nil {
+			return err
+		}
+		l.st.takeResumed(rs)
+	}
+	l.st.flush()
+	return nil
+}
+
+// ledgerGroups lists the sessions that have a ledger, by incarnation,
+// leaving out this process's own and the incarnations it holds.
+func (l *Loop) ledgerGroups(ctx context.Context) (map[string][]SessionID, error) {
+	ids, err := l.cfg.Ledger.Sessions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listing: %w", ErrLedgerUnavailable, err)
+	}
+	groups := make(map[string][]SessionID)
 	for _, raw := range ids {
 		id := SessionID(raw)
-		if inc, ok := sessionIncarnation(st.cfg.HostID, id); !ok || inc == st.incarnation {
+		inc, _, ok := ParseSessionID(id)
+		if !ok || inc == l.incarnation.ID || l.holds(inc) {
 			continue
 		}
-		if a := st.cfg.Archive; a != nil {
+		groups[inc] = append(groups[inc], id)
+	}
+	return groups, nil
+}
+
+// loadResumable reads and replays the ledgers of ids, on the caller's
+// goroutine: nothing here touches the loop's state.
+func (l *Loop) loadResumable(ctx context.Context, ids []SessionID) ([]resumable, error) {
+	var digests map[string]string
+	var out []resumable
+	for _, id := range ids {
+		raw := string(id)
+		if a := l.cfg.Archive; a != nil {
 			_, err := a.Lookup(ctx, id)
 			switch {
 			case err == nil:
-				_ = st.cfg.Ledger.Remove(ctx, raw)
+				_ = l.cfg.Ledger.Remove(ctx, raw)
 				continue
 			case !errors.Is(err, ErrUnknownSession):
-				return fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, quoteID(id), err)
+				return nil, fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, quoteID(id), err)
 			}
 		}
-		entries, err := st.cfg.Ledger.Load(ctx, raw)
+		rs := resumable{id: id}
+		if _, h, _ := ParseSessionID(id); h != l.cfg.HostID {
+			rs.host = h
+		}
+		entries, err := l.cfg.Ledger.Load(ctx, raw)
 		switch {
 		case errors.Is(err, workflow.ErrUnknownLedger):
 			continue
 		case errors.Is(err, workflow.ErrInvalidEntry):
-			st.failResume(id, err)
+			rs.failed = err
+			out = append(out, rs)
 			continue
 		case err != nil:
-			return fmt.Errorf("%w: session %s: %w", ErrLedgerUnavailable, quoteID(id), err)
+			return nil, fmt.Errorf("%w: session %s: %w", ErrLedgerUnavailable, quoteID(id), err)
 		}
 		if digests == nil {
-			if digests, err = st.catalogDigests(); err != nil {
-				return err
+			if digests, err = catalogDigests(l.cfg); err != nil {
+				return nil, err
 			}
 		}
-		clock := &sessionClock{}
-		r, err := workflow.Replay(entries, workflow.ReplayConfig{
-			Runtime:  sessionConfig(st.cfg, Submission{}),
-			Register: st.cfg.Catalog,
+		rs.clock = &sessionClock{}
+		rs.r, rs.failed = workflow.Replay(entries, workflow.ReplayConfig{
+			Runtime:  sessionConfig(l.cfg, Submission{}),
+			Register: l.cfg.Catalog,
 			Digests:  digests,
-			Clock:    clock,
+			Clock:    rs.clock,
 		})
-		if err != nil {
-			st.failResume(id, err)
-			continue
-		}
-		st.resume(id, r, clock, len(entries))
+		rs.persisted = len(entries)
+		out = append(out, rs)
 	}
-	st.flush()
-	return nil
+	return out, nil
 }
 
 // catalogDigests are the digests of the tools a session registers here
 // now, which a resumed session's pinned definitions must match.
-func (st *loopState) catalogDigests() (map[string]string, error) {
-	rt := host.NewRuntime(sessionConfig(st.cfg, Submission{}))
-	if st.cfg.Catalog != nil {
-		if err := st.cfg.Catalog(rt); err != nil {
+func catalogDigests(cfg LoopConfig) (map[string]string, error) {
+	rt := host.NewRuntime(sessionConfig(cfg, Submission{}))
+	if cfg.Catalog != nil {
+		if err := cfg.Catalog(rt); err != nil {
 			return nil, fmt.Errorf("host: catalog: %w", err)
 		}
 	}
 	return rt.ToolDigests(), nil
 }
 
+// takeResumed carries on, or ends, the sessions rebuilt off the loop.
+func (st *loopState) takeResumed(rs []resumable) {
+	for _, r := range rs {
+		if st.sessions[r.id] != nil {
+			continue // already here: never two runtimes for one session
+		}
+		if r.failed != nil {
+			st.failResume(r.id, r.failed)
+			continue
+		}
+		st.resume(r)
+	}
+}
+
 // resume adopts a replayed session and gets its live operations answered:
 // each is published again under its recorded request id and key (the
 // stream and the workers' journals see the same operation, so its effect
-// cannot repeat), and a cancellation the earlier process had asked for is
+// cannot repeat), and a cancellation an earlier process had asked for is
 // asked again.
-func (st *loopState) resume(id SessionID, r *workflow.Resumed, clock *sessionClock, persisted int) {
-	s, _ := st.adopt(newSession{rt: r.Runtime, res: r.Result, clock: clock, ledger: r.Ledger, persisted: persisted, id: id})
+func (st *loopState) resume(r resumable) {
+	s, _ := st.adopt(newSession{rt: r.r.Runtime, res: r.r.Result, clock: r.clock, ledger: r.r.Ledger, persisted: r.persisted, id: r.id})
 	sess := st.sessions[s.ID]
-	sess.created = r.Ledger.Entries(0)[0].At
-	for _, op := range r.Operations {
+	sess.host = r.host
+	sess.created = r.r.Ledger.Entries(0)[0].At
+	for _, op := range r.r.Operations {
 		d := &dispatched{
 			s:         sess,
 			id:        op.Prepared.Op,
@@ -130,7 +197,7 @@ func (st *loopState) failResume(id SessionID, why error) {
 	a.Record(SessionStatus{ID: id, State: SessionFailed, Err: cause, Error: cause.Error(), Created: st.now})
 }
 
-// abandonResumed drops what resumeAll took on when StartLoop fails after
+// abandonResumed drops what resumeOwn took on when StartLoop fails after
 // all: the sessions stay in their ledgers for the next start.
 func (st *loopState) abandonResumed() {
 	for _, s := range st.sessions {
