@@ -199,6 +199,7 @@ type runningHost struct {
 	log         *slog.Logger
 	transport   *fabric.HostTransport
 	archive     *fabric.SessionArchive
+	leases      *fabric.HostLeases
 	loop        *hostloop.Loop
 	events      *httpapi.Broadcaster
 	servers     []*http.Server
@@ -249,9 +250,13 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		_ = h.transport.Close()
 		return nil, fmt.Errorf("%w: session archive: %v", errStart, err)
 	}
-	// Suspended sessions outlive the process in SPLASH_LEDGER: the next
-	// process of this host resumes them.
+	// Suspended sessions outlive the process in SPLASH_LEDGER, under the
+	// host's lease: its next process, or another host once the lease
+	// lapsed, carries them on.
 	ledger, err := fabric.NewLedgerLog(ctx, p.nc, p.fabric, p.key)
+	if err == nil {
+		h.leases, err = fabric.NewHostLeases(ctx, p.nc, p.fabric, p.key, p.limits.lease)
+	}
 	if err != nil {
 		_ = h.archive.Close()
 		_ = h.transport.Close()
@@ -274,6 +279,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		Observer:        httpapi.Tee(h.events, obs),
 		Archive:         h.archive,
 		Ledger:          ledger,
+		Leases:          h.leases,
 		Restart:         workflow.RestartPolicy(p.limits.restart),
 		Limits:          p.limits.limits,
 		AuditPerSession: p.limits.auditPerSession,
@@ -402,6 +408,7 @@ func (h *runningHost) stop() {
 	// The loop records its suspended sessions as stopped and flushes the
 	// archive before Stop returns; only then may the archive close.
 	h.loop.Stop()
+	_ = h.leases.Close()
 	h.stopCatalog()
 	if st := h.archive.Stats(); st.Failed+st.Dropped > 0 {
 		h.log.Warn("session archive lost records", "failed", st.Failed, "dropped", st.Dropped, "stored", st.Stored)
