@@ -50,3 +50,7 @@ var (
 // a value over LoopConfig.MaxValueBytes: the value is refused rather than
 // cut, since a cut JSON value no longer parses.
 var ErrValueTooLarge = errors.New("hostloop: session value too large")
+
+// ErrInvalidReconcileState reports a reconciliation state DecideReconcile
+// does not know; no action is taken on it.
+var ErrInvalidReconcileState = errors.New("hostloop: invalid reconciliation state")
