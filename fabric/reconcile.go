@@ -17,6 +17,10 @@ import (
 // taken for an operation's in a log line.
 const reconcileIDPrefix = "rc-"
 
+// reconcileReplyBuffer is how many answers to one request may wait to be
+// checked; one is expected.
+const reconcileReplyBuffer = 8
+
 // DefaultReconcileTimeout is how long Reconcile waits for an answer when
 // WithReconcileTimeout does not say.
 const DefaultReconcileTimeout = 5 * time.Second
@@ -103,8 +107,11 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 	}()
 	// An inbox of its own rather than the connection's shared one: a
 	// refused answer must leave the request open for the real one.
+	// A small channel: a flood of forgeries is dropped as a slow
+	// consumer's excess, and the wait goes on until the timeout.
 	inbox := t.nc.NewInbox()
-	sub, err := t.nc.SubscribeSync(inbox)
+	replies := make(chan *nats.Msg, reconcileReplyBuffer)
+	sub, err := t.nc.ChanSubscribe(inbox, replies)
 	if err != nil {
 		return protocol.OperationReconcileResult{}, fmt.Errorf("fabric: reconcile inbox: %w", err)
 	}
@@ -116,8 +123,10 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 	}
 	var refused error
 	for {
-		reply, err := sub.NextMsgWithContext(wctx)
-		if err != nil {
+		var reply *nats.Msg
+		select {
+		case reply = <-replies:
+		case <-wctx.Done():
 			return protocol.OperationReconcileResult{}, t.noAnswer(ctx, req, refused)
 		}
 		if noResponders(reply) {
