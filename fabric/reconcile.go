@@ -191,3 +191,8 @@ func reconcileRejectReason(err error) string {
 	}
 	return classify(err)
 }
+
+// ReconcileQueue is the queue group the workers of tool's pool answer its
+// reconciliation requests in, so one of them answers each request. It is
+// the pool consumer's name, which is one legal token for any tool name.
+func ReconcileQueue(tool string) string { return ConsumerName(tool) }
