@@ -95,20 +95,10 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 	}
 	wctx, cancel := context.WithTimeout(ctx, t.opts.reconcileTimeout)
 	defer cancel()
-	// Close must not wait out a reconciliation in flight.
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		select {
-		case <-t.done:
-			cancel()
-		case <-stop:
-		}
-	}()
 	// An inbox of its own rather than the connection's shared one: a
-	// refused answer must leave the request open for the real one.
-	// A small channel: a flood of forgeries is dropped as a slow
-	// consumer's excess, and the wait goes on until the timeout.
+	// refused answer must leave the request open for the real one. On a
+	// small channel, a flood of forgeries is dropped as a slow consumer's
+	// excess, and the wait goes on until the timeout.
 	inbox := t.nc.NewInbox()
 	replies := make(chan *nats.Msg, reconcileReplyBuffer)
 	sub, err := t.nc.ChanSubscribe(inbox, replies)
@@ -127,7 +117,10 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 		select {
 		case reply = <-replies:
 		case <-wctx.Done():
-			return protocol.OperationReconcileResult{}, t.noAnswer(ctx, req, refused)
+			return protocol.OperationReconcileResult{}, noAnswer(ctx, t.opts.reconcileTimeout, req, refused)
+		case <-t.done:
+			// Close must not wait out a reconciliation in flight.
+			return protocol.OperationReconcileResult{}, ErrClosed
 		}
 		if noResponders(reply) {
 			return protocol.OperationReconcileResult{}, fmt.Errorf("%w: no worker listens on %s", ErrNoReconcileAnswer, subject)
@@ -158,21 +151,18 @@ func (t *HostTransport) acceptReconciled(data []byte, req protocol.OperationReco
 	return res, nil
 }
 
-// noAnswer is the error of a wait that ended without an acceptable answer.
-func (t *HostTransport) noAnswer(ctx context.Context, req protocol.OperationReconcileRequest, refused error) error {
-	select {
-	case <-t.done:
-		return ErrClosed
-	default:
-	}
-	why := "none within " + t.opts.reconcileTimeout.String()
-	if err := ctx.Err(); err != nil {
-		why = err.Error()
+// noAnswer is the error of a wait that ended without an acceptable
+// answer: ErrNoReconcileAnswer, the caller's context error if that ended
+// it, and the first refusal if there was one.
+func noAnswer(ctx context.Context, timeout time.Duration, req protocol.OperationReconcileRequest, refused error) error {
+	err := fmt.Errorf("%w for %q: none within %v", ErrNoReconcileAnswer, truncate(req.OperationKey), timeout)
+	if cerr := ctx.Err(); cerr != nil {
+		err = fmt.Errorf("%w for %q: %w", ErrNoReconcileAnswer, truncate(req.OperationKey), cerr)
 	}
 	if refused != nil {
-		return fmt.Errorf("%w for %q (%s); refused: %w", ErrNoReconcileAnswer, truncate(req.OperationKey), why, refused)
+		return fmt.Errorf("%w; refused: %w", err, refused)
 	}
-	return fmt.Errorf("%w for %q (%s)", ErrNoReconcileAnswer, truncate(req.OperationKey), why)
+	return err
 }
 
 // noResponders reports the server's status message for a request nobody

@@ -1,6 +1,7 @@
 package fabric_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -259,6 +260,38 @@ func TestReconcileWithoutAnAnswer(t *testing.T) {
 		}
 		testwait.Receive(t, 0, "the request", heard)
 	})
+}
+
+// TestReconcileEndsWithItsCallerOrTransport: a wait ends when the
+// caller's context does (the error says so) or when the transport closes,
+// not at the timeout.
+func TestReconcileEndsWithItsCallerOrTransport(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1", fabric.WithReconcileTimeout(time.Minute))
+	heard := make(chan struct{}, 4)
+	respond(t, env, reconcileTool, func(protocol.OperationReconcileRequest, []byte) [][]byte {
+		heard <- struct{}{}
+		return nil
+	})
+	ended := make(chan error, 1)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() {
+		_, err := tr.Reconcile(ctx, "session-1", reconcileTool, "op-a")
+		ended <- err
+	}()
+	testwait.Receive(t, 0, "the request", heard)
+	cancel()
+	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), fabric.ErrNoReconcileAnswer, context.Canceled)
+
+	go func() {
+		_, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
+		ended <- err
+	}()
+	testwait.Receive(t, 0, "the request", heard)
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), fabric.ErrClosed)
 }
 
 func TestReconcileRefusesBadInputAndSendsNothing(t *testing.T) {
