@@ -68,13 +68,5 @@ func DecideReconcile(state protocol.OperationState, idempotent, horizonPassed bo
 			return ReconcileIndeterminate, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: %q", ErrInvalidReconcileState, truncateState(state))
-}
-
-func truncateState(s protocol.OperationState) string {
-	const max = 64
-	if len(s) > max {
-		return string(s[:max]) + "..."
-	}
-	return string(s)
+	return 0, fmt.Errorf("%w: %s", ErrInvalidReconcileState, quoteID(state))
 }
