@@ -283,13 +283,21 @@ func (t *HostTransport) onEvent(m jetstream.Msg) {
 	defer t.active.Done()
 	msg, ok := t.open(m.Data(), m.Subject())
 	if !ok {
+		if md, err := m.Metadata(); err == nil && md.NumDelivered > 1 {
+			// A redelivery: a frame that failed would have been
+			// terminated at its first delivery, so this one passed and
+			// waits for its ack (its session's ledger write is
+			// pending). The first delivery's ack settles it.
+			return
+		}
 		_ = m.Term()
 		return
 	}
 	worker := m.Headers().Get(HeaderWorker)
-	if t.emit(hostloop.Event{Kind: hostloop.EventMessage, Message: msg, Worker: worker}) {
-		_ = m.Ack()
-	}
+	// Acked when the loop has taken it for good (see hostloop.Event.Ack);
+	// until then a redelivery is refused by the replay window, and after
+	// a restart it reaches the next process.
+	t.emit(hostloop.Event{Kind: hostloop.EventMessage, Message: msg, Worker: worker, Ack: func() { _ = m.Ack() }})
 }
 
 // open authenticates a worker frame (a chunk, result or cancel

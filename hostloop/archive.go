@@ -148,7 +148,9 @@ type WaitingRecorder interface {
 func (st *loopState) archiveSuspended(ctx context.Context) {
 	w, wait := st.cfg.Archive.(WaitingRecorder)
 	for _, s := range st.sessions {
-		if s.done {
+		if s.done || durableSession(s) {
+			// A durable session is not over: the next process of this
+			// host resumes it from its ledger.
 			continue
 		}
 		if wait {

@@ -65,7 +65,11 @@ func (m *memArchive) Record(s SessionStatus) {
 }
 
 func (m *memArchive) Lookup(ctx context.Context, id SessionID) (SessionStatus, error) {
-	m.lookups <- id
+	select {
+	case m.lookups <- id:
+	default:
+		// Nobody watches lookups (a restarted host resuming many).
+	}
 	m.mu.Lock()
 	gate := m.lookupGate
 	m.mu.Unlock()

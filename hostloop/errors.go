@@ -44,6 +44,12 @@ var (
 	// altered, or written before records were sealed): it is refused,
 	// never answered from. Status wraps it in ErrArchiveUnavailable.
 	ErrRecordRejected = errors.New("hostloop: archived record fails authentication")
+	// ErrInvalidSubmission: a submission field the loop cannot take (a
+	// restart policy it does not know).
+	ErrInvalidSubmission = errors.New("hostloop: invalid submission")
+	// ErrLedgerUnavailable: StartLoop could not list or read the ledgers
+	// of the sessions an earlier process left, so it cannot resume them.
+	ErrLedgerUnavailable = errors.New("hostloop: session ledgers unavailable")
 )
 
 // ErrValueTooLarge is the reason of a session whose script completed with

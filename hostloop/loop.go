@@ -12,6 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // LoopConfig configures a Loop.
@@ -59,6 +60,19 @@ type LoopConfig struct {
 	// MaxValueBytes bounds a finished session's value and error as JSON
 	// text (see boundResult); zero picks DefaultMaxValueBytes.
 	MaxValueBytes int
+	// Ledger, if set, makes sessions durable: each keeps its operation
+	// ledger there (prepared before dispatch, persisted before publish),
+	// and StartLoop resumes the sessions an earlier process of this host
+	// left suspended. Nil keeps today's behaviour: a session ends with
+	// its process.
+	Ledger workflow.Log
+	// Restart is the policy of a session whose submission names none;
+	// "" is workflow.RestartResume. Sessions under RestartFail keep no
+	// ledger.
+	Restart workflow.RestartPolicy
+	// LedgerRetry is the wait before a failed ledger write is tried
+	// again; zero picks one second.
+	LedgerRetry time.Duration
 }
 
 // DefaultAuditPerSession is how many audit events the loop keeps for a
@@ -149,6 +163,12 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	if cfg.MaxValueBytes <= 0 {
 		cfg.MaxValueBytes = DefaultMaxValueBytes
 	}
+	if cfg.Restart, err = workflow.ParseRestartPolicy(string(cfg.Restart)); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if cfg.LedgerRetry <= 0 {
+		cfg.LedgerRetry = time.Second
+	}
 	var random [incarnationHexLen / 2]byte
 	if _, err := rand.Read(random[:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", host.ErrEntropyUnavailable, err)
@@ -180,7 +200,18 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 				ErrArchiveUnavailable, l.incarnation.ID, err)
 		}
 	}
-	l.st = newLoopState(cfg, l.incarnation.ID)
+	l.st = newLoopState(cfg, l.incarnation.ID, l.done)
+	if cfg.Ledger != nil {
+		// Before the loop runs: the sessions an earlier process left
+		// are this one's first, and nothing else touches the state yet.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ArchiveTimeout)
+		err := l.st.resumeAll(ctx)
+		cancel()
+		if err != nil {
+			l.st.abandonResumed()
+			return nil, err
+		}
+	}
 	go l.run()
 	return l, nil
 }
@@ -200,6 +231,7 @@ func (l *Loop) Stop() {
 		close(l.stop)
 	}
 	<-l.done
+	l.st.bg.Wait()
 }
 
 func (l *Loop) run() {
@@ -224,9 +256,10 @@ func (l *Loop) run() {
 		}
 		select {
 		case <-l.stop:
-			l.archiveOnStop()
+			l.stopStores()
 			return
 		case c := <-l.cmds:
+			st.now = clock.Now()
 			c.run(st)
 		case ev, ok := <-events:
 			if !ok {
@@ -235,25 +268,34 @@ func (l *Loop) run() {
 				events = nil
 				continue
 			}
+			st.now = clock.Now()
 			st.handleEvent(ev)
+		case w := <-st.ledgerDone:
+			st.now = clock.Now()
+			st.ledgerWritten(w)
 		case <-timer.C():
 			armed = time.Time{}
-			st.fireTimers(clock.Now())
+			st.now = clock.Now()
+			st.fireTimers(st.now)
 		}
 		st.flush()
 	}
 }
 
-// archiveOnStop records the sessions still suspended and flushes the
-// archive. It runs on the loop goroutine after its last step, so no
-// command can change a session meanwhile.
-func (l *Loop) archiveOnStop() {
+// stopStores stores what durable sessions have not stored yet, records
+// the other sessions still suspended and flushes the archive. It runs on
+// the loop goroutine after its last step, so no command can change a
+// session meanwhile.
+func (l *Loop) stopStores() {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
+	defer cancel()
+	if l.cfg.Ledger != nil {
+		l.st.flushLedgers(ctx)
+	}
 	a := l.cfg.Archive
 	if a == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
-	defer cancel()
 	l.st.archiveSuspended(ctx)
 	// A failed flush is the archive's to report: a killed host leaves
 	// the same gap, which Status covers with ErrHostRestarted.

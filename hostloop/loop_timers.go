@@ -15,6 +15,8 @@ const (
 	// timerPump resumes a session whose local tools kept starting more
 	// local tools for longer than one step may run them.
 	timerPump
+	// timerLedger tries a session's failed ledger write again.
+	timerLedger
 )
 
 // timerEntry is one pending wake-up. Entries are never removed early: a

@@ -55,6 +55,12 @@ type Event struct {
 	// Invoke and Err are set for EventPublishFailed.
 	Invoke protocol.Invoke
 	Err    error
+	// Ack, if set, tells the transport the event was taken for good, so
+	// it is not delivered again. The loop calls it once, when what the
+	// event changed is stored (a durable session's ledger entry), so an
+	// answer a host took but did not store reaches the host's next
+	// process. Nil: the transport already acknowledged it.
+	Ack func()
 }
 
 // Reconciler is implemented by transports that can ask a tool's workers

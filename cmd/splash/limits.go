@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // hostLimits are the operator's bounds on one host, flags of both
@@ -14,6 +15,8 @@ type hostLimits struct {
 	// sessionMemory and memoryLimit are sizes as given; check reads
 	// sessionMemory into limits, applyMemoryLimit reads memoryLimit.
 	sessionMemory, memoryLimit string
+	// restart is the sessions' default restart policy, as given.
+	restart string
 }
 
 func (l *hostLimits) register(fs *flagSet) {
@@ -31,6 +34,8 @@ func (l *hostLimits) register(fs *flagSet) {
 		"audit events kept per session, the newest (`events`)")
 	fs.stringVar(&l.sessionMemory, "session-memory", "SPLASH_SESSION_MEMORY", "256MiB",
 		"memory a session's script may hold (`size`); over it the session fails (memory_budget)")
+	fs.stringVar(&l.restart, "restart", "SPLASH_RESTART", string(workflow.RestartResume),
+		"what a later process of this host does with a session this one leaves suspended, unless the submission says: resume (carry it on from its ledger) or fail")
 	fs.stringVar(&l.memoryLimit, "memory-limit", "SPLASH_MEMORY_LIMIT", memoryLimitAuto,
 		"the process's soft memory limit, as GOMEMLIMIT: a `size`, auto (80% of the container's or machine's memory, or GOMEMLIMIT if set) or off")
 }
@@ -60,6 +65,9 @@ func (l *hostLimits) check() error {
 		if f.v < 1 {
 			return fmt.Errorf("%w: --%s %d, want at least 1", errUsage, f.name, f.v)
 		}
+	}
+	if _, err := workflow.ParseRestartPolicy(l.restart); err != nil {
+		return fmt.Errorf("%w: --restart %q: want resume or fail", errUsage, l.restart)
 	}
 	n, err := parseBytes(l.sessionMemory)
 	if err != nil || n < 1<<20 {

@@ -27,6 +27,7 @@ import (
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // envReplicas is shared by host and worker: both provision the same
@@ -248,6 +249,14 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		_ = h.transport.Close()
 		return nil, fmt.Errorf("%w: session archive: %v", errStart, err)
 	}
+	// Suspended sessions outlive the process in SPLASH_LEDGER: the next
+	// process of this host resumes them.
+	ledger, err := fabric.NewLedgerLog(ctx, p.nc, p.fabric, p.key)
+	if err != nil {
+		_ = h.archive.Close()
+		_ = h.transport.Close()
+		return nil, fmt.Errorf("%w: session ledger: %v", errStart, err)
+	}
 	live, stopCatalog, err := watchCatalog(ctx, js, p)
 	if err != nil {
 		_ = h.archive.Close()
@@ -264,6 +273,8 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		Catalog:         func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
 		Observer:        httpapi.Tee(h.events, obs),
 		Archive:         h.archive,
+		Ledger:          ledger,
+		Restart:         workflow.RestartPolicy(p.limits.restart),
 		Limits:          p.limits.limits,
 		AuditPerSession: p.limits.auditPerSession,
 	}, p.log)
@@ -334,11 +345,11 @@ func startLoop(ctx context.Context, cfg hostloop.LoopConfig, log *slog.Logger) (
 	bo := backoff.NewExponentialBackOff(backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	for {
 		l, err := hostloop.StartLoop(cfg)
-		if err == nil || !errors.Is(err, hostloop.ErrArchiveUnavailable) {
+		if err == nil || !errors.Is(err, hostloop.ErrArchiveUnavailable) && !errors.Is(err, hostloop.ErrLedgerUnavailable) {
 			return l, err
 		}
 		wait := bo.NextBackOff()
-		log.Warn("session archive not writable, retrying", "err", err, "in", wait)
+		log.Warn("session stores not answering, retrying", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return nil, err
