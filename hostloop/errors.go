@@ -76,3 +76,7 @@ func (e *SessionElsewhereError) Unwrap() error { return ErrSessionElsewhere }
 // a value over LoopConfig.MaxValueBytes: the value is refused rather than
 // cut, since a cut JSON value no longer parses.
 var ErrValueTooLarge = errors.New("hostloop: session value too large")
+
+// ErrInvalidReconcileState reports a reconciliation state DecideReconcile
+// does not know; no action is taken on it.
+var ErrInvalidReconcileState = errors.New("hostloop: invalid reconciliation state")

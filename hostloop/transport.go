@@ -62,3 +62,13 @@ type Event struct {
 	// process. Nil: the transport already acknowledged it.
 	Ack func()
 }
+
+// Reconciler is implemented by transports that can ask a tool's workers
+// what became of an operation the host dispatched and holds no answer for
+// (after adopting a session, say). The operation is named by its session
+// and durable key, never by the host's own id for it. The answer is
+// authenticated and bound to the request before it is returned; what the
+// host then does with it is DecideReconcile's to say.
+type Reconciler interface {
+	Reconcile(ctx context.Context, sessionID, tool, operationKey string) (protocol.OperationReconcileResult, error)
+}
