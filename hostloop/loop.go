@@ -82,6 +82,13 @@ type LoopConfig struct {
 	// resumed, by its next process.
 	Leases     Leases
 	AdoptEvery time.Duration
+	// ReconcileAfter is how long an operation a resumed session holds
+	// may go without an answer before the loop asks the tool's workers
+	// about it (with a Transport that is a Reconciler); RedeliveryHorizon
+	// is how long after its dispatch the stream may still deliver it.
+	// Zero picks DefaultReconcileAfter and DefaultRedeliveryHorizon.
+	ReconcileAfter    time.Duration
+	RedeliveryHorizon time.Duration
 }
 
 // DefaultAuditPerSession is how many audit events the loop keeps for a
@@ -185,6 +192,12 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	}
 	if cfg.AdoptEvery <= 0 {
 		cfg.AdoptEvery = DefaultAdoptEvery
+	}
+	if cfg.ReconcileAfter <= 0 {
+		cfg.ReconcileAfter = DefaultReconcileAfter
+	}
+	if cfg.RedeliveryHorizon <= 0 {
+		cfg.RedeliveryHorizon = DefaultRedeliveryHorizon
 	}
 	if cfg.Leases != nil && cfg.Ledger == nil {
 		return nil, fmt.Errorf("%w: leases without a ledger hold nothing", ErrInvalidConfig)
@@ -310,6 +323,9 @@ func (l *Loop) run() {
 		case w := <-st.ledgerDone:
 			st.now = clock.Now()
 			st.ledgerWritten(w)
+		case a := <-st.reconcileDone:
+			st.now = clock.Now()
+			st.reconciled(a)
 		case <-timer.C():
 			armed = time.Time{}
 			st.now = clock.Now()

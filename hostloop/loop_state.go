@@ -59,8 +59,10 @@ type loopState struct {
 	// started for its stores, which end once gone is closed.
 	ledgerDone chan ledgerWrite
 	inflight   int
-	bg         *sync.WaitGroup
-	gone       <-chan struct{}
+	// reconcileDone carries the workers' accounts of resumed operations.
+	reconcileDone chan reconcileAnswer
+	bg            *sync.WaitGroup
+	gone          <-chan struct{}
 }
 
 // settledMemory bounds how many settled operations the loop remembers for
@@ -124,21 +126,26 @@ type dispatched struct {
 	// session's ledger) to be stored before it is published.
 	held      bool
 	prepIndex int
+	// dispatched is when the operation's current attempt was last
+	// published, as far as this process knows (a resumed one's prepare
+	// time): its redelivery horizon counts from there.
+	dispatched time.Time
 }
 
 func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loopState {
 	return &loopState{
-		cfg:         cfg,
-		incarnation: incarnation,
-		now:         cfg.Clock.Now(),
-		ledgerDone:  make(chan ledgerWrite),
-		bg:          new(sync.WaitGroup),
-		gone:        gone,
-		sessions:    make(map[SessionID]*session),
-		byRequest:   make(map[string]*dispatched),
-		dirty:       make(map[*session]struct{}),
-		settled:     make(map[string]*dispatched),
-		settledRing: make([]string, settledMemory),
+		cfg:           cfg,
+		incarnation:   incarnation,
+		now:           cfg.Clock.Now(),
+		ledgerDone:    make(chan ledgerWrite),
+		reconcileDone: make(chan reconcileAnswer),
+		bg:            new(sync.WaitGroup),
+		gone:          gone,
+		sessions:      make(map[SessionID]*session),
+		byRequest:     make(map[string]*dispatched),
+		dirty:         make(map[*session]struct{}),
+		settled:       make(map[string]*dispatched),
+		settledRing:   make([]string, settledMemory),
 	}
 }
 
@@ -420,6 +427,10 @@ func (st *loopState) fireTimers(now time.Time) {
 			st.publish(d, d.inv)
 		case timerLedger:
 			st.retryLedger(e.s)
+		case timerReconcile:
+			if d := e.d; st.byRequest[d.requestID] == d && d.inv.Attempt == e.attempt {
+				st.reconcile(d)
+			}
 		}
 	}
 }

@@ -17,6 +17,9 @@ const (
 	timerPump
 	// timerLedger tries a session's failed ledger write again.
 	timerLedger
+	// timerReconcile asks the workers about a resumed operation that
+	// has no answer yet.
+	timerReconcile
 )
 
 // timerEntry is one pending wake-up. Entries are never removed early: a

@@ -170,9 +170,11 @@ func (st *loopState) resume(r resumable) {
 			since:     st.now,
 			inv:       op.Invocation,
 		}
+		d.dispatched = op.PreparedAt
 		sess.ops[d.id] = d
 		st.byRequest[d.requestID] = d
 		st.changedOp(d)
+		st.scheduleReconcile(d)
 		if !op.CancelRequested {
 			st.publish(d, op.Invocation)
 			continue

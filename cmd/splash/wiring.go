@@ -275,14 +275,18 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		HostID:    p.hostID,
 		// Each session registers the catalog as it is when the session
 		// starts, and keeps it: a change reaches new sessions only.
-		Catalog:         func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
-		Observer:        httpapi.Tee(h.events, obs),
-		Archive:         h.archive,
-		Ledger:          ledger,
-		Leases:          h.leases,
-		Restart:         workflow.RestartPolicy(p.limits.restart),
-		Limits:          p.limits.limits,
-		AuditPerSession: p.limits.auditPerSession,
+		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
+		Observer: httpapi.Tee(h.events, obs),
+		Archive:  h.archive,
+		Ledger:   ledger,
+		Leases:   h.leases,
+		// A resumed call unanswered for an ack wait is asked about; the
+		// stream may deliver it until MaxDeliver ack waits have passed.
+		ReconcileAfter:    p.fabric.AckWait,
+		RedeliveryHorizon: time.Duration(p.fabric.MaxDeliver) * p.fabric.AckWait,
+		Restart:           workflow.RestartPolicy(p.limits.restart),
+		Limits:            p.limits.limits,
+		AuditPerSession:   p.limits.auditPerSession,
 	}, p.log)
 	if err != nil {
 		h.events.Close()

@@ -312,3 +312,41 @@ func runInterruption(t *testing.T, point string, graceful bool) {
 	}
 	ok.check(t, 2)
 }
+
+// TestResumedOperationIsReconciled loses an answer for good: the worker
+// answers while the host is down and the answer is purged from the
+// host's events before it comes back. The resumed operation's invocation
+// is published again but the stream drops it as a duplicate, so nothing
+// answers; the host asks the tool's workers over NATS, the one that ran
+// it answers from its journal, and the script completes with that result
+// without the effect running again.
+func TestResumedOperationIsReconciled(t *testing.T) {
+	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true, reconcileAfter: 300 * time.Millisecond})
+	var ok successes
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	w := c.startWorker("w1", func(a *workeragent.Agent) {
+		must(t, a.Handle("it.step", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+			started <- struct{}{}
+			<-release
+			ok.add(call.IdempotencyKey)
+			return workeragent.Result(call.Input.Text + "!"), nil
+		})))
+	})
+	id := c.submit(`await tool.start("it.step", "one")`)
+	testwait.Receive(t, 0, "the call to start", started)
+	events := c.streamSeq(fabric.StreamEvents)
+	c.killHost(false)
+	close(release)
+	testwait.Until(t, 0, "the answer to be stored", func() bool { return c.streamSeq(fabric.StreamEvents) > events })
+	ctx, cancel := opCtx()
+	defer cancel()
+	stream, err := c.hostJS.Stream(ctx, fabric.StreamEvents)
+	must(t, err)
+	must(t, stream.Purge(ctx, jetstream.WithPurgeSubject(fabric.EventsSubject(hostID))))
+	c.startHost()
+	wantCompleted(t, c.wait(id, 30*time.Second), "one!")
+	ok.check(t, 1)
+	if n := w.Stats().Reconciled; n == 0 {
+		t.Fatalf("the worker answered %d reconciliations", n)
+	}
+}

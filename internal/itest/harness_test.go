@@ -64,6 +64,8 @@ type options struct {
 	// durable gives the host a session archive and a ledger log, so its
 	// sessions outlive its loop.
 	durable bool
+	// reconcileAfter, if set, is the loop's LoopConfig.ReconcileAfter.
+	reconcileAfter time.Duration
 }
 
 // cluster is one NATS server, one host (a loop over a fabric host
@@ -164,6 +166,7 @@ func (c *cluster) startHost() {
 		c.gate.mu.Unlock()
 		cfg.Archive, cfg.Ledger = c.archive, c.gate
 		cfg.ArchiveTimeout, cfg.LedgerRetry = 5*time.Second, 100*time.Millisecond
+		cfg.ReconcileAfter = c.opts.reconcileAfter
 	}
 	c.loop, err = hostloop.StartLoop(cfg)
 	if err != nil {
