@@ -109,6 +109,7 @@ var errorCodes = []errorCode{
 	{ErrEventsUnavailable, http.StatusNotImplemented, "events_unavailable"},
 
 	{hostloop.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
+	{hostloop.ErrSessionElsewhere, http.StatusMisdirectedRequest, "session_elsewhere"},
 	{host.ErrUnknownOperation, http.StatusNotFound, "unknown_operation"},
 	{host.ErrUnknownTool, http.StatusUnprocessableEntity, "unknown_tool"},
 	{host.ErrInvalidToolName, http.StatusUnprocessableEntity, "invalid_tool_name"},
@@ -124,7 +125,7 @@ var errorCodes = []errorCode{
 	{host.ErrScriptRunning, http.StatusConflict, "script_running"},
 	{hostloop.ErrHostBusy, http.StatusTooManyRequests, "host_busy"},
 	{hostloop.ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
-	{hostloop.ErrInvalidSubmission, http.StatusUnprocessableEntity, "invalid_field"},
+	{hostloop.ErrInvalidSubmission, http.StatusBadRequest, "invalid_field"},
 	{hostloop.ErrLoopStopped, http.StatusServiceUnavailable, "unavailable"},
 	// Before archive_unavailable, which wraps it: a record that fails
 	// authentication is not served, and retrying will not mend it.

@@ -39,7 +39,7 @@ type LiveOperation struct {
 	Prepared Prepared
 	// PreparedAt is when it was prepared: about when it was dispatched.
 	PreparedAt time.Time
-	State    host.OperationState
+	State      host.OperationState
 	// Invocation is its latest attempt, to publish again under the same
 	// request id and key.
 	Invocation host.ExternalInvocation

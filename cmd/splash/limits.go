@@ -75,6 +75,9 @@ func (l *hostLimits) check() error {
 	if _, err := workflow.ParseRestartPolicy(l.restart); err != nil {
 		return fmt.Errorf("%w: --restart %q: want resume or fail", errUsage, l.restart)
 	}
+	if l.lease == 0 {
+		l.lease = fabric.DefaultHostLease
+	}
 	if l.lease < time.Second {
 		return fmt.Errorf("%w: --host-lease %v, want at least 1s", errUsage, l.lease)
 	}
