@@ -116,6 +116,15 @@ func (s *Server) Handler() http.Handler {
 		&mcp.StreamableHTTPOptions{Logger: s.cfg.Logger, SessionTimeout: SessionTimeout})
 }
 
+// Close ends every MCP session the server holds, so that a server
+// shutting down is not held open by their streams. Calls in flight end
+// as if their clients had cancelled them.
+func (s *Server) Close() {
+	for ss := range s.srv.Sessions() {
+		_ = ss.Close()
+	}
+}
+
 // handle runs a call of one catalog tool as `return await
 // tool.start(name, input)` in a session that may make that one call.
 func (s *Server) handle(m mapping) mcp.ToolHandler {
