@@ -28,9 +28,12 @@ func (a *Agent) HandleTool(t *toolspec.Tool, h Handler, opts ...ToolOption) erro
 	s := t.Spec()
 	spec := toolSpec{concurrency: DefaultConcurrency}
 	var sup *toolproc.Supervisor
+	if h == nil && s.MCP != nil {
+		return a.handleMCPTool(t, opts)
+	}
 	if h == nil {
 		if s.Process == nil {
-			return fmt.Errorf("%w: %q has no handler and no process", ErrInvalidTool, s.Name)
+			return fmt.Errorf("%w: %q has no handler, no process and no MCP server", ErrInvalidTool, s.Name)
 		}
 		cfg, err := toolproc.FromSpec(t)
 		if err != nil {
