@@ -1,12 +1,18 @@
 package itest
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/toolspec"
@@ -90,5 +96,105 @@ func TestMCPServerToolsEndToEnd(t *testing.T) {
 			}
 			t.Logf("cancelled call ended: %v", s.Err)
 		})
+	}
+}
+
+// itestMCPEnv makes the test binary an MCP server (see TestMain), built
+// with the SDK:
+//
+//	steps {n}            reports n steps as progress, answers "done"
+//	crash_once {marker}  the first run (marker absent) creates it and exits 3 mid-call; later runs answer "ran"
+//	hang                 never answers
+const itestMCPEnv = "SPLASH_ITEST_MCP"
+
+func runItestMCPServer() int {
+	s := mcp.NewServer(&mcp.Implementation{Name: "itest", Version: "1"}, nil)
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "steps"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		N int `json:"n"`
+	}) (*mcp.CallToolResult, any, error) {
+		for i := 1; i <= in.N; i++ {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Message: fmt.Sprintf("step %d", i)})
+		}
+		return text("done"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash_once"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Marker string `json:"marker"`
+	}) (*mcp.CallToolResult, any, error) {
+		if _, err := os.Stat(in.Marker); errors.Is(err, os.ErrNotExist) {
+			_ = os.WriteFile(in.Marker, nil, 0o600)
+			os.Exit(3)
+		}
+		return text("ran"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		select {}
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return 0
+}
+
+// goMCPTool is a definition of one tool of this binary as an MCP server.
+func goMCPTool(t testing.TB, name string, idempotent bool, deadline time.Duration) toolspec.Spec {
+	t.Helper()
+	exe, err := os.Executable()
+	must(t, err)
+	return toolspec.Spec{
+		Name: name, Format: toolspec.FormatJSON, Idempotent: idempotent, Deadline: toolspec.Duration(deadline),
+		Stream: &toolspec.StreamPolicy{MaxChunks: 16, MaxChunkBytes: 64, MaxSourceBytes: 1024, MaxReleasedBytes: 1024},
+		MCP:    &toolspec.MCP{Command: []string{exe}, Env: []string{itestMCPEnv + "=1"}},
+	}
+}
+
+// A Go MCP server's tools on the pool: progress as chunks; a server that
+// crashes mid-call is restarted, the call indeterminate for a tool whose
+// effect must not repeat and run again for an idempotent one; a hung call
+// is stopped at its deadline.
+func TestGoMCPServerOnThePool(t *testing.T) {
+	steps := compile(t, goMCPTool(t, "go.steps", true, 20*time.Second))
+	claimed := compile(t, goMCPTool(t, "go.crash_once", false, 20*time.Second))
+	again := compile(t, toolspec.Spec{Name: "go.again", Format: toolspec.FormatJSON, Idempotent: true, Deadline: toolspec.Duration(20 * time.Second),
+		MCP: &toolspec.MCP{Command: claimed.Spec().MCP.Command, Env: claimed.Spec().MCP.Env, Tool: "crash_once"}})
+	hang := compile(t, goMCPTool(t, "go.hang", false, time.Second))
+	set := setOf(t, steps, claimed, again, hang)
+	c := newCluster(t, options{defs: func() *toolspec.Set { return set }})
+	c.startWorker("w1", func(a *workeragent.Agent) {
+		for _, def := range []*toolspec.Tool{steps, claimed, again, hang} {
+			must(t, a.HandleTool(def, nil))
+		}
+	})
+
+	id := c.submit(`return await tool.start_json("go.steps", {n: 3})`)
+	if s := c.wait(id, 30*time.Second); s.State != hostloop.SessionCompleted || s.Value != "done" {
+		t.Fatalf("steps: %s %q (%v)", s.State, s.Value, s.Err)
+	}
+	if got := strings.Join(c.obs.chunkTexts(id), "|"); got != "step 1|step 2|step 3" {
+		t.Errorf("chunks %q", got)
+	}
+
+	marker := filepath.Join(t.TempDir(), "crashed")
+	id = c.submit(`return await tool.start_json("go.crash_once", {marker: ` + strconv.Quote(marker) + `})`)
+	if s := c.wait(id, 30*time.Second); s.State != hostloop.SessionFailed || s.Err == nil || !strings.Contains(s.Err.Error(), "indeterminate") {
+		t.Fatalf("crash of a claimed call: %s (%v), want failed indeterminate", s.State, s.Err)
+	}
+	marker = filepath.Join(t.TempDir(), "crashed")
+	id = c.submit(`return await tool.start_json("go.again", {marker: ` + strconv.Quote(marker) + `})`)
+	if s := c.wait(id, 30*time.Second); s.State != hostloop.SessionCompleted || s.Value != "ran" {
+		t.Fatalf("crash of an idempotent call: %s %q (%v), want it run again on a restarted server", s.State, s.Value, s.Err)
+	}
+
+	id = c.submit(`return await tool.start_json("go.hang", {})`)
+	if s := c.wait(id, 30*time.Second); s.State != hostloop.SessionFailed || s.Err == nil {
+		t.Fatalf("hung call: %s (%v), want failed at its deadline", s.State, s.Err)
+	}
+	// The server was stopped: a later call runs in a fresh one.
+	id = c.submit(`return await tool.start_json("go.steps", {n: 1})`)
+	if s := c.wait(id, 30*time.Second); s.State != hostloop.SessionCompleted {
+		t.Fatalf("after the watchdog: %s (%v)", s.State, s.Err)
 	}
 }
