@@ -215,6 +215,7 @@ func mcpArguments(in protocol.WorkerPayload) (json.RawMessage, error) {
 // mcpAnswer ends c with how its tools/call returned, unless something
 // ended it first.
 func (ss *session) mcpAnswer(c *call, res *mcp.CallToolResult, err error) {
+	ss.mcp.conn.forget(c.id)
 	var rpcErr *jsonrpc.Error
 	ss.mu.Lock()
 	switch {
@@ -378,6 +379,13 @@ func (c *mcpConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		return msg, nil
 	}
+}
+
+// forget drops what Write noted of the call with token, once it ended.
+func (c *mcpConn) forget(token string) {
+	c.mu.Lock()
+	delete(c.ids, token)
+	c.mu.Unlock()
 }
 
 // cancel writes notifications/cancelled for the call with token.
