@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,6 +30,11 @@ const SessionTimeout = 30 * time.Minute
 type Config struct {
 	// Catalog holds the tools the server may expose. Required.
 	Catalog *toolspec.Set
+	// Current, if set, returns the catalog as it is now (a host's live
+	// catalog, with the tools published since it started); the server
+	// follows it, comparing it with the last one it served by identity,
+	// as clients list and call tools. Nil serves Catalog for good.
+	Current func() *toolspec.Set
 	// Expose names the catalog tools to serve; nil or empty serves every
 	// one. A name the catalog does not define is refused.
 	Expose []string
@@ -50,9 +56,16 @@ type Config struct {
 // the tool's policy. It is safe for concurrent use; one Server serves any
 // number of MCP sessions, over any transports.
 type Server struct {
-	cfg   Config
-	srv   *mcp.Server
-	tools []string
+	cfg Config
+	srv *mcp.Server
+
+	// mu guards the fields below, written by sync.
+	mu  sync.Mutex
+	set *toolspec.Set
+	// served maps each catalog tool served to its definition's digest,
+	// so a changed definition is served anew.
+	served map[string]string
+	tools  []string
 }
 
 // New builds the server. Its errors wrap ErrInvalidConfig.
@@ -63,9 +76,10 @@ func New(cfg Config) (*Server, error) {
 	case cfg.Runner == nil:
 		return nil, fmt.Errorf("%w: no runner", ErrInvalidConfig)
 	}
-	names := cfg.Expose
-	if len(names) == 0 {
-		names = cfg.Catalog.Names()
+	for _, name := range cfg.Expose {
+		if _, ok := cfg.Catalog.Lookup(name); !ok {
+			return nil, fmt.Errorf("%w: %w: %q (the catalog has: %s)", ErrInvalidConfig, ErrUnknownTool, name, strings.Join(cfg.Catalog.Names(), ", "))
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -74,30 +88,77 @@ func New(cfg Config) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	s := &Server{cfg: cfg, srv: mcp.NewServer(&mcp.Implementation{Name: "splash", Title: "Splash Fabric", Version: version},
+	s := &Server{cfg: cfg, served: map[string]string{}, srv: mcp.NewServer(&mcp.Implementation{Name: "splash", Title: "Splash Fabric", Version: version},
 		&mcp.ServerOptions{Logger: cfg.Logger})}
-	for _, name := range names {
-		t, ok := cfg.Catalog.Lookup(name)
-		if !ok {
-			return nil, fmt.Errorf("%w: %w: %q (the catalog has: %s)", ErrInvalidConfig, ErrUnknownTool, name, strings.Join(cfg.Catalog.Names(), ", "))
-		}
-		if slices.Contains(s.tools, name) {
-			continue
-		}
-		desc, m := mcpTool(t)
-		s.srv.AddTool(desc, s.handle(m))
-		s.tools = append(s.tools, name)
-	}
+	s.sync(cfg.Catalog)
 	if cfg.RunScript {
 		s.srv.AddTool(runScriptTool(), s.runScript)
-		s.tools = append(s.tools, RunScriptTool)
+	}
+	if cfg.Current != nil {
+		// The catalog is read where it matters, as a client lists or
+		// calls: a changed catalog costs one comparison per request
+		// until it changes, and clients hear of it (tools/list_changed).
+		s.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" || method == "tools/call" {
+					if set := cfg.Current(); set != nil {
+						s.sync(set)
+					}
+				}
+				return next(ctx, method, req)
+			}
+		})
 	}
 	return s, nil
 }
 
+// sync serves the exposed tools of set: tools gone from it are removed,
+// new or changed ones (re)added. A name in Expose that set lacks is left
+// out until it comes back.
+func (s *Server) sync(set *toolspec.Set) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if set == s.set {
+		return
+	}
+	s.set = set
+	want := s.cfg.Expose
+	if len(want) == 0 {
+		want = set.Names()
+	}
+	var tools []string
+	for _, name := range want {
+		t, ok := set.Lookup(name)
+		if !ok || slices.Contains(tools, name) {
+			continue
+		}
+		tools = append(tools, name)
+		if s.served[name] != t.Digest() {
+			desc, m := mcpTool(t)
+			s.srv.AddTool(desc, s.handle(m))
+			s.served[name] = t.Digest()
+		}
+	}
+	for name := range s.served {
+		if !slices.Contains(tools, name) {
+			s.srv.RemoveTools(name)
+			delete(s.served, name)
+		}
+	}
+	s.tools = tools
+}
+
 // Tools returns the names of the MCP tools served, catalog tools first
 // (in Expose order, or the catalog's), then run_script when enabled.
-func (s *Server) Tools() []string { return slices.Clone(s.tools) }
+func (s *Server) Tools() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tools := slices.Clone(s.tools)
+	if s.cfg.RunScript {
+		tools = append(tools, RunScriptTool)
+	}
+	return tools
+}
 
 // MCP returns the SDK server, to serve it over a transport of the
 // caller's choosing.

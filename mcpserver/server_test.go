@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/mcpserver"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func TestNewRefusesBadConfig(t *testing.T) {
@@ -326,4 +328,50 @@ type runnerFunc func(context.Context, mcpserver.Submission, func(mcpserver.Chunk
 
 func (f runnerFunc) Run(ctx context.Context, sub mcpserver.Submission, chunk func(mcpserver.Chunk)) (mcpserver.Outcome, error) {
 	return f(ctx, sub, chunk)
+}
+
+// TestFollowsTheCatalog: a server given Current serves the catalog as it
+// is when a client asks, and tells its clients the list changed.
+func TestFollowsTheCatalog(t *testing.T) {
+	f := newFixture(t)
+	echo, _ := f.set.Lookup("t.echo")
+	sum, _ := f.set.Lookup("t.sum")
+	first, _ := toolspec.NewSet(echo)
+	var current atomic.Pointer[toolspec.Set]
+	current.Store(first)
+	s, err := mcpserver.New(mcpserver.Config{Catalog: first, Current: current.Load, Runner: &mcpserver.LoopRunner{Backend: f.loop, Events: f.events}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 4)
+	cs := connect(t, s, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	names := func() []string {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tool := range res.Tools {
+			out = append(out, tool.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{"t.echo"}) {
+		t.Fatalf("tools = %v", got)
+	}
+	second, _ := toolspec.NewSet(sum)
+	current.Store(second)
+	if got := names(); !slices.Equal(got, []string{"t.sum"}) {
+		t.Fatalf("after the change, tools = %v", got)
+	}
+	select {
+	case <-changed:
+	case <-time.After(testwait.DefaultTimeout):
+		t.Fatal("no tools/list_changed")
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t.sum", Arguments: map[string]any{"numbers": []int{4}}})
+	if err != nil || textOf(res) != `{"sum":4}` {
+		t.Fatalf("t.sum = %+v, %v", res, err)
+	}
 }

@@ -59,7 +59,7 @@ func (c *mcpConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := c.mcp.server(cat.set, &mcpserver.APIRunner{Client: client}, version, a.log)
+	s, err := c.mcp.server(cat.set, nil, &mcpserver.APIRunner{Client: client}, version, a.log)
 	if err != nil {
 		return err
 	}

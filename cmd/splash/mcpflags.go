@@ -23,14 +23,15 @@ func (f *mcpFlags) register(fs *flagSet) {
 	fs.boolVar(&f.runScript, "mcp-run-script", "SPLASH_MCP_RUN_SCRIPT", false, "serve run_script over MCP too: a whole script with the caller's grants")
 }
 
-// server builds the MCP server over set and runner; nil when the flags
-// turn MCP off. A tool the catalog lacks is a usage error.
-func (f mcpFlags) server(set *toolspec.Set, runner mcpserver.Runner, version string, log *slog.Logger) (*mcpserver.Server, error) {
+// server builds the MCP server over set (following current, when not
+// nil) and runner; nil when the flags turn MCP off. A tool the catalog
+// lacks is a usage error.
+func (f mcpFlags) server(set *toolspec.Set, current func() *toolspec.Set, runner mcpserver.Runner, version string, log *slog.Logger) (*mcpserver.Server, error) {
 	if f.tools == mcpNone {
 		return nil, nil
 	}
 	s, err := mcpserver.New(mcpserver.Config{
-		Catalog: set, Expose: mcpserver.ParseTools(f.tools), Runner: runner,
+		Catalog: set, Current: current, Expose: mcpserver.ParseTools(f.tools), Runner: runner,
 		RunScript: f.runScript, Version: version, Logger: log,
 	})
 	if err != nil {

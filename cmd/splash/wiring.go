@@ -315,7 +315,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		PublicMetrics: true,
 	}
 	p.http.apply(&apiCfg)
-	if err := h.mountMCP(&apiCfg, live.Current(), p); err != nil {
+	if err := h.mountMCP(&apiCfg, live, p); err != nil {
 		h.stop()
 		h.events.Close()
 		return nil, err
