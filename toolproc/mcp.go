@@ -161,11 +161,8 @@ func (ss *session) mcpCall(c *call) Outcome {
 	offered := ss.mcp.tools[name]
 	ss.mu.Unlock()
 	args, err := mcpArguments(c.req.Invoke.Input)
-	switch {
-	case !offered:
+	if !offered {
 		err = fmt.Errorf("the MCP server offers no tool %q", name)
-	case err == nil && c.req.Invoke.OutputLimit < 0:
-		err = errors.New("negative output limit")
 	}
 	if err != nil {
 		ss.mu.Lock()
