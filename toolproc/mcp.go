@@ -322,6 +322,9 @@ type mcpConn struct {
 	// ids maps a call's progress token to its JSON-RPC request id, for
 	// notifications/cancelled.
 	ids map[string]jsonrpc.ID
+	// early holds the tokens of calls cancelled before their request was
+	// written; Write sends the cancellation right after the request.
+	early map[string]bool
 }
 
 // Connect makes mcpConn its own transport.
@@ -342,7 +345,13 @@ func (c *mcpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 					c.ids = map[string]jsonrpc.ID{}
 				}
 				c.ids[token] = req.ID
+				early := c.early[token]
+				delete(c.early, token)
 				c.mu.Unlock()
+				if err := c.Connection.Write(ctx, msg); err != nil || !early {
+					return err
+				}
+				return c.cancel(token)
 			}
 		}
 	}
@@ -382,6 +391,7 @@ func (c *mcpConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *mcpConn) forget(token string) {
 	c.mu.Lock()
 	delete(c.ids, token)
+	delete(c.early, token)
 	c.mu.Unlock()
 }
 
@@ -390,6 +400,13 @@ func (c *mcpConn) cancel(token string) error {
 	c.mu.Lock()
 	id, ok := c.ids[token]
 	delete(c.ids, token)
+	if !ok {
+		// Not written yet: Write sends it after the request.
+		if c.early == nil {
+			c.early = map[string]bool{}
+		}
+		c.early[token] = true
+	}
 	c.mu.Unlock()
 	if !ok {
 		return nil

@@ -102,18 +102,29 @@ func TestMCPCancel(t *testing.T) {
 	req := mcpRequest("sleep", `{"ms":60000}`)
 	cancel := make(chan struct{})
 	req.Cancel = cancel
-	var once sync.Once
-	req.Chunk = func(string) error { return nil }
+	sleeping := make(chan struct{}, 1)
+	req.Chunk = func(string) error { sleeping <- struct{}{}; return nil }
 	done := make(chan toolproc.Outcome, 1)
 	go func() { done <- call(t, s, req) }()
-	// The server is up and the call written once a later call answers.
-	wantJSON(t, call(t, s, mcpRequest("echo", `{"text":"up"}`)), `"up"`)
-	once.Do(func() { close(cancel) })
+	<-sleeping // the server holds the call
+	close(cancel)
 	o := <-done
 	if o.Kind == toolproc.CancelAcknowledged {
 		t.Fatal("an MCP call was confirmed cancelled")
 	}
 	wantJSON(t, o, `"saw cancel"`)
+}
+
+// TestMCPCancelBeforeTheRequest: a cancellation that comes before the
+// request is written follows it onto the wire.
+func TestMCPCancelBeforeTheRequest(t *testing.T) {
+	s := startSupervisor(t, mcpConfig(nil))
+	req := mcpRequest("sleep", `{"ms":60000}`)
+	cancel := make(chan struct{})
+	close(cancel)
+	req.Cancel = cancel
+	req.Chunk = func(string) error { return nil }
+	wantJSON(t, call(t, s, req), `"saw cancel"`)
 }
 
 // TestMCPCancelUnanswered: a server that ignores the cancellation is
@@ -126,8 +137,8 @@ func TestMCPCancelUnanswered(t *testing.T) {
 	wantJSON(t, call(t, s, mcpRequest("echo", `{"text":"up"}`)), `"up"`)
 	req := mcpRequest("hang", `{}`)
 	cancel := make(chan struct{})
-	close(cancel)
 	req.Cancel = cancel
+	req.Chunk = func(string) error { close(cancel); return nil } // once the server holds it
 	o := call(t, s, req)
 	if o.Kind != toolproc.Lost || !o.Stopped || !errors.Is(o.Err, toolproc.ErrCancelUnanswered) {
 		t.Fatalf("outcome %v stopped=%v err=%v", o.Kind, o.Stopped, o.Err)

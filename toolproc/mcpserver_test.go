@@ -16,8 +16,8 @@ import (
 //	echo {text}        answers text
 //	sum {numbers}      answers {"sum": n} as structured content
 //	steps {n}          sends n progress notifications, then answers "done"
-//	sleep {ms}         waits ms; cancelled, answers "saw cancel"
-//	hang               never answers, cancelled or not
+//	sleep {ms}         reports "sleeping", waits ms; cancelled, answers "saw cancel"
+//	hang               reports "hanging", never answers, cancelled or not
 //	crash              exits 3
 //	fail               answers an error result, "kaput"
 //	grow               adds the tool "late" (tools/list_changed)
@@ -56,9 +56,11 @@ func runTestMCPServer() int {
 		}
 		return text("done"), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "sleep"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 		MS int `json:"ms"`
 	}) (*mcp.CallToolResult, any, error) {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: req.Params.GetProgressToken(), Progress: 1, Message: "sleeping"})
 		select {
 		case <-time.After(time.Duration(in.MS) * time.Millisecond):
 			return text("slept"), nil, nil
@@ -66,7 +68,9 @@ func runTestMCPServer() int {
 			return text("saw cancel"), nil, nil
 		}
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "hang"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "hang"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: req.Params.GetProgressToken(), Progress: 1, Message: "hanging"})
 		select {}
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
