@@ -116,8 +116,11 @@ func (s *Supervisor) startMCP() (*session, error) {
 		<-ss.done
 		return nil, fmt.Errorf("%w: %q: MCP handshake: %v", ErrStartFailed, truncate(s.cfg.Command[0]), err)
 	}
+	ss.mu.Lock()
+	offered := len(ss.mcp.tools)
+	ss.mu.Unlock()
 	log.Info("MCP server started", "pid", proc.cmd.Process.Pid, "contained", s.cfg.Contain != nil,
-		"server", cs.InitializeResult().ServerInfo.Name, "tools", len(ss.mcp.tools))
+		"server", cs.InitializeResult().ServerInfo.Name, "tools", offered)
 	return ss, nil
 }
 
