@@ -119,8 +119,12 @@ func (s *Supervisor) startMCP() (*session, error) {
 	ss.mu.Lock()
 	offered := len(ss.mcp.tools)
 	ss.mu.Unlock()
+	server := ""
+	if info := cs.InitializeResult().ServerInfo; info != nil {
+		server = info.Name
+	}
 	log.Info("MCP server started", "pid", proc.cmd.Process.Pid, "contained", s.cfg.Contain != nil,
-		"server", cs.InitializeResult().ServerInfo.Name, "tools", offered)
+		"server", server, "tools", offered)
 	return ss, nil
 }
 
