@@ -57,6 +57,9 @@ func New(backend Backend, cfg Config) http.Handler {
 	s.route(http.MethodPost, "/v1/sessions/{id}/operations/{op}/cancel", true, s.cancel)
 	s.route(http.MethodGet, "/v1/operations", true, s.operations)
 	s.route(http.MethodPost, "/v1/operations/{request}/cancel", true, s.cancelByRequest)
+	if cfg.MCP != nil {
+		s.mux.Handle("/mcp", s.guard(true, mcpHandler(cfg.MCP)))
+	}
 	for pattern, methods := range s.allowed {
 		allow := strings.Join(methods, ", ")
 		s.mux.Handle(pattern, s.guard(true, func(w http.ResponseWriter, r *http.Request) {
