@@ -186,7 +186,13 @@ func (l *LedgerLog) tailOf(ctx context.Context, session, subject string, from in
 	// What this log remembers may be stale (another log removed or
 	// wrote the session since): it is trusted only when it agrees with
 	// the writer, and the fence checks it anyway.
-	if !ok || t.n != from {
+	switch {
+	case ok && t.n == from:
+	case from == 0:
+		// A new ledger: no read is needed, since the fence on sequence 0
+		// refuses the write if the subject holds anything.
+		t = ledgerTail{}
+	default:
 		m, err := l.stream.GetLastMsgForSubject(ctx, subject)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):

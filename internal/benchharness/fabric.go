@@ -38,9 +38,10 @@ type FabricOptions struct {
 	// Security is what the server protects; the zero value is plaintext
 	// clients and an unencrypted store.
 	Security Security
-	// Durable gives the host its session archive and ledger, as `splash
-	// host` runs: every session can outlive the host process.
-	Durable bool
+	// Archive gives the host its session archive, as `splash host` has
+	// always run; Durable gives it the ledger besides, so every session
+	// can outlive the host process.
+	Archive, Durable bool
 }
 
 // Fabric is the whole path as a [NewRunner]: each operation is one script
@@ -96,12 +97,15 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 		Observer:  (*completions)(r),
 	}
 	var archive *fabric.SessionArchive
-	if o.Durable {
+	if o.Archive || o.Durable {
 		archive, err = fabric.NewSessionArchive(ctx, hostNC, fcfg, key)
 		must(b, err)
+		cfg.Archive = archive
+	}
+	if o.Durable {
 		ledger, err := fabric.NewLedgerLog(ctx, hostNC, fcfg, key)
 		must(b, err)
-		cfg.Archive, cfg.Ledger = archive, ledger
+		cfg.Ledger = ledger
 	}
 	r.loop, err = hostloop.StartLoop(cfg)
 	if err != nil {

@@ -48,9 +48,16 @@ func BenchmarkEndToEndClaimed(b *testing.B) {
 	benchMatrix(b, benchharness.Fabric(benchharness.FabricOptions{}))
 }
 
-// BenchmarkEndToEndDurable is BenchmarkEndToEndClaimed on a durable host:
-// each session's ledger is written before its call is published, and its
-// outcome archived before the ledger goes.
+// BenchmarkEndToEndArchived is BenchmarkEndToEndClaimed with the session
+// archive, as `splash host` runs without ledgers: the baseline of
+// BenchmarkEndToEndDurable.
+func BenchmarkEndToEndArchived(b *testing.B) {
+	benchMatrix(b, benchharness.Fabric(benchharness.FabricOptions{Archive: true}))
+}
+
+// BenchmarkEndToEndDurable is BenchmarkEndToEndArchived on a durable host:
+// each session's ledger is written before its call is published, and
+// removed once its outcome is archived.
 func BenchmarkEndToEndDurable(b *testing.B) {
 	benchMatrix(b, benchharness.Fabric(benchharness.FabricOptions{Durable: true}))
 }
