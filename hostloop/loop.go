@@ -89,6 +89,10 @@ type LoopConfig struct {
 	// Zero picks DefaultReconcileAfter and DefaultRedeliveryHorizon.
 	ReconcileAfter    time.Duration
 	RedeliveryHorizon time.Duration
+	// DuplicateWindow is how long the invocation stream remembers a
+	// message id (fabric.Config.DuplicateWindow); zero picks two
+	// minutes. A resumed operation is published again only within it.
+	DuplicateWindow time.Duration
 }
 
 // DefaultAuditPerSession is how many audit events the loop keeps for a
@@ -198,6 +202,9 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	}
 	if cfg.RedeliveryHorizon <= 0 {
 		cfg.RedeliveryHorizon = DefaultRedeliveryHorizon
+	}
+	if cfg.DuplicateWindow <= 0 {
+		cfg.DuplicateWindow = 2 * time.Minute
 	}
 	if cfg.Leases != nil && cfg.Ledger == nil {
 		return nil, fmt.Errorf("%w: leases without a ledger hold nothing", ErrInvalidConfig)

@@ -35,6 +35,17 @@ func (st *loopState) scheduleReconcile(d *dispatched) {
 	st.timers.push(timerEntry{at: st.now.Add(st.cfg.ReconcileAfter), kind: timerReconcile, d: d, attempt: d.inv.Attempt})
 }
 
+// reconcileNow asks the workers about d at the next step.
+func (st *loopState) reconcileNow(d *dispatched) {
+	if _, ok := st.cfg.Transport.(Reconciler); !ok {
+		// Nobody to ask: a republish under the same key is all there is,
+		// and the workers' journals keep it from running twice.
+		st.publish(d, d.inv)
+		return
+	}
+	st.timers.push(timerEntry{at: st.now, kind: timerReconcile, d: d, attempt: d.inv.Attempt})
+}
+
 // reconcile asks, off the loop, what became of d, an operation a resumed
 // session holds with no answer yet.
 func (st *loopState) reconcile(d *dispatched) {

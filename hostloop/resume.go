@@ -151,10 +151,12 @@ func (st *loopState) takeResumed(rs []resumable) {
 	}
 }
 
-// resume adopts a replayed session and gets its live operations answered:
-// each is published again under its recorded request id and key (the
-// stream and the workers' journals see the same operation, so its effect
-// cannot repeat), and a cancellation an earlier process had asked for is
+// resume adopts a replayed session and gets its live operations answered.
+// One whose attempt is recent enough for the invocation stream to still
+// know its message id is published again under its recorded request id,
+// key and attempt: the stream drops it if it was stored before, so it is
+// never dispatched twice; an older one is reconciled with the tool's
+// workers instead. A cancellation an earlier process had asked for is
 // asked again.
 func (st *loopState) resume(r resumable) {
 	s, _ := st.adopt(newSession{rt: r.r.Runtime, res: r.r.Result, clock: r.clock, ledger: r.r.Ledger, persisted: r.persisted, id: r.id})
@@ -170,15 +172,27 @@ func (st *loopState) resume(r resumable) {
 			since:     st.now,
 			inv:       op.Invocation,
 		}
-		d.dispatched = op.PreparedAt
+		d.dispatched = op.AttemptAt
 		sess.ops[d.id] = d
 		st.byRequest[d.requestID] = d
 		st.changedOp(d)
-		st.scheduleReconcile(d)
 		if !op.CancelRequested {
-			st.publish(d, op.Invocation)
+			if st.now.Sub(op.AttemptAt) < st.cfg.DuplicateWindow*9/10 {
+				// Published again under the same message id: the stream
+				// stores it only if the earlier process never did, so
+				// this is a first dispatch or nothing.
+				st.publish(d, op.Invocation)
+				st.scheduleReconcile(d)
+			} else {
+				// Past the stream's memory of its message id, a publish
+				// could be a second dispatch: the workers are asked
+				// instead, and the policy decides.
+				d.inv = op.Invocation
+				st.reconcileNow(d)
+			}
 			continue
 		}
+		st.scheduleReconcile(d)
 		inv := op.Invocation
 		req := host.ExternalToolCancellationRequest{ID: inv.ID, Tool: inv.Tool, CallIndex: inv.CallIndex, Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey}
 		if err := st.cfg.Transport.Cancel(context.Background(), cancelFor(d.requestID, req)); err != nil {

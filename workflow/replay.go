@@ -37,8 +37,9 @@ type ReplayConfig struct {
 // runtime still holds live: the resuming host must get it answered.
 type LiveOperation struct {
 	Prepared Prepared
-	// PreparedAt is when it was prepared: about when it was dispatched.
-	PreparedAt time.Time
+	// AttemptAt is when its latest attempt was made (prepared, or
+	// retried): no later than that attempt's dispatch.
+	AttemptAt time.Time
 	State      host.OperationState
 	// Invocation is its latest attempt, to publish again under the same
 	// request id and key.
@@ -132,7 +133,7 @@ func (r *replayer) take(e Entry) error {
 		if !ok || inv.ID != p.Op || inv.IdempotencyKey != p.Key {
 			return fmt.Errorf("%w: prepared %s (%s) was not the next call the script made", host.ErrNondeterministic, p.Op, p.Tool)
 		}
-		r.live[p.Op] = &LiveOperation{Prepared: *p, PreparedAt: e.At, Invocation: inv}
+		r.live[p.Op] = &LiveOperation{Prepared: *p, AttemptAt: e.At, Invocation: inv}
 		r.order = append(r.order, p.Op)
 		return nil
 	}
@@ -152,6 +153,7 @@ func (r *replayer) take(e Entry) error {
 		var inv host.ExternalInvocation
 		if inv, err = r.rt.RetryExternalTool(a.Op, class); err == nil && r.live[a.Op] != nil {
 			r.live[a.Op].Invocation = inv
+			r.live[a.Op].AttemptAt = e.At
 		}
 	case InputExpire:
 		_, res = r.rt.ExpireTimedOutTools()

@@ -287,6 +287,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		// stream may deliver it until MaxDeliver ack waits have passed.
 		ReconcileAfter:    p.fabric.AckWait,
 		RedeliveryHorizon: time.Duration(p.fabric.MaxDeliver) * p.fabric.AckWait,
+		DuplicateWindow:   p.fabric.DuplicateWindow,
 		Restart:           workflow.RestartPolicy(p.limits.restart),
 		Limits:            p.limits.limits,
 		AuditPerSession:   p.limits.auditPerSession,

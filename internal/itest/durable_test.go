@@ -350,3 +350,30 @@ func TestResumedOperationIsReconciled(t *testing.T) {
 		t.Fatalf("the worker answered %d reconciliations", n)
 	}
 }
+
+// TestOldResumedOperationIsNeverDispatchedAgain resumes an operation whose
+// attempt is older than the invocation stream's memory of message ids
+// (here made tiny), which its earlier process had stored in the ledger
+// but never published. Publishing it now could not be told from a second
+// dispatch, so the host asks the workers instead: nobody knows of it, and
+// once its redelivery horizon passed the claimed tool's call ends
+// indeterminate. It never ran.
+func TestOldResumedOperationIsNeverDispatchedAgain(t *testing.T) {
+	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true,
+		reconcileAfter: 100 * time.Millisecond, horizon: 500 * time.Millisecond, duplicateWindow: time.Nanosecond})
+	var ok successes
+	c.startWorker("w1", func(a *workeragent.Agent) {
+		must(t, a.Handle("it.step", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+			ok.add(call.IdempotencyKey)
+			return workeragent.Result(call.Input.Text + "!"), nil
+		})))
+	})
+	held := c.gate.arm(gateAfter, workflow.InputSucceeded)
+	id := c.submit(sprintf(twoStepScript, "it.step"))
+	testwait.Receive(t, 0, "the second call's ledger write to be held", held)
+	c.killHost(false)
+	c.startHost()
+	s := c.wait(id, 30*time.Second)
+	wantCompleted(t, s, "one!|stopped")
+	ok.check(t, 1)
+}

@@ -64,8 +64,9 @@ type options struct {
 	// durable gives the host a session archive and a ledger log, so its
 	// sessions outlive its loop.
 	durable bool
-	// reconcileAfter, if set, is the loop's LoopConfig.ReconcileAfter.
-	reconcileAfter time.Duration
+	// reconcileAfter, horizon and duplicateWindow, if set, are the
+	// loop's ReconcileAfter, RedeliveryHorizon and DuplicateWindow.
+	reconcileAfter, horizon, duplicateWindow time.Duration
 }
 
 // cluster is one NATS server, one host (a loop over a fabric host
@@ -166,7 +167,7 @@ func (c *cluster) startHost() {
 		c.gate.mu.Unlock()
 		cfg.Archive, cfg.Ledger = c.archive, c.gate
 		cfg.ArchiveTimeout, cfg.LedgerRetry = 5*time.Second, 100*time.Millisecond
-		cfg.ReconcileAfter = c.opts.reconcileAfter
+		cfg.ReconcileAfter, cfg.RedeliveryHorizon, cfg.DuplicateWindow = c.opts.reconcileAfter, c.opts.horizon, c.opts.duplicateWindow
 	}
 	c.loop, err = hostloop.StartLoop(cfg)
 	if err != nil {
