@@ -54,6 +54,8 @@ type HostTransport struct {
 
 	window  *replayWindow
 	rejects rejectCounter
+	// seqs tells Waiting where each live attempt sits in SPLASH_INVOKE.
+	seqs *publishedSeqs
 
 	closeOnce sync.Once
 }
@@ -106,6 +108,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 		done:        make(chan struct{}),
 		watcherDone: make(chan struct{}),
 		window:      newReplayWindow(o.replayMemory),
+		seqs:        newPublishedSeqs(),
 	}
 	sctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -148,7 +151,10 @@ func (t *HostTransport) Rejected() map[string]uint64 { return t.rejects.snapshot
 
 // Forget drops the replay window of requestID, for an operation the host
 // gave up on (a deadline) whose terminal frame may never come.
-func (t *HostTransport) Forget(requestID string) { t.window.forget(requestID) }
+func (t *HostTransport) Forget(requestID string) {
+	t.window.forget(requestID)
+	t.seqs.forget(requestID)
+}
 
 // Publish seals inv and publishes it to its tool's subject with
 // Nats-Msg-Id = MsgID(inv.IdempotencyKey, inv.Attempt), so a republish of
@@ -250,7 +256,10 @@ func (t *HostTransport) watch() {
 		}
 		var err error
 		select {
-		case <-p.fut.Ok():
+		case ack := <-p.fut.Ok():
+			if p.broadcast == nil {
+				t.seqs.stored(p.inv.RequestID, p.inv.Tool, p.inv.Attempt, ack.Sequence)
+			}
 		case err = <-p.fut.Err():
 		case <-t.done:
 			return
@@ -301,11 +310,13 @@ func (t *HostTransport) open(data []byte, subject string) (protocol.WorkerMessag
 		t.reject(classify(err), subject, err)
 		return protocol.WorkerMessage{}, false
 	}
-	reqID, _, _ := workerBinding(msg)
-	if !t.window.accept(reqID, seq, IsTerminal(msg)) {
+	reqID, attempt, _ := workerBinding(msg)
+	terminal := IsTerminal(msg)
+	if !t.window.accept(reqID, seq, terminal) {
 		t.reject(RejectReplayed, subject, forged(fmt.Errorf("%w: request %q seq %d already seen", protocol.ErrSequence, truncate(reqID), seq)))
 		return protocol.WorkerMessage{}, false
 	}
+	t.seqs.heard(reqID, attempt, terminal)
 	return msg, true
 }
 
