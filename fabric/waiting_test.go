@@ -43,6 +43,12 @@ func TestWaitingTellsQueuedFromDelivered(t *testing.T) {
 	if got := waiting(); !slices.Equal(got, ids) {
 		t.Fatalf("waiting with an idle pool = %v, want %v", got, ids)
 	}
+	if p, ok, err := tr.PoolState(testCtx(t), "text.remote"); err != nil || !ok || p.Pending != 3 || p.AckPending != 0 {
+		t.Fatalf("PoolState = %+v, %v, %v; want 3 pending", p, ok, err)
+	}
+	if _, ok, err := tr.PoolState(testCtx(t), "text.other"); err != nil || ok {
+		t.Fatalf("PoolState of a tool without a pool: ok %v, %v", ok, err)
+	}
 	m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +57,9 @@ func TestWaitingTellsQueuedFromDelivered(t *testing.T) {
 		t.Fatalf("delivered %q first", got)
 	}
 	testwait.Until(t, 0, "req-1 delivered", func() bool { return slices.Equal(waiting(), ids[1:]) })
+	if p, _, err := tr.PoolState(testCtx(t), "text.remote"); err != nil || p.Pending != 2 || p.AckPending != 1 {
+		t.Fatalf("PoolState after one delivery = %+v, %v; want 2 pending, 1 ack pending", p, err)
+	}
 
 	data, err := newCodec(t, testKey).SealWorker("req-3", 1, 1, protocol.ChunkMessage(protocol.Chunk{RequestID: "req-3", Sequence: 1, Text: "c"}))
 	if err != nil {
