@@ -416,7 +416,14 @@
       showOps();
     }
 
+    let shownOps = "";
+
     function showOps() {
+      // Redraw only on a change, so a poll does not replace the button
+      // under the operator's pointer.
+      const sig = JSON.stringify([[...ops.values()], [...cancelNotes], terminal]);
+      if (sig === shownOps) return;
+      shownOps = sig;
       clear(opsBody);
       if (!ops.size) opsBody.append(el("tr", {}, el("td", { colspan: "7", class: "muted", text: "No operations." })));
       const sorted = [...ops.values()].sort((a, b) => Number(String(a.id).slice(3)) - Number(String(b.id).slice(3)));
