@@ -143,6 +143,7 @@
 
   function noteUnreachable(e) {
     setConn(false, "host unreachable");
+    main.classList.add("stale");
     showBanner("Host unreachable: the console cannot reach the host at " + location.origin +
       " (" + (e && e.message ? e.message : "network error") + "). Retrying.");
     return new Unreachable(e && e.message ? e.message : "unreachable");
@@ -150,6 +151,7 @@
 
   function noteReachable() {
     setConn(true, "connected");
+    main.classList.remove("stale");
     if (banner.dataset.kind !== "page") hideBanner();
   }
 
@@ -440,7 +442,7 @@
           el("td", { class: "mono", text: o.worker || "—" }),
           el("td", {}, stateBadge(o.state),
             o.cancel_disposition ? el("span", { class: "disposition", text: "cancel: " + o.cancel_disposition }) : null,
-            note ? el("span", { class: "disposition note", text: note }) : null),
+            note && !o.cancel_disposition ? el("span", { class: "disposition note", text: note }) : null),
           el("td", {}, when(o.since)),
           el("td", {}, btn)));
       }
