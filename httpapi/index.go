@@ -68,9 +68,8 @@ type indexed struct {
 }
 
 type workerSeen struct {
-	last time.Time
-	ops  uint64 // operations this worker sent a frame for
-	seen map[string]struct{}
+	last     time.Time
+	answered uint64 // operations it ended: succeeded, failed, cancelled
 }
 
 var _ hostloop.Observer = (*SessionIndex)(nil)
@@ -135,10 +134,15 @@ func (x *SessionIndex) submitted(st hostloop.SessionStatus, source string) {
 }
 
 func (x *SessionIndex) setStatus(e *indexed, st hostloop.SessionStatus) {
-	e.ops = len(st.Operations)
+	ops := len(st.Operations)
 	st.Operations = nil
+	// The loop reports a status after every step; updated moves only
+	// when something listed changed.
+	if e.updated.IsZero() || e.ops != ops || e.status.State != st.State || e.status.Value != st.Value || e.status.Error != st.Error {
+		e.updated = x.cfg.Now()
+	}
+	e.ops = ops
 	e.status = st
-	e.updated = x.cfg.Now()
 }
 
 func (e *indexed) addTool(tool string) {
@@ -180,18 +184,14 @@ func (x *SessionIndex) OperationChanged(session hostloop.SessionID, op hostloop.
 		if len(pool) >= maxWorkersPerTool {
 			x.evictOldest(pool)
 		}
-		w = &workerSeen{seen: make(map[string]struct{})}
+		w = &workerSeen{}
 		pool[op.Worker] = w
 	}
 	w.last = x.cfg.Now()
-	if _, ok := w.seen[op.RequestID]; !ok {
-		w.ops++
-		// Only the live operations need telling apart; a worker's
-		// history is a count.
-		if len(w.seen) > 4*maxWorkersPerTool {
-			clear(w.seen)
-		}
-		w.seen[op.RequestID] = struct{}{}
+	// An operation reaches one of these once, with its last change.
+	switch op.State {
+	case host.Succeeded, host.Failed, host.Cancelled:
+		w.answered++
 	}
 }
 
@@ -281,7 +281,7 @@ func (x *SessionIndex) seen() map[string][]Worker {
 				delete(pool, id)
 				continue
 			}
-			out[tool] = append(out[tool], Worker{ID: id, LastSeen: w.last.UTC(), Operations: w.ops})
+			out[tool] = append(out[tool], Worker{ID: id, LastSeen: w.last.UTC(), Answered: w.answered})
 		}
 		if len(pool) == 0 {
 			delete(x.workers, tool)

@@ -147,6 +147,13 @@ func TestSessionListFiltersByStateNewestFirst(t *testing.T) {
 	if s.Value == nil || *s.Value != "done" || !slices.Equal(s.Tools, []string{"echo"}) || s.Operations != 0 || !s.Updated.Equal(t0) {
 		t.Fatalf("completed session = %+v", s)
 	}
+	// The loop reports a status after every step; one that changed
+	// nothing listed does not move updated.
+	e.now = t0.Add(time.Hour)
+	e.index.SessionChanged(hostloop.SessionStatus{ID: "s-3", State: hostloop.SessionCompleted, Value: "done", Created: t0})
+	if got := decodeBody[httpapi.SessionList](t, e.do(t, http.MethodGet, "/v1/sessions?state=completed", testToken, "")).Sessions[0]; !got.Updated.Equal(t0) {
+		t.Fatalf("updated moved to %v on an unchanged status", got.Updated)
+	}
 	if resp := e.do(t, http.MethodGet, "/v1/sessions", "-", ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without a token: %d", resp.StatusCode)
 	}
@@ -208,7 +215,9 @@ func TestToolsListDefinitionsPoolsAndWorkersSeen(t *testing.T) {
 	e.index.OperationChanged(id, op)
 	e.now = t0.Add(time.Minute)
 	op.Worker = "worker-b"
-	e.index.OperationChanged(id, op)
+	e.index.OperationChanged(id, op) // a chunk
+	op.State = host.Succeeded
+	e.index.OperationChanged(id, op) // its answer
 
 	list := decodeBody[httpapi.ToolList](t, e.do(t, http.MethodGet, "/v1/tools", testToken, ""))
 	byName := map[string]httpapi.Tool{}
@@ -240,7 +249,7 @@ func TestToolsListDefinitionsPoolsAndWorkersSeen(t *testing.T) {
 	// Past the window, a worker is no longer listed.
 	e.now = t0.Add(httpapi.DefaultWorkerSeenWindow + 30*time.Second)
 	workers := decodeBody[httpapi.WorkerList](t, e.do(t, http.MethodGet, "/v1/workers", testToken, "")).Workers
-	if len(workers) != 1 || workers[0].ID != "worker-b" || !slices.Equal(workers[0].Tools, []string{"echo"}) || workers[0].Operations != 1 {
+	if len(workers) != 1 || workers[0].ID != "worker-b" || !slices.Equal(workers[0].Tools, []string{"echo"}) || workers[0].Answered != 1 {
 		t.Fatalf("workers = %+v, want worker-b alone", workers)
 	}
 }

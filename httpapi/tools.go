@@ -95,7 +95,7 @@ func (s *server) workers(w http.ResponseWriter, r *http.Request) {
 			if wk.LastSeen.After(cur.LastSeen) {
 				cur.LastSeen = wk.LastSeen
 			}
-			cur.Operations += wk.Operations
+			cur.Answered += wk.Answered
 			cur.Tools = append(cur.Tools, tool)
 		}
 	}

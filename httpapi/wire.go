@@ -252,8 +252,9 @@ type ToolList struct {
 type Worker struct {
 	ID       string    `json:"id"`
 	LastSeen time.Time `json:"last_seen"`
-	// Operations counts the operations it sent frames for while listed.
-	Operations uint64 `json:"operations"`
+	// Answered counts the operations it ended (succeeded, failed,
+	// cancelled) while listed.
+	Answered uint64 `json:"answered"`
 	// Tools lists the tools it served; set in GET /v1/workers only.
 	Tools []string `json:"tools,omitempty"`
 }

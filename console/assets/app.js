@@ -642,7 +642,7 @@
       row("Pool", t.pool_error ? "unreadable: " + t.pool_error : "no worker pool has bound this tool");
     }
     const workers = el("ul", { class: "workers" });
-    for (const w of t.workers || []) workers.append(el("li", { class: "mono" }, w.id, " ", el("span", { class: "muted" }, "seen ", when(w.last_seen), ", " + w.operations + " ops")));
+    for (const w of t.workers || []) workers.append(el("li", { class: "mono" }, w.id, " ", el("span", { class: "muted" }, "seen ", when(w.last_seen), ", " + w.answered + " answered")));
     if (!(t.workers || []).length) workers.append(el("li", { class: "muted", text: "none seen in the last minutes" }));
     const schema = (label, s) => {
       if (s === undefined || s === null) return null;
