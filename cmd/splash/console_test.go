@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,7 +65,8 @@ func shotsDir(t *testing.T) string {
 // so each signs in).
 type consoleEnv struct {
 	dev     *proc
-	base    string // the console's URL
+	args    []string // dev's, to start it again on the same address and data
+	base    string   // the console's URL
 	browser context.Context
 	shots   string
 }
@@ -76,8 +78,15 @@ func startConsoleEnv(t *testing.T) *consoleEnv {
 	if _, err := exec.LookPath("python3"); err != nil {
 		python = false
 	}
+	// A fixed address, so the page finds the host again after a restart.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
 	args := []string{"dev", "--log-format", "json", "--data-dir", t.TempDir(),
-		"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", consoleToken, "--workers", "1"}
+		"--api-addr", addr, "--nats-port", "-1", "--api-token", consoleToken, "--workers", "1"}
 	if python {
 		args = append(args, "--catalog", "testdata/console/catalog.yaml")
 	} else if os.Getenv("SPLASH_UI") == "require" {
@@ -106,7 +115,7 @@ func startConsoleEnv(t *testing.T) *consoleEnv {
 		cancelBrowser()
 		cancelAlloc()
 	})
-	return &consoleEnv{dev: dev, base: base, browser: browser, shots: shotsDir(t)}
+	return &consoleEnv{dev: dev, args: args, base: base, browser: browser, shots: shotsDir(t)}
 }
 
 // tab is one browser tab of a subtest.
@@ -371,16 +380,25 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("host unreachable", func(t *testing.T) {
+	// The host goes away under a page showing a running session, and
+	// comes back as a new process that answers for it as stopped.
+	t.Run("host unreachable, then the session lost", func(t *testing.T) {
 		tb := env.tab(t, 1280, 800)
 		tb.login(consoleToken)
 		tb.until("signed in", `document.querySelector("#session-filter") !== null`)
-		tb.open("#/operations")
-		tb.until("the operations page", `document.querySelector("#op-count").textContent !== ""`)
+		tb.run(`return await tool.start("demo.sleep", "25s")`)
+		tb.until("op-1 held by a worker", `(document.querySelector('#ops tr[data-op="op-1"]') || {dataset: {}}).dataset.state === "claimed"`)
 		if err := env.dev.stop(t); err != nil {
 			t.Fatalf("dev exit: %v", err)
 		}
 		tb.until("the unreachable banner", `!document.querySelector("#banner").hidden && document.querySelector("#banner").textContent.includes("Host unreachable")`)
 		tb.shot("host-unreachable")
+		env.dev = startSplash(t, env.args...)
+		env.dev.waitRecord(t, "dev ready")
+		tb.until("the banner gone", `document.querySelector("#banner").hidden`)
+		tb.until("the session lost", `!document.querySelector("#session-lost").hidden && document.querySelector("#session-lost").textContent.includes("was stopped")`)
+		tb.untilState("failed")
+		tb.until("op-1 of unknown fate", `document.querySelector('#ops tr[data-op="op-1"]').dataset.state === "unknown"`)
+		tb.shot("session-lost-host-stopped")
 	})
 }

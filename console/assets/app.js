@@ -359,9 +359,10 @@
     const chunks = el("ul", { class: "chunks", id: "chunks" });
     const auditBody = el("tbody", { id: "audit" });
     const streamNote = el("span", { class: "muted", id: "stream-note" });
-    append(main, [
-      el("h1", {}, "Session ", el("span", { class: "mono", text: id })),
-      lost, head,
+    const details = el("div", { id: "session-body" });
+    append(main, [el("h1", {}, "Session ", el("span", { class: "mono", text: id })), lost, details]);
+    append(details, [
+      head,
       el("h2", { text: "Operations" }),
       el("div", { class: "scroll" }, el("table", {},
         el("thead", {}, el("tr", {}, ["Op", "Tool", "Attempt", "Worker", "State", "Age", ""].map((h) => el("th", { text: h })))),
@@ -412,7 +413,11 @@
         // An operation gone from the live list has finished; its last
         // state came (or will come) on the stream.
         for (const [k, o] of ops) {
-          if (!live.has(k) && !TERMINAL_OPS.includes(o.state)) o.state = o.cancel_disposition === "acknowledged" ? "cancelled" : "finished";
+          if (live.has(k) || TERMINAL_OPS.includes(o.state) || o.state === "finished" || o.state === "unknown") continue;
+          // A lost session's operations were dispatched and never
+          // answered to this host: whether they ran is unknown.
+          const lostHost = session && (session.error_code === "host_restarted" || session.error_code === "host_stopped");
+          o.state = o.cancel_disposition === "acknowledged" ? "cancelled" : lostHost ? "unknown" : "finished";
         }
       }
       showOps();
@@ -430,13 +435,13 @@
       if (!ops.size) opsBody.append(el("tr", {}, el("td", { colspan: "7", class: "muted", text: "No operations." })));
       const sorted = [...ops.values()].sort((a, b) => Number(String(a.id).slice(3)) - Number(String(b.id).slice(3)));
       for (const o of sorted) {
-        const done = TERMINAL_OPS.includes(o.state) || o.state === "finished";
+        const done = TERMINAL_OPS.includes(o.state) || o.state === "finished" || o.state === "unknown";
         const note = cancelNotes.get(o.id);
         const btn = el("button", { type: "button", class: "cancel", text: "Cancel",
           disabled: done || o.state === "cancellation_requested" || terminal,
           on: { click: () => cancel(o) } });
         opsBody.append(el("tr", { data: { op: o.id, state: o.state } },
-          el("td", { class: "mono", text: o.id }),
+          el("td", { class: "mono nowrap", text: o.id }),
           el("td", { class: "mono", text: o.tool }),
           el("td", { text: o.attempt }),
           el("td", { class: "mono", text: o.worker || "—" }),
@@ -475,7 +480,7 @@
       if (seenAudit.has(a.seq)) return;
       seenAudit.add(a.seq);
       const row = el("tr", { data: { seq: a.seq } },
-        el("td", { text: a.seq }), el("td", {}, when(a.at)), el("td", { class: "mono", text: a.operation }),
+        el("td", { text: a.seq }), el("td", {}, when(a.at)), el("td", { class: "mono nowrap", text: a.operation }),
         el("td", { class: "mono", text: a.tool }), el("td", { text: a.attempt }), el("td", {}, stateBadge(a.outcome)),
         el("td", { class: "clip mono", title: a.detail || "", text: a.detail || (a.bytes ? a.bytes + " bytes" : "") }));
       // Keep seq order however events arrive (stream backlog, then poll).
@@ -490,11 +495,13 @@
         showHead(s);
         mergeOps(s.operations, true);
         terminal = s.state !== "suspended";
+        if (terminal) streamNote.textContent = "(ended)";
         return s;
       } catch (e) {
         if (e instanceof APIError && e.code === "unknown_session") {
           lost.hidden = false;
           lost.textContent = "Session lost: the host cannot answer for " + id + " (" + e.message + "). It never existed here, or its record expired.";
+          details.hidden = true;
           terminal = true;
           streamNote.textContent = "";
           return null;
