@@ -41,6 +41,9 @@ type publishedSeq struct {
 	heard bool
 }
 
+// maxEnded bounds publishedSeqs.ended.
+const maxEnded = 4096
+
 func newPublishedSeqs() *publishedSeqs {
 	return &publishedSeqs{seqs: make(map[string]publishedSeq), ended: make(map[string]uint32)}
 }
@@ -71,6 +74,14 @@ func (p *publishedSeqs) heard(requestID string, attempt uint32, terminal bool) {
 	if terminal {
 		delete(p.seqs, requestID)
 		if !ok || cur.attempt < attempt {
+			// Also reached by answers no publish of this process will
+			// follow (a late answer after a deadline, an earlier
+			// process's leftovers), so the map is bounded: past it, a
+			// lost race leaves one stale sequence behind, which only
+			// makes a finished request look delivered.
+			if len(p.ended) >= maxEnded {
+				clear(p.ended)
+			}
 			p.ended[requestID] = attempt
 		}
 		return
