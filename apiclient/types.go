@@ -38,4 +38,8 @@ const (
 	// ErrorHostStopped: the process stopped gracefully and recorded the
 	// session as failed.
 	ErrorHostStopped = "host_stopped"
+	// ErrorNondeterministic: a resumed session's script did not repeat
+	// the calls its ledger recorded, so it was ended rather than let
+	// dispatch calls its first run never made.
+	ErrorNondeterministic = "nondeterministic"
 )

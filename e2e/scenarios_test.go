@@ -317,11 +317,9 @@ func TestScenarioRollingRestart(t *testing.T) {
 
 // TestScenarioRestartHost (scenario 6): the host restarts under load,
 // first gracefully (SIGTERM, as `docker-compose restart` sends) and then by
-// a kill. Every script the host accepted ends queryable: completed, or
-// failed with host_stopped (held at the graceful stop) or host_restarted
-// (held at the kill), answered by the next process from the session
-// archive. No worker effect is repeated: the next process never
-// republishes an earlier one's calls, and drops their answers.
+// a kill. Every script the host accepted completes: the next process
+// resumes the sessions the last one left from their ledgers, and takes
+// the answers that came meanwhile. No worker effect is repeated.
 func TestScenarioRestartHost(t *testing.T) {
 	s, api := cluster(t, 3)
 	l := startLoad(t, api, loadClients)
@@ -343,16 +341,9 @@ func TestScenarioRestartHost(t *testing.T) {
 	s.logf("host started again, API at %s", api.baseURL())
 	during(t, 10*time.Second)
 
-	c := audit(t, s, l, restartOutcomes)
-	// Eight scripts are in flight at any moment, so each end of a
-	// process should catch some; only their sum is required, as the
-	// graceful stop lets the scripts that finish while HTTP shuts down
-	// complete.
-	if c.hostStopped+c.hostRestarted == 0 {
-		t.Errorf("no script was held at either restart: the scenario did not test what it claims")
-	}
-	if c.hostStopped == 0 || c.hostRestarted == 0 {
-		t.Logf("note: host stopped %d, host restarted %d", c.hostStopped, c.hostRestarted)
+	c := audit(t, s, l, resumedOutcomes)
+	if c.completed == 0 {
+		t.Errorf("no script completed")
 	}
 }
 

@@ -41,6 +41,19 @@
 // counted (Rejected, WithRejectHandler). Close stops every goroutine the
 // transport started and then closes Events.
 //
+// # Reconciliation
+//
+// Reconcile asks a tool's pool what became of an operation the host holds
+// no answer for, by request/reply on ReconcileSubject: one worker (queue
+// group ReconcileQueue) answers from its journal. Both frames belong to a
+// session of their own, the fresh request id, at ReconcileSeq; the answer
+// is returned only if it is a worker's and repeats the request's id,
+// session, tool and operation key (ErrReconcileReplayed,
+// ErrReconcileMismatch, ErrForged otherwise, inside ErrNoReconcileAnswer).
+//
+//	res, err := tr.Reconcile(ctx, sessionID, "text.remote", operationKey)
+//	action, err := hostloop.DecideReconcile(res.Status.State, idempotent, horizonPassed)
+//
 // # The session archive
 //
 // NewSessionArchive returns the hostloop.SessionArchive over splash_sessions

@@ -57,6 +57,13 @@ type HostTransport struct {
 	// seqs tells Waiting where each live attempt sits in SPLASH_INVOKE.
 	seqs *publishedSeqs
 
+	// adopted holds the consumers of other hosts' events this host reads
+	// (AdoptEvents); cfgAckWait and cfgMaxAckPending shape them.
+	adoptMu          sync.Mutex
+	adopted          map[string]jetstream.ConsumeContext
+	cfgAckWait       time.Duration
+	cfgMaxAckPending int
+
 	closeOnce sync.Once
 }
 
@@ -109,6 +116,10 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 		watcherDone: make(chan struct{}),
 		window:      newReplayWindow(o.replayMemory),
 		seqs:        newPublishedSeqs(),
+		adopted:     make(map[string]jetstream.ConsumeContext),
+
+		cfgAckWait:       cfg.AckWait,
+		cfgMaxAckPending: cfg.MaxAckPending,
 	}
 	sctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -161,6 +172,10 @@ func (t *HostTransport) Forget(requestID string) {
 // the same attempt is stored once. It returns once the publish is queued;
 // a failure after that arrives on Events as hostloop.EventPublishFailed.
 func (t *HostTransport) Publish(ctx context.Context, inv protocol.Invoke) error {
+	return t.publish(ctx, t.hostID, inv)
+}
+
+func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.Invoke) error {
 	if !t.enter() {
 		return ErrClosed
 	}
@@ -173,10 +188,7 @@ func (t *HostTransport) Publish(ctx context.Context, inv protocol.Invoke) error 
 	if err != nil {
 		return err
 	}
-	m := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{
-		HeaderMsgID: []string{MsgID(inv.IdempotencyKey, inv.Attempt)},
-		HeaderHost:  []string{t.hostID},
-	}}
+	m := &nats.Msg{Subject: subject, Data: data, Header: publishHeader(inv.IdempotencyKey, inv.Attempt, host)}
 	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(StreamInvoke))
 	if err != nil {
 		return fmt.Errorf("fabric: publish %q: %w", truncate(inv.RequestID), err)
@@ -292,13 +304,21 @@ func (t *HostTransport) onEvent(m jetstream.Msg) {
 	defer t.active.Done()
 	msg, ok := t.open(m.Data(), m.Subject())
 	if !ok {
+		if md, err := m.Metadata(); err == nil && md.NumDelivered > 1 {
+			// A redelivery: a frame that failed would have been
+			// terminated at its first delivery, so this one passed and
+			// waits for its ack (its session's ledger write is
+			// pending). The first delivery's ack settles it.
+			return
+		}
 		_ = m.Term()
 		return
 	}
 	worker := m.Headers().Get(HeaderWorker)
-	if t.emit(hostloop.Event{Kind: hostloop.EventMessage, Message: msg, Worker: worker}) {
-		_ = m.Ack()
-	}
+	// Acked when the loop has taken it for good (see hostloop.Event.Ack);
+	// until then a redelivery is refused by the replay window, and after
+	// a restart it reaches the next process.
+	t.emit(hostloop.Event{Kind: hostloop.EventMessage, Message: msg, Worker: worker, Ack: func() { _ = m.Ack() }})
 }
 
 // open authenticates a worker frame (a chunk, result or cancel
@@ -369,11 +389,12 @@ func (t *HostTransport) Close() error {
 		t.closed = true
 		t.mu.Unlock()
 		close(t.done)
-		t.cc.Stop()
-		select {
-		case <-t.cc.Closed():
-		case <-time.After(stopTimeout):
+		stopConsume(t.cc)
+		t.adoptMu.Lock()
+		for _, cc := range t.adopted {
+			stopConsume(cc)
 		}
+		t.adoptMu.Unlock()
 		t.active.Wait()
 		<-t.watcherDone
 		t.js.CleanupPublisher()

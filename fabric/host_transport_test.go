@@ -210,9 +210,11 @@ func TestForgedFramesAreRejectedAndCounted(t *testing.T) {
 		publishEvent(t, env, "h1", "forged-"+string(rune('a'+i)), e.data)
 	}
 	ev := testwait.Receive(t, 0, "the good result", tr.Events())
-	if ev.Message.Result == nil || ev.Message.Result.RequestID != "req-1" {
+	if ev.Message.Result == nil || ev.Message.Result.RequestID != "req-1" || ev.Ack == nil {
 		t.Fatalf("event = %+v", ev)
 	}
+	// The loop acks what it took once it is stored.
+	ev.Ack()
 	want := map[string]uint64{
 		fabric.RejectMalformed: 2,
 		fabric.RejectBadTag:    2,

@@ -19,6 +19,8 @@ type options struct {
 	onReject       func(reason, subject string, err error)
 	onRecordReject func(reason string, err error)
 	onError        func(error)
+	// reconcileTimeout bounds HostTransport.Reconcile's wait.
+	reconcileTimeout time.Duration
 }
 
 func defaultOptions() options {
@@ -27,6 +29,8 @@ func defaultOptions() options {
 		maxPending:     4096,
 		publishTimeout: 5 * time.Second,
 		replayMemory:   1 << 16,
+
+		reconcileTimeout: DefaultReconcileTimeout,
 	}
 }
 

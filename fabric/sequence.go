@@ -46,3 +46,11 @@ func checkWorkerSeq(attempt, k uint32) error {
 	}
 	return nil
 }
+
+// ReconcileSeq is the sequence of both frames of a reconciliation, the
+// host's request and the worker's answer: bit 63 alone. It is above every
+// number a host gives an operation's frames (invokes and cancels stay
+// below 2^34, stream denials below 2^63), and its low 32 bits are zero, so
+// it is no WorkerSeq either (worker frames count from 1). Each exchange
+// has a session of its own, so one number per direction is all it needs.
+const ReconcileSeq uint64 = 1 << 63

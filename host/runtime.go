@@ -315,6 +315,9 @@ type ExternalInvocation struct {
 	// Contract is the definition the tool was registered from, nil for a
 	// tool registered by policy; it is shared, read-only.
 	Contract *protocol.Contract
+	// Idempotent is the tool's declaration that repeating its effect is
+	// harmless: what a host may do with an operation nobody knows of.
+	Idempotent bool
 }
 
 // ClaimNextExternalTool returns the oldest queued external operation as
@@ -342,6 +345,7 @@ func (r *Runtime) invocation(op *operation, now time.Time) ExternalInvocation {
 		ID: op.id, Tool: p.Name, Input: op.input, Format: op.tool.format,
 		CallIndex: op.callIndex, Attempt: op.attempt, AttemptLimit: uint32(p.MaxAttempts),
 		IdempotencyKey: op.key, OutputLimit: p.MaxOutputBytes, Contract: op.tool.contract,
+		Idempotent: op.tool.meta.Idempotent,
 	}
 	if p.Stream != nil {
 		s := *p.Stream

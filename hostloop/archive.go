@@ -85,19 +85,30 @@ func sessionIncarnation(hostID string, id SessionID) (string, bool) {
 // the caller's goroutine.
 func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error) {
 	unknown := fmt.Errorf("%w: %s", ErrUnknownSession, quoteID(id))
-	inc, ok := sessionIncarnation(l.cfg.HostID, id)
+	inc, owner, ok := ParseSessionID(id)
 	if !ok {
-		// Not a session id of this host: the archive is not asked, so
-		// a malformed id never reaches it.
+		// Not a session id: the archive is not asked, so a malformed id
+		// never reaches it.
 		return SessionStatus{}, unknown
 	}
 	a := l.cfg.Archive
 	s, err := a.Lookup(ctx, id)
 	switch {
 	case err == nil:
+		// Hosts share the archive: any of them answers for a session
+		// that ended, whichever host drove it.
 		return s, nil
 	case !errors.Is(err, ErrUnknownSession):
 		return SessionStatus{}, fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, quoteID(id), err)
+	}
+	if l.cfg.Ledger != nil {
+		if st, ok, err := l.durableStatus(ctx, id, inc, owner); ok {
+			return st, err
+		}
+	}
+	switch {
+	case owner != l.cfg.HostID:
+		return SessionStatus{}, &SessionElsewhereError{Session: id, Host: owner}
 	case inc == l.incarnation.ID:
 		// This process never had it, or forgot it before its record was
 		// stored.
@@ -121,6 +132,28 @@ func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error
 		// process that accepted it is the closest bound there is.
 		Created: rec.Started,
 	}, nil
+}
+
+// durableStatus answers for a session another process may carry on: one
+// whose incarnation's lease another live host holds is that host's to
+// answer for; one whose ledger waits for a host to adopt it is suspended.
+func (l *Loop) durableStatus(ctx context.Context, id SessionID, inc, owner string) (SessionStatus, bool, error) {
+	if h, ok := l.cfg.Leases.(LeaseHolders); ok {
+		holder, err := h.Holder(ctx, inc)
+		if err != nil {
+			return SessionStatus{}, true, fmt.Errorf("%w: lease of %s: %w", ErrLedgerUnavailable, inc, err)
+		}
+		if host, ok := incarnationHost(holder); ok && holder != l.incarnation.ID {
+			return SessionStatus{}, true, &SessionElsewhereError{Session: id, Host: host}
+		}
+	}
+	entries, err := l.cfg.Ledger.Load(ctx, string(id))
+	if err != nil || len(entries) == 0 {
+		return SessionStatus{}, false, nil
+	}
+	// Its ledger is there and nobody drives it: the next adoption scan
+	// (of this host or another) carries it on.
+	return SessionStatus{ID: id, State: SessionSuspended, Created: entries[0].At}, true, nil
 }
 
 // stoppedStatus is the terminal status recorded for a session still
@@ -148,7 +181,9 @@ type WaitingRecorder interface {
 func (st *loopState) archiveSuspended(ctx context.Context) {
 	w, wait := st.cfg.Archive.(WaitingRecorder)
 	for _, s := range st.sessions {
-		if s.done {
+		if s.done || durableSession(s) {
+			// A durable session is not over: the next process of this
+			// host resumes it from its ledger.
 			continue
 		}
 		if wait {

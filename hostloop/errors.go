@@ -44,9 +44,39 @@ var (
 	// altered, or written before records were sealed): it is refused,
 	// never answered from. Status wraps it in ErrArchiveUnavailable.
 	ErrRecordRejected = errors.New("hostloop: archived record fails authentication")
+	// ErrInvalidSubmission: a submission field the loop cannot take (a
+	// restart policy it does not know).
+	ErrInvalidSubmission = errors.New("hostloop: invalid submission")
+	// ErrLedgerUnavailable: StartLoop could not list or read the ledgers
+	// of the sessions an earlier process left, so it cannot resume them.
+	ErrLedgerUnavailable = errors.New("hostloop: session ledgers unavailable")
+	// ErrLeaseHeld is returned by Leases.Take for an incarnation another
+	// live host holds.
+	ErrLeaseHeld = errors.New("hostloop: lease held by another host")
+	// ErrSessionElsewhere: the session is driven by another host's
+	// process; SessionElsewhereError names it.
+	ErrSessionElsewhere = errors.New("hostloop: session held by another host")
 )
+
+// SessionElsewhereError says which host's process a session belongs to,
+// for a Status asked of a host that does not hold it.
+type SessionElsewhereError struct {
+	Session SessionID
+	Host    string
+}
+
+func (e *SessionElsewhereError) Error() string {
+	return "hostloop: session " + quoteID(e.Session) + " belongs to host " + quoteID(e.Host) + ", which answers for it"
+}
+
+// Unwrap makes it match ErrSessionElsewhere.
+func (e *SessionElsewhereError) Unwrap() error { return ErrSessionElsewhere }
 
 // ErrValueTooLarge is the reason of a session whose script completed with
 // a value over LoopConfig.MaxValueBytes: the value is refused rather than
 // cut, since a cut JSON value no longer parses.
 var ErrValueTooLarge = errors.New("hostloop: session value too large")
+
+// ErrInvalidReconcileState reports a reconciliation state DecideReconcile
+// does not know; no action is taken on it.
+var ErrInvalidReconcileState = errors.New("hostloop: invalid reconciliation state")

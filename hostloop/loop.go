@@ -6,12 +6,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // LoopConfig configures a Loop.
@@ -59,6 +62,33 @@ type LoopConfig struct {
 	// MaxValueBytes bounds a finished session's value and error as JSON
 	// text (see boundResult); zero picks DefaultMaxValueBytes.
 	MaxValueBytes int
+	// Ledger, if set, makes sessions durable: each keeps its operation
+	// ledger there (prepared before dispatch, persisted before publish),
+	// and StartLoop resumes the sessions an earlier process of this host
+	// left suspended. Nil keeps today's behaviour: a session ends with
+	// its process.
+	Ledger workflow.Log
+	// Restart is the policy of a session whose submission names none;
+	// "" is workflow.RestartResume. Sessions under RestartFail keep no
+	// ledger.
+	Restart workflow.RestartPolicy
+	// LedgerRetry is the wait before a failed ledger write is tried
+	// again; zero picks one second.
+	LedgerRetry time.Duration
+	// Leases, with a Ledger, let several hosts share one fabric: each
+	// process holds its incarnation's lease, and every AdoptEvery (zero
+	// picks DefaultAdoptEvery) a loop takes on the durable sessions whose
+	// incarnation's lease lapsed. Nil: only this host's own sessions are
+	// resumed, by its next process.
+	Leases     Leases
+	AdoptEvery time.Duration
+	// ReconcileAfter is how long an operation a resumed session holds
+	// may go without an answer before the loop asks the tool's workers
+	// about it (with a Transport that is a Reconciler); RedeliveryHorizon
+	// is how long after its dispatch the stream may still deliver it.
+	// Zero picks DefaultReconcileAfter and DefaultRedeliveryHorizon.
+	ReconcileAfter    time.Duration
+	RedeliveryHorizon time.Duration
 }
 
 // DefaultAuditPerSession is how many audit events the loop keeps for a
@@ -101,6 +131,11 @@ type Loop struct {
 	// incarnation is set by StartLoop and never changes; any goroutine
 	// may read it.
 	incarnation Incarnation
+
+	// held is the incarnations whose leases this process holds; leaseMu
+	// guards it (StartLoop, the adoption scan and Stop use it).
+	leaseMu sync.Mutex
+	held    map[string]bool
 
 	// Everything below is owned by the run goroutine.
 	st *loopState
@@ -149,6 +184,24 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	if cfg.MaxValueBytes <= 0 {
 		cfg.MaxValueBytes = DefaultMaxValueBytes
 	}
+	if cfg.Restart, err = workflow.ParseRestartPolicy(string(cfg.Restart)); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if cfg.LedgerRetry <= 0 {
+		cfg.LedgerRetry = time.Second
+	}
+	if cfg.AdoptEvery <= 0 {
+		cfg.AdoptEvery = DefaultAdoptEvery
+	}
+	if cfg.ReconcileAfter <= 0 {
+		cfg.ReconcileAfter = DefaultReconcileAfter
+	}
+	if cfg.RedeliveryHorizon <= 0 {
+		cfg.RedeliveryHorizon = DefaultRedeliveryHorizon
+	}
+	if cfg.Leases != nil && cfg.Ledger == nil {
+		return nil, fmt.Errorf("%w: leases without a ledger hold nothing", ErrInvalidConfig)
+	}
 	var random [incarnationHexLen / 2]byte
 	if _, err := rand.Read(random[:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", host.ErrEntropyUnavailable, err)
@@ -158,6 +211,7 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 		cmds: make(chan command),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
+		held: make(map[string]bool),
 		// Request and session ids carry a random incarnation so that
 		// events left in the stream by an earlier run of the same host
 		// id never match an operation of this one, and so that a session
@@ -180,8 +234,30 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 				ErrArchiveUnavailable, l.incarnation.ID, err)
 		}
 	}
-	l.st = newLoopState(cfg, l.incarnation.ID)
+	l.st = newLoopState(cfg, l.incarnation.ID, l.done)
+	if cfg.Ledger != nil {
+		// Before the loop runs: the sessions an earlier process left
+		// are this one's first, and nothing else touches the state yet.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ArchiveTimeout)
+		err := l.take(ctx, l.incarnation.ID)
+		if err == nil {
+			err = l.resumeOwn(ctx)
+		}
+		cancel()
+		if err != nil {
+			l.st.abandonResumed()
+			l.releaseAll(context.Background())
+			if !errors.Is(err, ErrLedgerUnavailable) && !errors.Is(err, ErrArchiveUnavailable) {
+				err = fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
+			}
+			return nil, err
+		}
+	}
 	go l.run()
+	if cfg.Leases != nil {
+		l.st.bg.Add(1)
+		go l.adoptLoop()
+	}
 	return l, nil
 }
 
@@ -200,6 +276,12 @@ func (l *Loop) Stop() {
 		close(l.stop)
 	}
 	<-l.done
+	l.st.bg.Wait()
+	if l.cfg.Leases != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
+		l.releaseAll(ctx)
+		cancel()
+	}
 }
 
 func (l *Loop) run() {
@@ -224,9 +306,10 @@ func (l *Loop) run() {
 		}
 		select {
 		case <-l.stop:
-			l.archiveOnStop()
+			l.stopStores()
 			return
 		case c := <-l.cmds:
+			st.now = clock.Now()
 			c.run(st)
 		case ev, ok := <-events:
 			if !ok {
@@ -235,25 +318,37 @@ func (l *Loop) run() {
 				events = nil
 				continue
 			}
+			st.now = clock.Now()
 			st.handleEvent(ev)
+		case w := <-st.ledgerDone:
+			st.now = clock.Now()
+			st.ledgerWritten(w)
+		case a := <-st.reconcileDone:
+			st.now = clock.Now()
+			st.reconciled(a)
 		case <-timer.C():
 			armed = time.Time{}
-			st.fireTimers(clock.Now())
+			st.now = clock.Now()
+			st.fireTimers(st.now)
 		}
 		st.flush()
 	}
 }
 
-// archiveOnStop records the sessions still suspended and flushes the
-// archive. It runs on the loop goroutine after its last step, so no
-// command can change a session meanwhile.
-func (l *Loop) archiveOnStop() {
+// stopStores stores what durable sessions have not stored yet, records
+// the other sessions still suspended and flushes the archive. It runs on
+// the loop goroutine after its last step, so no command can change a
+// session meanwhile.
+func (l *Loop) stopStores() {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
+	defer cancel()
+	if l.cfg.Ledger != nil {
+		l.st.flushLedgers(ctx)
+	}
 	a := l.cfg.Archive
 	if a == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
-	defer cancel()
 	l.st.archiveSuspended(ctx)
 	// A failed flush is the archive's to report: a killed host leaves
 	// the same gap, which Status covers with ErrHostRestarted.

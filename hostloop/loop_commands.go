@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // Submission is a script to run in a new session.
@@ -21,6 +23,10 @@ type Submission struct {
 	ToolCallBudget  int
 	MaxPending      int
 	ExecutionBudget time.Duration
+	// Restart says what a later process of this host does with the
+	// session if this one ends first; "" takes LoopConfig.Restart. It
+	// matters only with a LoopConfig.Ledger.
+	Restart workflow.RestartPolicy
 }
 
 // SessionState is where a session's script stands.
@@ -87,9 +93,20 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if err := l.cfg.Limits.check(sub); err != nil {
 		return SessionStatus{}, err
 	}
-	rt, res, err := prepareSession(l.cfg, sub)
+	policy := l.cfg.Restart
+	if sub.Restart != "" {
+		p, err := workflow.ParseRestartPolicy(string(sub.Restart))
+		if err != nil {
+			return SessionStatus{}, fmt.Errorf("%w: %w", ErrInvalidSubmission, err)
+		}
+		policy = p
+	}
+	n, err := prepareSession(l.cfg, sub)
 	if err != nil {
 		return SessionStatus{}, err
+	}
+	if l.cfg.durable(policy) {
+		n.ledger = newSubmitted(n.clock.own, n.cfg, n.rt, sub)
 	}
 	type answer struct {
 		s   SessionStatus
@@ -97,7 +114,13 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	}
 	a, err := call(ctx, l, func(reply chan<- answer) command {
 		return cmdFunc(func(st *loopState) {
-			s, err := st.adopt(rt, res)
+			s, err := st.adopt(n)
+			if sess := st.sessions[s.ID]; err == nil && sess.led != nil && !sess.done {
+				// A durable session is the caller's once a later host
+				// could resume it: its ledger's first write is stored.
+				sess.led.onStored = func() { reply <- answer{st.status(sess), nil} }
+				return
+			}
 			reply <- answer{s, err}
 		})
 	})
@@ -178,9 +201,48 @@ type cmdFunc func(*loopState)
 
 func (f cmdFunc) run(st *loopState) { f(st) }
 
+// newSession is a runtime whose first step ran, not yet the loop's.
+type newSession struct {
+	rt    *host.Runtime
+	res   *host.EvalResult
+	cfg   host.Config
+	clock *sessionClock
+	// ledger is set for a durable session; persisted is how much of it
+	// a Log already holds (a resumed session's).
+	ledger    *workflow.Ledger
+	persisted int
+	// id is a resumed session's; a new one gets the next of this loop.
+	id SessionID
+}
+
 // prepareSession builds a session's runtime from the loop's template and
 // sub, registers the catalog and evaluates the script's first step.
-func prepareSession(lc LoopConfig, sub Submission) (*host.Runtime, *host.EvalResult, error) {
+func prepareSession(lc LoopConfig, sub Submission) (newSession, error) {
+	cfg := sessionConfig(lc, sub)
+	clock := &sessionClock{own: lc.Clock.Now()}
+	cfg.Clock = clock
+	rt := host.NewRuntime(cfg)
+	if lc.Catalog != nil {
+		if err := lc.Catalog(rt); err != nil {
+			return newSession{}, fmt.Errorf("host: catalog: %w", err)
+		}
+	}
+	res, err := rt.Eval(sub.Source)
+	if err != nil {
+		return newSession{}, err
+	}
+	if res != nil && errors.Is(res.Err, host.ErrUnknownTool) {
+		// A script that names a tool the host does not offer is refused
+		// outright rather than kept as a failed session: the caller made
+		// a mistake the API can name.
+		return newSession{}, res.Err
+	}
+	return newSession{rt: rt, res: res, cfg: cfg, clock: clock}, nil
+}
+
+// sessionConfig is the runtime config of a session: the loop's template
+// with the submission's overrides and the loop's defaults.
+func sessionConfig(lc LoopConfig, sub Submission) host.Config {
 	cfg := lc.Runtime
 	if sub.Grants != nil {
 		cfg.Grants = sub.Grants
@@ -211,42 +273,33 @@ func prepareSession(lc LoopConfig, sub Submission) (*host.Runtime, *host.EvalRes
 		// newest are kept and the rest counted, not held until the drain.
 		cfg.AuditLimit = 2*cfg.MaxPending + lc.AuditPerSession
 	}
-	rt := host.NewRuntime(cfg)
-	if lc.Catalog != nil {
-		if err := lc.Catalog(rt); err != nil {
-			return nil, nil, fmt.Errorf("host: catalog: %w", err)
-		}
-	}
-	res, err := rt.Eval(sub.Source)
-	if err != nil {
-		return nil, nil, err
-	}
-	if res != nil && errors.Is(res.Err, host.ErrUnknownTool) {
-		// A script that names a tool the host does not offer is refused
-		// outright rather than kept as a failed session: the caller made
-		// a mistake the API can name.
-		return nil, nil, res.Err
-	}
-	return rt, res, nil
+	return cfg
 }
 
 // adopt makes rt, whose first step gave res, a session of the loop. A
 // script that is still waiting counts against the suspended sessions the
 // limits allow; over them it is refused before anything it started is
 // claimed, so nothing was dispatched.
-func (st *loopState) adopt(rt *host.Runtime, res *host.EvalResult) (SessionStatus, error) {
-	if (res == nil || res.Suspended) && st.suspended >= st.cfg.Limits.MaxSuspendedSessions {
+func (st *loopState) adopt(n newSession) (SessionStatus, error) {
+	if (n.res == nil || n.res.Suspended) && n.id == "" && st.suspended >= st.cfg.Limits.MaxSuspendedSessions {
 		return SessionStatus{}, fmt.Errorf("%w: %d suspended, the limit", ErrHostBusy, st.suspended)
 	}
-	st.nextSession++
 	s := &session{
-		id:      SessionID("s-" + st.incarnation + "-" + strconv.FormatUint(st.nextSession, 36)),
-		rt:      rt,
-		created: st.cfg.Clock.Now(),
+		id:      n.id,
+		rt:      n.rt,
+		clock:   n.clock,
+		created: st.now,
 		ops:     make(map[host.ExternalToolID]*dispatched),
 	}
+	if s.id == "" {
+		st.nextSession++
+		s.id = SessionID("s-" + st.incarnation + "-" + strconv.FormatUint(st.nextSession, 36))
+	}
+	if n.ledger != nil {
+		s.led = &sessionLedger{l: n.ledger, persisted: n.persisted}
+	}
 	st.sessions[s.id] = s
-	st.setResult(s, res)
+	st.setResult(s, n.res)
 	st.touch(s)
 	// Counted until it is done; one that finished at once is done at
 	// this step's flush.
@@ -274,8 +327,9 @@ func (st *loopState) cancel(id SessionID, op host.ExternalToolID) error {
 	if err != nil {
 		return err
 	}
+	st.record(s, workflow.Applied{Kind: workflow.InputCancelRequested, Op: op})
 	st.changedOp(d)
-	if d.betweenAttempts {
+	if d.betweenAttempts || d.held {
 		// No worker holds it: the next attempt is not out yet and never
 		// will be, so the cancellation is certain now.
 		st.confirmCancel(d)

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // loopState is everything the loop goroutine owns. No other goroutine may
@@ -49,6 +51,18 @@ type loopState struct {
 	changedOps []*dispatched
 	// reporting holds the sessions whose state the current step changed.
 	reporting []*session
+	// now is the instant the current step began: every runtime reads it
+	// (see sessionClock).
+	now time.Time
+	// ledgerDone carries the answers of ledger writes; inflight counts
+	// the writes not yet answered. bg tracks every goroutine the loop
+	// started for its stores, which end once gone is closed.
+	ledgerDone chan ledgerWrite
+	inflight   int
+	// reconcileDone carries the workers' accounts of resumed operations.
+	reconcileDone chan reconcileAnswer
+	bg            *sync.WaitGroup
+	gone          <-chan struct{}
 }
 
 // settledMemory bounds how many settled operations the loop remembers for
@@ -63,8 +77,15 @@ type Forgetter interface {
 
 // session is one script and its runtime.
 type session struct {
-	id      SessionID
-	rt      *host.Runtime
+	id    SessionID
+	rt    *host.Runtime
+	clock *sessionClock
+	// led is the session's ledger; nil for a session that ends with its
+	// process.
+	led *sessionLedger
+	// host is the id of the host whose process accepted the session, when
+	// this host adopted it; its workers answer there.
+	host    string
 	created time.Time
 	result  *host.EvalResult
 	// truncated: boundResult cut the result's error text to fit.
@@ -101,17 +122,30 @@ type dispatched struct {
 	// once it settled (the runtime may forget it later).
 	changed bool
 	final   host.OperationState
+	// held: claimed, waiting for its prepared entry (at prepIndex of the
+	// session's ledger) to be stored before it is published.
+	held      bool
+	prepIndex int
+	// dispatched is when the operation's current attempt was last
+	// published, as far as this process knows (a resumed one's prepare
+	// time): its redelivery horizon counts from there.
+	dispatched time.Time
 }
 
-func newLoopState(cfg LoopConfig, incarnation string) *loopState {
+func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loopState {
 	return &loopState{
-		cfg:         cfg,
-		incarnation: incarnation,
-		sessions:    make(map[SessionID]*session),
-		byRequest:   make(map[string]*dispatched),
-		dirty:       make(map[*session]struct{}),
-		settled:     make(map[string]*dispatched),
-		settledRing: make([]string, settledMemory),
+		cfg:           cfg,
+		incarnation:   incarnation,
+		now:           cfg.Clock.Now(),
+		ledgerDone:    make(chan ledgerWrite),
+		reconcileDone: make(chan reconcileAnswer),
+		bg:            new(sync.WaitGroup),
+		gone:          gone,
+		sessions:      make(map[SessionID]*session),
+		byRequest:     make(map[string]*dispatched),
+		dirty:         make(map[*session]struct{}),
+		settled:       make(map[string]*dispatched),
+		settledRing:   make([]string, settledMemory),
 	}
 }
 
@@ -158,6 +192,9 @@ func (st *loopState) flush() {
 
 // flushSession ends a step for one session it touched.
 func (st *loopState) flushSession(s *session) {
+	if st.sessions[s.id] != s {
+		return // relinquished to another host
+	}
 	st.pump(s)
 	st.claimAll(s)
 	if ev := s.rt.DrainAudit(); len(ev) > 0 {
@@ -184,7 +221,15 @@ func (st *loopState) flushSession(s *session) {
 			// holds it.
 			a.Record(summaryOf(s))
 		}
+		if s.led != nil {
+			st.finishLedger(s)
+		}
 		st.retain()
+	}
+	st.persist(s)
+	if s.clock.step == nil {
+		// Its first step is over: from now on it reads the loop's time.
+		s.clock.step = &st.now
 	}
 	if state := summaryOf(s).State; state != s.reported {
 		s.reported = state
@@ -238,7 +283,7 @@ func (st *loopState) pump(s *session) {
 		}
 	}
 	if s.rt.LocalPending() {
-		st.timers.push(timerEntry{at: st.cfg.Clock.Now(), kind: timerPump, s: s})
+		st.timers.push(timerEntry{at: st.now, kind: timerPump, s: s})
 	}
 }
 
@@ -259,7 +304,15 @@ func (st *loopState) claimAll(s *session) {
 		s.ops[inv.ID] = d
 		st.byRequest[d.requestID] = d
 		st.changedOp(d)
-		st.publish(d, inv)
+		if s.led == nil {
+			st.publish(d, inv)
+			continue
+		}
+		d.inv = inv
+		if err := st.prepare(d); err != nil {
+			st.reject("prepare", err)
+			st.complete(d, host.Fail(err.Error()))
+		}
 	}
 }
 
@@ -275,7 +328,7 @@ func (st *loopState) publish(d *dispatched, inv host.ExternalInvocation) {
 	d.inv = inv
 	st.changedOp(d)
 	msg := invokeFor(d.requestID, inv)
-	if err := st.cfg.Transport.Publish(context.Background(), msg); err != nil {
+	if err := st.send(d.s, msg); err != nil {
 		// A refused publish is retried like a lost one: after a backoff,
 		// with the same message id.
 		st.schedulePublish(d, st.nextDelay(d))
@@ -284,6 +337,15 @@ func (st *loopState) publish(d *dispatched, inv host.ExternalInvocation) {
 	if o := st.cfg.Observer; o != nil {
 		o.Dispatched(d.s.id, inv)
 	}
+}
+
+// send publishes msg; an adopted session's answers go to the events of
+// the host that accepted it, where every driver of the session reads.
+func (st *loopState) send(s *session, msg protocol.Invoke) error {
+	if hp, ok := st.cfg.Transport.(HostPublisher); ok && s.host != "" {
+		return hp.PublishFor(context.Background(), s.host, msg)
+	}
+	return st.cfg.Transport.Publish(context.Background(), msg)
 }
 
 func (st *loopState) nextDelay(d *dispatched) time.Duration {
@@ -295,7 +357,7 @@ func (st *loopState) nextDelay(d *dispatched) time.Duration {
 }
 
 func (st *loopState) schedulePublish(d *dispatched, after time.Duration) {
-	st.timers.push(timerEntry{at: st.cfg.Clock.Now().Add(after), kind: timerPublish, d: d, attempt: d.inv.Attempt})
+	st.timers.push(timerEntry{at: st.now.Add(after), kind: timerPublish, d: d, attempt: d.inv.Attempt})
 }
 
 // forget drops an operation that reached a terminal state.
@@ -363,12 +425,24 @@ func (st *loopState) fireTimers(now time.Time) {
 				continue // the cancellation settles it; nothing more goes out
 			}
 			st.publish(d, d.inv)
+		case timerLedger:
+			st.retryLedger(e.s)
+		case timerReconcile:
+			if d := e.d; st.byRequest[d.requestID] == d && d.inv.Attempt == e.attempt {
+				st.reconcile(d)
+			}
 		}
 	}
 }
 
 func (st *loopState) expire(s *session) {
+	if st.sessions[s.id] != s {
+		return
+	}
 	ids, res := s.rt.ExpireTimedOutTools()
+	if len(ids) > 0 {
+		st.record(s, workflow.Applied{Kind: workflow.InputExpire})
+	}
 	for _, id := range ids {
 		if d := s.ops[id]; d != nil {
 			st.forget(d)
@@ -400,11 +474,13 @@ func (st *loopState) handleEvent(ev Event) {
 		}
 		st.schedulePublish(d, st.nextDelay(d))
 	case EventMessage:
-		st.handleMessage(ev.Message, ev.Worker)
+		st.settleAck(st.handleMessage(ev.Message, ev.Worker), ev.Ack)
 	}
 }
 
-func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
+// handleMessage applies a worker frame and returns the operation it
+// applied to, nil if none.
+func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) *dispatched {
 	var requestID string
 	var attempt uint32
 	switch m.Kind {
@@ -416,27 +492,27 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 		requestID, attempt = m.CancelDisp.RequestID, m.CancelDisp.Attempt
 	default:
 		st.reject("unexpected_kind", fmt.Errorf("%w: %s", host.ErrWrongState, m.Kind))
-		return
+		return nil
 	}
 	d := st.byRequest[requestID]
 	if d == nil {
 		if late := st.settled[requestID]; late != nil && m.Kind == protocol.KindResult {
 			st.lateResult(late, m.Result)
-			return
+			return nil
 		}
 		if !strings.HasPrefix(requestID, st.incarnation+"-") && strings.HasPrefix(requestID, st.cfg.HostID+"-") {
 			// Its session died with that process (ErrHostRestarted or
 			// ErrHostStopped): the answer is dropped, and the call is
 			// never dispatched again, so its effect cannot repeat.
 			st.reject("unknown_request", fmt.Errorf("%w: %s was dispatched by an earlier process of this host", host.ErrUnknownOperation, quoteID(requestID)))
-			return
+			return nil
 		}
 		st.reject("unknown_request", fmt.Errorf("%w: %s", host.ErrUnknownOperation, quoteID(requestID)))
-		return
+		return nil
 	}
 	if attempt != 0 && attempt != d.inv.Attempt {
 		st.reject("stale_attempt", fmt.Errorf("%w: attempt %d, current %d", host.ErrWrongState, attempt, d.inv.Attempt))
-		return
+		return nil
 	}
 	if worker != "" {
 		d.worker = worker
@@ -452,7 +528,7 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 			if errors.Is(err, host.ErrStreamLimitExceeded) {
 				st.denyStream(d, err)
 			}
-			return
+			return nil
 		}
 		if o := st.cfg.Observer; o != nil {
 			o.Chunk(d.s.id, c)
@@ -463,6 +539,7 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) {
 			st.confirmCancel(d)
 		}
 	}
+	return d
 }
 
 // denyStream tells the worker running d's attempt that its stream is
@@ -493,6 +570,7 @@ func (st *loopState) confirmCancel(d *dispatched) {
 		st.reject("cancel_confirm", err)
 		return
 	}
+	st.record(d.s, workflow.Applied{Kind: workflow.InputCancelConfirmed, Op: d.id})
 	st.touch(d.s)
 	st.setResult(d.s, res)
 	st.forget(d)
@@ -530,6 +608,11 @@ func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
 		inv, err := rt.RetryExternalTool(d.id, class)
 		switch {
 		case err == nil:
+			kind := workflow.InputRetryTransient
+			if class == host.RetryRateLimited {
+				kind = workflow.InputRetryRateLimited
+			}
+			st.record(d.s, workflow.Applied{Kind: kind, Op: d.id})
 			delay := st.nextDelay(d)
 			if class == host.RetryRateLimited {
 				// The worker's retry-after is a floor, never shortened.
@@ -554,6 +637,10 @@ func (st *loopState) complete(d *dispatched, res host.ToolResult) {
 	out, err := d.s.rt.CompleteExternalTool(d.id, res)
 	if err != nil {
 		st.reject("complete", err)
+	} else if res.Err == nil {
+		st.record(d.s, workflow.Applied{Kind: workflow.InputSucceeded, Op: d.id, Output: res.Output})
+	} else {
+		st.record(d.s, workflow.Applied{Kind: workflow.InputFailed, Op: d.id, Error: res.Err.Error()})
 	}
 	st.setResult(d.s, out)
 	st.settleIfTerminal(d)

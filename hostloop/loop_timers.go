@@ -15,6 +15,11 @@ const (
 	// timerPump resumes a session whose local tools kept starting more
 	// local tools for longer than one step may run them.
 	timerPump
+	// timerLedger tries a session's failed ledger write again.
+	timerLedger
+	// timerReconcile asks the workers about a resumed operation that
+	// has no answer yet.
+	timerReconcile
 )
 
 // timerEntry is one pending wake-up. Entries are never removed early: a

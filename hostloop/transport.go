@@ -55,4 +55,20 @@ type Event struct {
 	// Invoke and Err are set for EventPublishFailed.
 	Invoke protocol.Invoke
 	Err    error
+	// Ack, if set, tells the transport the event was taken for good, so
+	// it is not delivered again. The loop calls it once, when what the
+	// event changed is stored (a durable session's ledger entry), so an
+	// answer a host took but did not store reaches the host's next
+	// process. Nil: the transport already acknowledged it.
+	Ack func()
+}
+
+// Reconciler is implemented by transports that can ask a tool's workers
+// what became of an operation the host dispatched and holds no answer for
+// (after adopting a session, say). The operation is named by its session
+// and durable key, never by the host's own id for it. The answer is
+// authenticated and bound to the request before it is returned; what the
+// host then does with it is DecideReconcile's to say.
+type Reconciler interface {
+	Reconcile(ctx context.Context, sessionID, tool, operationKey string) (protocol.OperationReconcileResult, error)
 }

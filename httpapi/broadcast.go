@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"slices"
 	"sync"
 
@@ -62,6 +64,10 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind    EventKind
 	Session hostloop.SessionID
+	// Seq numbers a session's events as this broadcaster published
+	// them, from 1; an event stream sends it in each event's id, so a
+	// client that reconnects says where it stopped (Last-Event-ID).
+	Seq uint64
 	// Status is set for EventState.
 	Status hostloop.SessionStatus
 	// Chunk is set for EventChunk.
@@ -93,7 +99,8 @@ type BroadcasterConfig struct {
 // blocks: every send is non-blocking, and a subscriber whose buffer is full
 // gets a final EventLagged and is dropped.
 type Broadcaster struct {
-	cfg BroadcasterConfig
+	cfg   BroadcasterConfig
+	epoch string
 
 	// mu guards everything below; it is held only for map updates and
 	// non-blocking sends.
@@ -111,6 +118,7 @@ type topic struct {
 	// reports one) is not repeated.
 	last *hostloop.SessionStatus
 	done bool
+	seq  uint64
 }
 
 type subscriber struct {
@@ -130,7 +138,9 @@ func NewBroadcaster(cfg BroadcasterConfig) *Broadcaster {
 	if cfg.KeepFinished <= 0 {
 		cfg.KeepFinished = DefaultKeepFinished
 	}
-	return &Broadcaster{cfg: cfg, topics: make(map[hostloop.SessionID]*topic)}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return &Broadcaster{cfg: cfg, epoch: hex.EncodeToString(r[:]), topics: make(map[hostloop.SessionID]*topic)}
 }
 
 // Subscribe returns a channel of session's events: first the retained
@@ -138,21 +148,37 @@ func NewBroadcaster(cfg BroadcasterConfig) *Broadcaster {
 // terminal state event, after an EventLagged, on cancel, or on Close.
 // cancel may be called more than once.
 func (b *Broadcaster) Subscribe(session hostloop.SessionID) (<-chan Event, func()) {
+	ch, cancel, _ := b.SubscribeAfter(session, 0)
+	return ch, cancel
+}
+
+// SubscribeAfter is Subscribe for a client that already has the session's
+// events up to Seq after: the backlog starts past it. gap reports that
+// events after it are no longer retained, so the client missed some.
+func (b *Broadcaster) SubscribeAfter(session hostloop.SessionID, after uint64) (events <-chan Event, cancel func(), gap bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.topic(session)
 	// One slot beyond the buffer is kept for the lagged notice.
 	sub := &subscriber{ch: make(chan Event, max(b.cfg.Buffer, len(t.backlog))+1)}
+	gap = after < t.seq && (len(t.backlog) == 0 || t.backlog[0].Seq > after+1)
 	for _, ev := range t.backlog {
-		sub.ch <- ev
+		if ev.Seq > after {
+			sub.ch <- ev
+		}
 	}
 	if t.done || b.closed {
 		close(sub.ch)
-		return sub.ch, func() {}
+		return sub.ch, func() {}, gap
 	}
 	t.subs[sub] = struct{}{}
-	return sub.ch, func() { b.unsubscribe(session, sub) }
+	return sub.ch, func() { b.unsubscribe(session, sub) }, gap
 }
+
+// Epoch names this broadcaster's numbering of events: an event id is
+// "<epoch>.<seq>", so an id from another process (or another host) is
+// told apart from one of this.
+func (b *Broadcaster) Epoch() string { return b.epoch }
 
 // Close ends every subscription without a terminal event, so streams end
 // when the server shuts down. Events observed afterwards are dropped.
@@ -268,6 +294,8 @@ func (b *Broadcaster) event(ev Event) {
 // publish records ev in t's backlog and offers it to every subscriber;
 // b.mu must be held.
 func (b *Broadcaster) publish(t *topic, ev Event) {
+	t.seq++
+	ev.Seq = t.seq
 	if b.cfg.Backlog > 0 {
 		if len(t.backlog) >= b.cfg.Backlog {
 			t.backlog = slices.Delete(t.backlog, 0, len(t.backlog)-b.cfg.Backlog+1)

@@ -117,6 +117,7 @@ var errorCodes = []errorCode{
 	{ErrSourceUnavailable, http.StatusNotFound, "source_unavailable"},
 
 	{hostloop.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
+	{hostloop.ErrSessionElsewhere, http.StatusMisdirectedRequest, "session_elsewhere"},
 	{host.ErrUnknownOperation, http.StatusNotFound, "unknown_operation"},
 	{host.ErrUnknownTool, http.StatusUnprocessableEntity, "unknown_tool"},
 	{host.ErrInvalidToolName, http.StatusUnprocessableEntity, "invalid_tool_name"},
@@ -132,6 +133,7 @@ var errorCodes = []errorCode{
 	{host.ErrScriptRunning, http.StatusConflict, "script_running"},
 	{hostloop.ErrHostBusy, http.StatusTooManyRequests, "host_busy"},
 	{hostloop.ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
+	{hostloop.ErrInvalidSubmission, http.StatusBadRequest, "invalid_field"},
 	{hostloop.ErrLoopStopped, http.StatusServiceUnavailable, "unavailable"},
 	// Before archive_unavailable, which wraps it: a record that fails
 	// authentication is not served, and retrying will not mend it.
@@ -151,6 +153,8 @@ var sessionErrorCodes = []struct {
 	{hostloop.ErrHostRestarted, "host_restarted"},
 	{hostloop.ErrHostStopped, "host_stopped"},
 	{hostloop.ErrValueTooLarge, "value_too_large"},
+	// A resumed script that did not repeat the calls its ledger holds.
+	{host.ErrNondeterministic, "nondeterministic"},
 	// A script over one of its session's budgets.
 	{host.ErrMemoryBudget, "memory_budget"},
 	{host.ErrExecutionBudget, "execution_budget"},

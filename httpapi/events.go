@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/splashfabric/splashfabric/hostloop"
@@ -42,13 +44,20 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	// step to the broadcaster before it answers the next command, so a
 	// status that says terminal means the whole history is already in ch
 	// or was never retained.
-	ch, cancel := s.cfg.Events.Subscribe(id)
+	after, resuming := lastEventID(r.Header.Get("Last-Event-ID"), s.cfg.Events.Epoch())
+	ch, cancel, gap := s.cfg.Events.SubscribeAfter(id, after)
 	defer cancel()
 	st, _, err := s.backend.Status(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	// A client that reconnects says where it stopped. Events of this
+	// process after that point are replayed from its backlog; whatever it
+	// cannot replay (the events were numbered by another process or host,
+	// or are no longer retained) is made up for by the session's current
+	// state first.
+	resync := r.Header.Get("Last-Event-ID") != "" && (!resuming || gap)
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -72,8 +81,15 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if resync {
+		if err := frame(func() error { return writeEvent(w, "", Event{Kind: EventState, Session: id, Status: st}) }); err != nil {
+			s.streamEnded(err, false)
+			return
+		}
+	}
+	epoch := s.cfg.Events.Epoch()
 	if terminal(st.State) {
-		s.streamEnded(frame(func() error { return replayFinished(w, ch, id, st) }), false)
+		s.streamEnded(frame(func() error { return replayFinished(w, epoch, ch, id, st) }), false)
 		return
 	}
 
@@ -98,7 +114,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 			}
 			err = frame(func() error {
 				var err error
-				more, lagged, err = writeQueued(w, ch, ev)
+				more, lagged, err = writeQueued(w, epoch, ch, ev)
 				return err
 			})
 			if !more && err == nil {
@@ -125,18 +141,18 @@ func (s *server) streamEnded(err error, lagged bool) {
 // replayFinished writes a finished session's retained events up to its
 // terminal state, or, when the backlog is gone (or was never kept), the
 // state the loop holds.
-func replayFinished(w io.Writer, ch <-chan Event, id hostloop.SessionID, st hostloop.SessionStatus) error {
+func replayFinished(w io.Writer, epoch string, ch <-chan Event, id hostloop.SessionID, st hostloop.SessionStatus) error {
 	for {
 		select {
 		case ev, ok := <-ch:
 			if !ok {
 				return nil
 			}
-			if err := writeEvent(w, ev); err != nil || ev.Terminal() {
+			if err := writeEvent(w, epoch, ev); err != nil || ev.Terminal() {
 				return err
 			}
 		default:
-			return writeEvent(w, Event{Kind: EventState, Session: id, Status: st})
+			return writeEvent(w, epoch, Event{Kind: EventState, Session: id, Status: st})
 		}
 	}
 }
@@ -144,10 +160,10 @@ func replayFinished(w io.Writer, ch <-chan Event, id hostloop.SessionID, st host
 // writeQueued writes ev and every event already queued behind it, for one
 // flush; more is false once the channel is closed, lagged true when the
 // broadcaster dropped the subscriber for falling behind.
-func writeQueued(w io.Writer, ch <-chan Event, ev Event) (more, lagged bool, err error) {
+func writeQueued(w io.Writer, epoch string, ch <-chan Event, ev Event) (more, lagged bool, err error) {
 	for {
 		lagged = lagged || ev.Kind == EventLagged
-		if err := writeEvent(w, ev); err != nil {
+		if err := writeEvent(w, epoch, ev); err != nil {
 			return true, lagged, err
 		}
 		var ok bool
@@ -162,8 +178,23 @@ func writeQueued(w io.Writer, ch <-chan Event, ev Event) (more, lagged bool, err
 	}
 }
 
-// writeEvent writes ev as one SSE event whose data is a single JSON line.
-func writeEvent(w io.Writer, ev Event) error {
+// lastEventID reads a Last-Event-ID header: the Seq it names, and whether
+// it is one of this process's (epoch).
+func lastEventID(h, epoch string) (uint64, bool) {
+	e, seq, ok := strings.Cut(h, ".")
+	if !ok || e != epoch {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// writeEvent writes ev as one SSE event whose data is a single JSON line,
+// with its id when it has one.
+func writeEvent(w io.Writer, epoch string, ev Event) error {
 	var data any
 	switch ev.Kind {
 	case EventState:
@@ -181,6 +212,10 @@ func writeEvent(w io.Writer, ev Event) error {
 	}
 	b, err := json.Marshal(data)
 	if err != nil {
+		return err
+	}
+	if ev.Seq > 0 && epoch != "" {
+		_, err = fmt.Fprintf(w, "id: %s.%d\nevent: %s\ndata: %s\n\n", epoch, ev.Seq, ev.Kind, b)
 		return err
 	}
 	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Kind, b)

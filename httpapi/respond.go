@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
+
+	"github.com/splashfabric/splashfabric/hostloop"
 )
 
 // errorBody is the one shape every error response has.
@@ -27,6 +30,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// HeaderSessionHost names, on a 421 session_elsewhere, the host whose
+// process drives the session.
+const HeaderSessionHost = "Splash-Session-Host"
+
 // retryAfterSeconds is the Retry-After of a 429 or 503: a busy host frees
 // sessions as scripts finish, and a draining one is replaced within
 // seconds.
@@ -49,6 +56,12 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// A busy or draining host may take the request a moment later
 		// (or another host may); say when to try again.
 		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	var elsewhere *hostloop.SessionElsewhereError
+	if errors.As(err, &elsewhere) {
+		// Machine-readable, for a client or proxy that sends the request
+		// on to the host that answers.
+		w.Header().Set(HeaderSessionHost, elsewhere.Host)
 	}
 	s.cfg.OnRefused(code)
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: clipTo(err.Error(), maxMessageBytes, false)}})

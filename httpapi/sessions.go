@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/splashfabric/splashfabric/workflow"
+
 	"fmt"
 	"net/http"
 	"net/url"
@@ -63,12 +65,20 @@ func (s *server) submission(req SubmitRequest) (hostloop.Submission, error) {
 			return hostloop.Submission{}, fmt.Errorf("%w: grants[%d] is %s, want one of %q", ErrUnknownGrant, i, quoteClip(g), host.Grants())
 		}
 	}
+	restart, err := workflow.ParseRestartPolicy(req.Restart)
+	if err != nil {
+		return hostloop.Submission{}, fmt.Errorf("%w: restart is %s, want resume or fail", ErrInvalidField, quoteClip(req.Restart))
+	}
+	if req.Restart == "" {
+		restart = ""
+	}
 	return hostloop.Submission{
 		Source:          req.Source,
 		Grants:          req.Grants,
 		ToolCallBudget:  req.ToolCallBudget,
 		MaxPending:      req.MaxPending,
 		ExecutionBudget: budget,
+		Restart:         restart,
 	}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 // sseEvent is one parsed Server-Sent Event.
 type sseEvent struct {
+	id   string
 	name string
 	data string
 }
@@ -33,6 +34,8 @@ func readSSE(r io.Reader) <-chan sseEvent {
 					out <- ev
 				}
 				ev = sseEvent{}
+			case strings.HasPrefix(line, "id: "):
+				ev.id = strings.TrimPrefix(line, "id: ")
 			case strings.HasPrefix(line, "event: "):
 				ev.name = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data: "):
@@ -47,12 +50,22 @@ func readSSE(r io.Reader) <-chan sseEvent {
 // when the test ends.
 func openEvents(t *testing.T, client *http.Client, url string) <-chan sseEvent {
 	t.Helper()
+	return openEventsAfter(t, client, url, "")
+}
+
+// openEventsAfter opens a stream as a client reconnecting after the event
+// lastID ("" for none).
+func openEventsAfter(t *testing.T, client *http.Client, url, lastID string) <-chan sseEvent {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+testToken)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -156,5 +169,48 @@ func TestEventsEndOnBroadcasterClose(t *testing.T) {
 	e.events.Close()
 	if rest := collect(ch); len(rest) != 0 {
 		t.Fatalf("after close %v", rest)
+	}
+}
+
+// A client that reconnects with Last-Event-ID gets exactly the events it
+// missed from the host that numbered them; from another host (an id of
+// another epoch) or past the retained backlog, it first gets the
+// session's current state, then what this host has.
+func TestEventsResumeAfterLastEventID(t *testing.T) {
+	e := newAPIEnv(t, nil)
+	e.do(t, http.MethodPost, "/v1/sessions", testToken, `{"source":"1"}`)
+	url := e.srv.URL + "/v1/sessions/s-1/events"
+	e.backend.chunk("s-1", 0, "a")
+	first := openEvents(t, e.srv.Client(), url)
+	var seen []sseEvent
+	for range 3 { // audit, state, chunk a
+		seen = append(seen, <-first)
+	}
+	last := seen[len(seen)-1]
+	if last.name != "chunk" || !strings.HasPrefix(last.id, e.events.Epoch()+".") {
+		t.Fatalf("events %+v", seen)
+	}
+	// The client goes away; the session goes on.
+	e.backend.chunk("s-1", 1, "b")
+	e.backend.chunk("s-1", 2, "c")
+	e.backend.finish("s-1", "done")
+
+	tests := []struct {
+		name, lastID, want string
+	}{
+		{"same host", last.id, "chunk,chunk,state"},
+		{"another host's id", "0123456789ab.3", "state,audit,state,chunk,chunk,chunk,state"},
+		{"malformed", "three", "state,audit,state,chunk,chunk,chunk,state"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := collect(openEventsAfter(t, e.srv.Client(), url, tt.lastID))
+			if names := eventNames(got); names != tt.want {
+				t.Fatalf("events %s, want %s", names, tt.want)
+			}
+			if tt.name == "same host" && !strings.Contains(got[0].data, `"b"`) {
+				t.Fatalf("first replayed %s, want chunk b", got[0].data)
+			}
+		})
 	}
 }

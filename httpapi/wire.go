@@ -20,6 +20,10 @@ type SubmitRequest struct {
 	ToolCallBudget    int      `json:"tool_call_budget,omitempty"`
 	MaxPending        int      `json:"max_pending,omitempty"`
 	ExecutionBudgetMS int64    `json:"execution_budget_ms,omitempty"`
+	// Restart says what happens to the session if its host goes away
+	// before it ends: "resume" (a later host carries it on from its
+	// ledger) or "fail"; absent takes the host's default.
+	Restart string `json:"restart,omitempty"`
 }
 
 // Session is a session's snapshot as the API reports it.
@@ -29,7 +33,8 @@ type Session struct {
 	Value *string `json:"value,omitempty"`
 	Error string  `json:"error,omitempty"`
 	// ErrorCode is set for a failure the API names with a stable code
-	// (see sessionErrorCodes): host_restarted, host_stopped.
+	// (see sessionErrorCodes): host_restarted, host_stopped,
+	// nondeterministic, ...
 	ErrorCode string    `json:"error_code,omitempty"`
 	Created   time.Time `json:"created"`
 	// Truncated says the host's archive cut value or error to fit.

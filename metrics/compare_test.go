@@ -41,6 +41,7 @@ func TestWorkerExposition(t *testing.T) {
 	w.HandlerStarted("upper")
 	w.HandlerDone("upper", metrics.HandlerSucceeded, 2*time.Millisecond)
 	w.DedupeHit("upper")
+	w.Reconciled("upper", metrics.ReconcileUnknown)
 
 	want := exposition(
 		`# HELP splash_worker_in_flight Invocations this worker is processing right now, by tool.`,
@@ -49,8 +50,15 @@ func TestWorkerExposition(t *testing.T) {
 		`# HELP splash_worker_dedupe_hits_total Invocations answered from the idempotency journal instead of running the handler.`,
 		`# TYPE splash_worker_dedupe_hits_total counter`,
 		`splash_worker_dedupe_hits_total{pool="blue",tool="upper"} 1`,
+		`# HELP splash_worker_reconciliations_total Reconciliation requests this worker answered, by tool and the operation state it reported.`,
+		`# TYPE splash_worker_reconciliations_total counter`,
+		`splash_worker_reconciliations_total{pool="blue",status="cancelled",tool="upper"} 0`,
+		`splash_worker_reconciliations_total{pool="blue",status="failed",tool="upper"} 0`,
+		`splash_worker_reconciliations_total{pool="blue",status="running",tool="upper"} 0`,
+		`splash_worker_reconciliations_total{pool="blue",status="succeeded",tool="upper"} 0`,
+		`splash_worker_reconciliations_total{pool="blue",status="unknown",tool="upper"} 1`,
 	)
-	if err := collectAndCompare(w, want, "splash_worker_in_flight", "splash_worker_dedupe_hits_total"); err != nil {
+	if err := collectAndCompare(w, want, "splash_worker_in_flight", "splash_worker_dedupe_hits_total", "splash_worker_reconciliations_total"); err != nil {
 		t.Error(err)
 	}
 }

@@ -70,6 +70,7 @@ func TestEnumeratedLabelsFoldUnknownValues(t *testing.T) {
 	w.HandlerStarted("echo")
 	w.HandlerDone("echo", "exploded", time.Millisecond)
 	w.AuthFailure("req-42")
+	w.Reconciled("echo", "lost")
 
 	for _, tc := range []struct {
 		c      prometheus.Collector
@@ -83,6 +84,7 @@ func TestEnumeratedLabelsFoldUnknownValues(t *testing.T) {
 		{h, "splash_sessions_total", `{state="other"}`},
 		{w, "splash_worker_invocations_total", `{outcome="other",tool="echo"}`},
 		{w, "splash_worker_auth_failures_total", `{reason="other"}`},
+		{w, "splash_worker_reconciliations_total", `{status="other",tool="echo"}`},
 	} {
 		t.Run(tc.metric, func(t *testing.T) {
 			got := nonZeroSeries(t, tc.c, tc.metric)

@@ -50,6 +50,16 @@ const (
 	PoisonStopped        = "stopped"
 )
 
+// Operation states a worker answers a reconciliation request with
+// (splash_worker_reconciliations_total); they mirror protocol's.
+const (
+	ReconcileRunning   = "running"
+	ReconcileSucceeded = "succeeded"
+	ReconcileFailed    = "failed"
+	ReconcileCancelled = "cancelled"
+	ReconcileUnknown   = "unknown"
+)
+
 // Retry classes (splash_retries_total).
 const (
 	RetryTransient   = "transient"
@@ -128,6 +138,7 @@ var (
 	sessionStates = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
 	budgets       = []string{BudgetMemory, BudgetExecution, BudgetPending}
 	streamSources = []string{StreamSource, StreamRedacted, StreamDenied}
+	reconciled    = []string{ReconcileRunning, ReconcileSucceeded, ReconcileFailed, ReconcileCancelled, ReconcileUnknown}
 )
 
 // oneOf returns v when it is in set and Other otherwise.

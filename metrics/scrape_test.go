@@ -16,7 +16,7 @@ import (
 // knownWorkload drives a host and a worker through a fixed story: three echo
 // operations (one succeeds first time, one after a transient retry, one times
 // out), a cancelled sleep, a redacted stream, a forged frame and a replayed
-// one.
+// one, and a reconciliation answered.
 func knownWorkload(h *metrics.Host, w *metrics.Worker) {
 	h.SessionStarted()
 	h.SessionStarted()
@@ -56,6 +56,7 @@ func knownWorkload(h *metrics.Host, w *metrics.Worker) {
 	w.Redelivered("echo")
 	w.DedupeHit("echo")
 	w.AuthFailure(metrics.AuthSequence)
+	w.Reconciled("echo", metrics.ReconcileSucceeded)
 }
 
 func TestScrapeAfterKnownWorkload(t *testing.T) {
@@ -122,6 +123,8 @@ func TestScrapeAfterKnownWorkload(t *testing.T) {
 		{"splash_worker_dedupe_hits_total", map[string]string{"tool": "echo"}, 1},
 		{"splash_worker_redeliveries_total", map[string]string{"tool": "echo"}, 1},
 		{"splash_worker_auth_failures_total", map[string]string{"reason": "sequence"}, 1},
+		{"splash_worker_reconciliations_total", map[string]string{"tool": "echo", "status": "succeeded"}, 1},
+		{"splash_worker_reconciliations_total", map[string]string{"tool": "echo", "status": "unknown"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

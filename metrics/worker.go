@@ -20,6 +20,7 @@ type Worker struct {
 	handlerDuration        *prometheus.HistogramVec
 	authFailures           *prometheus.CounterVec
 	contractMismatches     *prometheus.CounterVec
+	reconciliations        *prometheus.CounterVec
 
 	// Process tools.
 	procStarted, procRestarts, procWatchdog, procPoisoned *prometheus.CounterVec
@@ -51,6 +52,8 @@ func NewWorker(reg prometheus.Registerer, opts ...Option) *Worker {
 			"Invocation or cancel frames this worker refused for failed authentication, by reason.", "reason"),
 		contractMismatches: b.counter("splash_worker_contract_mismatches_total",
 			"Invocations refused because the host called the tool under another definition.", "tool"),
+		reconciliations: b.counter("splash_worker_reconciliations_total",
+			"Reconciliation requests this worker answered, by tool and the operation state it reported.", "tool", "status"),
 		procStarted: b.counter("splash_toolproc_processes_started_total",
 			"Tool processes started, by tool.", "tool"),
 		procRestarts: b.counter("splash_toolproc_restarts_total",
@@ -63,7 +66,7 @@ func NewWorker(reg prometheus.Registerer, opts ...Option) *Worker {
 			"Calls in flight in the tool's process.", "tool"),
 	}
 	w.set = set{w.inFlight, w.serving, w.up, w.dedupeHits, w.redelivers, w.invocations, w.handlerDuration, w.authFailures,
-		w.contractMismatches, w.procStarted, w.procRestarts, w.procWatchdog, w.procPoisoned, w.procInFlight}
+		w.contractMismatches, w.reconciliations, w.procStarted, w.procRestarts, w.procWatchdog, w.procPoisoned, w.procInFlight}
 	w.tools = newToolGuard(o, w.initTool)
 	initAll(w.authFailures, authReasons)
 	return register(reg, w)
@@ -75,6 +78,7 @@ func (w *Worker) initTool(tool string) {
 	w.redelivers.WithLabelValues(tool)
 	initAll(w.invocations, handlerResult, tool)
 	w.contractMismatches.WithLabelValues(tool)
+	initAll(w.reconciliations, reconciled, tool)
 	w.procStarted.WithLabelValues(tool)
 	w.procRestarts.WithLabelValues(tool)
 	w.procWatchdog.WithLabelValues(tool)
@@ -161,6 +165,15 @@ func (w *Worker) ContractMismatch(tool string) {
 		return
 	}
 	w.contractMismatches.WithLabelValues(w.tools.value(tool)).Inc()
+}
+
+// Reconciled counts a reconciliation request answered for tool; status is
+// one of the Reconcile constants.
+func (w *Worker) Reconciled(tool, status string) {
+	if w == nil {
+		return
+	}
+	w.reconciliations.WithLabelValues(w.tools.value(tool), oneOf(status, reconciled)).Inc()
 }
 
 // ProcessStarted counts a tool process start.

@@ -95,8 +95,9 @@ type Agent struct {
 }
 
 // tool is one registration. Its fields are written by Handle and Run's
-// start before any message arrives, then only read, except cc and subs,
-// which start writes and teardown reads after the consumers are stopped.
+// start before any message arrives, then only read, except cc and the
+// subscriptions, which start writes and teardown reads after the consumers
+// are stopped.
 type tool struct {
 	name    string
 	handler Handler
@@ -105,6 +106,8 @@ type tool struct {
 	slots chan struct{}
 	cc    jetstream.ConsumeContext
 	sub   *nats.Subscription
+	// reconcileSub answers the tool's reconciliation requests.
+	reconcileSub *nats.Subscription
 	// sup runs a process tool's processes; nil for a Go handler.
 	sup *toolproc.Supervisor
 }
@@ -410,6 +413,9 @@ func (a *Agent) teardown(wait bool) {
 	for _, t := range tools {
 		if t.sub != nil {
 			_ = t.sub.Unsubscribe()
+		}
+		if t.reconcileSub != nil {
+			_ = t.reconcileSub.Unsubscribe()
 		}
 		if t.cc != nil {
 			t.cc.Stop()

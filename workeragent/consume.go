@@ -10,7 +10,8 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 )
 
-// startTool attaches to the tool's pool consumer and cancel subject.
+// startTool attaches to the tool's pool consumer, cancel subject and
+// reconcile subject.
 func (a *Agent) startTool(ctx context.Context, t *tool) error {
 	cons, err := fabric.EnsureToolConsumer(ctx, a.js, a.cfg.Fabric, t.name)
 	if err != nil {
@@ -21,6 +22,9 @@ func (a *Agent) startTool(ctx context.Context, t *tool) error {
 		return fmt.Errorf("workeragent: cancel subscription for %q: %w", t.name, err)
 	}
 	t.sub = sub
+	if err := a.startReconcile(t); err != nil {
+		return err
+	}
 	// The buffer holds as many messages as the tool can run, so a
 	// message does not sit in this agent's buffer (its ack wait running)
 	// while another agent of the pool is idle.

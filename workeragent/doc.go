@@ -67,6 +67,15 @@
 // lease renewal; an Idempotent one costs one (Store), however long it
 // runs. Retryable answers are never stored.
 //
+// # Reconciliation
+//
+// Each tool's reconcile subject is served too, in a queue group, so one
+// agent of the pool answers a host's reconciliation request: running (one
+// of its calls holds the key, or the journal shows a live lease), the
+// stored result (succeeded, failed, cancelled), or unknown. A request that
+// fails authentication or names another tool is counted and never
+// answered; answering writes nothing.
+//
 // # Stopping
 //
 // Stop stops pulling and waits for in-flight calls; StopAndCancel also

@@ -26,6 +26,10 @@ type Observer interface {
 	// ContractMismatch counts an invocation refused because the host
 	// called the tool under another definition.
 	ContractMismatch(tool string)
+	// Reconciled counts a reconciliation request answered for tool, with
+	// the operation state reported (protocol's running, succeeded,
+	// failed, cancelled or unknown).
+	Reconciled(tool, state string)
 	// HandlerStarted and HandlerDone bracket one handler run; outcome is
 	// one of the Outcome constants.
 	HandlerStarted(tool string)
@@ -78,6 +82,7 @@ func (nopObserver) Redelivered(string)                        {}
 func (nopObserver) DedupeHit(string)                          {}
 func (nopObserver) AuthFailure(string)                        {}
 func (nopObserver) ContractMismatch(string)                   {}
+func (nopObserver) Reconciled(string, string)                 {}
 func (nopObserver) HandlerStarted(string)                     {}
 func (nopObserver) HandlerDone(string, string, time.Duration) {}
 

@@ -47,6 +47,9 @@ type Stats struct {
 	// ContractMismatches counts invocations refused because the host
 	// called the tool under another definition.
 	ContractMismatches uint64
+	// Reconciled counts reconciliation requests answered; refused ones
+	// are counted in Forged and never answered.
+	Reconciled uint64
 	// InFlight is how many invocations are being processed right now.
 	InFlight int64
 }
@@ -57,6 +60,7 @@ type counters struct {
 	received, executed, dedupeHits, deferred, takenOver, indeterminate atomic.Uint64
 	forged, redeliveries, cancelledBeforeStart, cancelRequests         atomic.Uint64
 	givenBack, publishErrors, chunkPublishErrors, contractMismatches   atomic.Uint64
+	reconciled                                                         atomic.Uint64
 	inFlight                                                           atomic.Int64
 }
 
@@ -76,6 +80,7 @@ func (c *counters) snapshot() Stats {
 		PublishErrors:        c.publishErrors.Load(),
 		ChunkPublishErrors:   c.chunkPublishErrors.Load(),
 		ContractMismatches:   c.contractMismatches.Load(),
+		Reconciled:           c.reconciled.Load(),
 		InFlight:             c.inFlight.Load(),
 	}
 }

@@ -37,7 +37,9 @@ type ReplayConfig struct {
 // runtime still holds live: the resuming host must get it answered.
 type LiveOperation struct {
 	Prepared Prepared
-	State    host.OperationState
+	// PreparedAt is when it was prepared: about when it was dispatched.
+	PreparedAt time.Time
+	State      host.OperationState
 	// Invocation is its latest attempt, to publish again under the same
 	// request id and key.
 	Invocation host.ExternalInvocation
@@ -130,7 +132,7 @@ func (r *replayer) take(e Entry) error {
 		if !ok || inv.ID != p.Op || inv.IdempotencyKey != p.Key {
 			return fmt.Errorf("%w: prepared %s (%s) was not the next call the script made", host.ErrNondeterministic, p.Op, p.Tool)
 		}
-		r.live[p.Op] = &LiveOperation{Prepared: *p, Invocation: inv}
+		r.live[p.Op] = &LiveOperation{Prepared: *p, PreparedAt: e.At, Invocation: inv}
 		r.order = append(r.order, p.Op)
 		return nil
 	}

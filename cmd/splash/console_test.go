@@ -196,8 +196,18 @@ func (tb *tab) login(token string) {
 // it returns the session id.
 func (tb *tab) run(source string) string {
 	tb.t.Helper()
+	return tb.runWith(source, "")
+}
+
+// runWith is run with the form's restart choice ("", "resume", "fail").
+func (tb *tab) runWith(source, restart string) string {
+	tb.t.Helper()
 	tb.open("#/run")
-	tb.do(chromedp.WaitVisible("#run-source"), chromedp.SetValue("#run-source", source), chromedp.Click("#run-submit"))
+	tb.do(chromedp.WaitVisible("#run-source"), chromedp.SetValue("#run-source", source))
+	if restart != "" {
+		tb.do(chromedp.SetValue("#run-restart", restart))
+	}
+	tb.do(chromedp.Click("#run-submit"))
 	tb.until("the session page", `location.hash.startsWith("#/sessions/s-") && document.querySelector("#session-state") !== null`)
 	return strings.TrimPrefix(eval[string](tb, `location.hash`), "#/sessions/")
 }
@@ -339,13 +349,23 @@ func TestConsoleInABrowser(t *testing.T) {
 		tb.shot("operations")
 	})
 
-	t.Run("lost session", func(t *testing.T) {
+	t.Run("sessions the host does not drive", func(t *testing.T) {
 		tb := env.tab(t, 1280, 800)
 		tb.login(consoleToken)
 		tb.until("signed in", `document.querySelector("#session-filter") !== null`)
-		tb.open("#/sessions/s-nohost-0123456789ab-1")
-		tb.until("the lost message", `!document.querySelector("#session-lost").hidden && document.querySelector("#session-lost").textContent.includes("Session lost")`)
-		tb.shot("session-lost")
+		for _, tt := range []struct{ name, id, want string }{
+			// An incarnation of this host the archive never registered.
+			{"session-lost", "s-dev-0123456789ab-1", "Session lost"},
+			// Another host's session.
+			{"session-elsewhere", "s-otherhost-0123456789ab-1", "Session elsewhere"},
+		} {
+			tb.open("#/sessions/" + tt.id)
+			tb.until(tt.want, fmt.Sprintf(`!document.querySelector("#session-lost").hidden && document.querySelector("#session-lost").textContent.includes(%q)`, tt.want))
+			if shown := eval[bool](tb, `!document.querySelector("#session-body").hidden`); shown {
+				t.Errorf("%s: the page shows a session it cannot answer for", tt.id)
+			}
+			tb.shot(tt.name)
+		}
 	})
 
 	t.Run("sizes", func(t *testing.T) {
@@ -386,7 +406,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		tb := env.tab(t, 1280, 800)
 		tb.login(consoleToken)
 		tb.until("signed in", `document.querySelector("#session-filter") !== null`)
-		tb.run(`return await tool.start("demo.sleep", "25s")`)
+		// A session the next process would resume would not be lost.
+		tb.runWith(`return await tool.start("demo.sleep", "25s")`, "fail")
 		tb.until("op-1 held by a worker", `(document.querySelector('#ops tr[data-op="op-1"]') || {dataset: {}}).dataset.state === "claimed"`)
 		if err := env.dev.stop(t); err != nil {
 			t.Fatalf("dev exit: %v", err)

@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // hostLimits are the operator's bounds on one host, flags of both
@@ -14,6 +17,10 @@ type hostLimits struct {
 	// sessionMemory and memoryLimit are sizes as given; check reads
 	// sessionMemory into limits, applyMemoryLimit reads memoryLimit.
 	sessionMemory, memoryLimit string
+	// restart is the sessions' default restart policy, as given.
+	restart string
+	// lease is how long the host's lease on its sessions lasts unrenewed.
+	lease time.Duration
 }
 
 func (l *hostLimits) register(fs *flagSet) {
@@ -31,6 +38,10 @@ func (l *hostLimits) register(fs *flagSet) {
 		"audit events kept per session, the newest (`events`)")
 	fs.stringVar(&l.sessionMemory, "session-memory", "SPLASH_SESSION_MEMORY", "256MiB",
 		"memory a session's script may hold (`size`); over it the session fails (memory_budget)")
+	fs.stringVar(&l.restart, "restart", "SPLASH_RESTART", string(workflow.RestartResume),
+		"what a later process of this host does with a session this one leaves suspended, unless the submission says: resume (carry it on from its ledger) or fail")
+	fs.durationVar(&l.lease, "host-lease", "SPLASH_HOST_LEASE", fabric.DefaultHostLease,
+		"how long the host's `duration` lease on its suspended sessions lasts unrenewed: after a kill, another host (or its next process) carries them on once it lapses")
 	fs.stringVar(&l.memoryLimit, "memory-limit", "SPLASH_MEMORY_LIMIT", memoryLimitAuto,
 		"the process's soft memory limit, as GOMEMLIMIT: a `size`, auto (80% of the container's or machine's memory, or GOMEMLIMIT if set) or off")
 }
@@ -60,6 +71,15 @@ func (l *hostLimits) check() error {
 		if f.v < 1 {
 			return fmt.Errorf("%w: --%s %d, want at least 1", errUsage, f.name, f.v)
 		}
+	}
+	if _, err := workflow.ParseRestartPolicy(l.restart); err != nil {
+		return fmt.Errorf("%w: --restart %q: want resume or fail", errUsage, l.restart)
+	}
+	if l.lease == 0 {
+		l.lease = fabric.DefaultHostLease
+	}
+	if l.lease < time.Second {
+		return fmt.Errorf("%w: --host-lease %v, want at least 1s", errUsage, l.lease)
 	}
 	n, err := parseBytes(l.sessionMemory)
 	if err != nil || n < 1<<20 {

@@ -9,10 +9,11 @@ import (
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
-// TestDevAnswersForSessionsOfAnEarlierProcess stops `splash dev` while a
-// script waits on a long sleep and starts it again on the same data
-// directory: the new process answers for the old session as failed with
-// host_stopped, and for its finished one as it ended.
+// TestDevAnswersForSessionsOfAnEarlierProcess stops `splash dev` while two
+// scripts wait on a long sleep and starts it again on the same data
+// directory: the new process carries on the session that may be resumed
+// (the default), answers for the one submitted with restart "fail" as
+// failed with host_stopped, and for its finished one as it ended.
 func TestDevAnswersForSessionsOfAnEarlierProcess(t *testing.T) {
 	const token = "test-token"
 	dir := t.TempDir()
@@ -32,14 +33,20 @@ func TestDevAnswersForSessionsOfAnEarlierProcess(t *testing.T) {
 	if err != nil || done.State != apiclient.StateCompleted {
 		t.Fatalf("submit: %+v, %v", done, err)
 	}
-	held, err := c.Submit(ctx, apiclient.SubmitRequest{Source: `await tool.start("demo.sleep", "25s")`})
+	held, err := c.Submit(ctx, apiclient.SubmitRequest{Source: `await tool.start("demo.sleep", "25s")`, Restart: "fail"})
 	if err != nil || held.State != apiclient.StateSuspended {
 		t.Fatalf("submit: %+v, %v", held, err)
 	}
-	testwait.Until(t, 0, "the sleep claimed", func() bool {
-		s, err := c.Session(ctx, held.ID)
-		return err == nil && len(s.Operations) == 1 && s.Operations[0].State == "claimed"
-	})
+	resumed, err := c.Submit(ctx, apiclient.SubmitRequest{Source: `await tool.start("demo.sleep", "1s"); "slept"`})
+	if err != nil || resumed.State != apiclient.StateSuspended {
+		t.Fatalf("submit: %+v, %v", resumed, err)
+	}
+	for _, id := range []string{held.ID, resumed.ID} {
+		testwait.Until(t, 0, "the sleep claimed", func() bool {
+			s, err := c.Session(ctx, id)
+			return err == nil && len(s.Operations) == 1 && s.Operations[0].State == "claimed"
+		})
+	}
 	if err := dev.stop(t); err != nil {
 		t.Fatalf("dev exit: %v", err)
 	}
@@ -57,6 +64,10 @@ func TestDevAnswersForSessionsOfAnEarlierProcess(t *testing.T) {
 	if lost.State != apiclient.StateFailed || lost.ErrorCode != apiclient.ErrorHostStopped || !strings.Contains(lost.Error, "stopped") {
 		t.Fatalf("held session after the restart: %+v", lost)
 	}
+	testwait.Until(t, 0, "the resumed session to complete", func() bool {
+		s, err := c.Session(ctx, resumed.ID)
+		return err == nil && s.State == apiclient.StateCompleted && s.Value != nil && *s.Value == "slept"
+	})
 	kept, err := c.Session(ctx, done.ID)
 	if err != nil || kept.State != apiclient.StateCompleted || kept.Value == nil || *kept.Value != "finished" {
 		t.Fatalf("finished session after the restart: %+v, %v", kept, err)

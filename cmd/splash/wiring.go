@@ -28,6 +28,7 @@ import (
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // envReplicas is shared by host and worker: both provision the same
@@ -199,6 +200,7 @@ type runningHost struct {
 	log         *slog.Logger
 	transport   *fabric.HostTransport
 	archive     *fabric.SessionArchive
+	leases      *fabric.HostLeases
 	loop        *hostloop.Loop
 	events      *httpapi.Broadcaster
 	servers     []*http.Server
@@ -249,6 +251,18 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		_ = h.transport.Close()
 		return nil, fmt.Errorf("%w: session archive: %v", errStart, err)
 	}
+	// Suspended sessions outlive the process in SPLASH_LEDGER, under the
+	// host's lease: its next process, or another host once the lease
+	// lapsed, carries them on.
+	ledger, err := fabric.NewLedgerLog(ctx, p.nc, p.fabric, p.key)
+	if err == nil {
+		h.leases, err = fabric.NewHostLeases(ctx, p.nc, p.fabric, p.key, p.limits.lease)
+	}
+	if err != nil {
+		_ = h.archive.Close()
+		_ = h.transport.Close()
+		return nil, fmt.Errorf("%w: session ledger: %v", errStart, err)
+	}
 	live, stopCatalog, err := watchCatalog(ctx, js, p)
 	if err != nil {
 		_ = h.archive.Close()
@@ -263,11 +277,18 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		HostID:    p.hostID,
 		// Each session registers the catalog as it is when the session
 		// starts, and keeps it: a change reaches new sessions only.
-		Catalog:         func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
-		Observer:        httpapi.Tee(h.events, obs, index),
-		Archive:         h.archive,
-		Limits:          p.limits.limits,
-		AuditPerSession: p.limits.auditPerSession,
+		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
+		Observer: httpapi.Tee(h.events, obs, index),
+		Archive:  h.archive,
+		Ledger:   ledger,
+		Leases:   h.leases,
+		// A resumed call unanswered for an ack wait is asked about; the
+		// stream may deliver it until MaxDeliver ack waits have passed.
+		ReconcileAfter:    p.fabric.AckWait,
+		RedeliveryHorizon: time.Duration(p.fabric.MaxDeliver) * p.fabric.AckWait,
+		Restart:           workflow.RestartPolicy(p.limits.restart),
+		Limits:            p.limits.limits,
+		AuditPerSession:   p.limits.auditPerSession,
 	}, p.log)
 	if err != nil {
 		h.events.Close()
@@ -341,11 +362,11 @@ func startLoop(ctx context.Context, cfg hostloop.LoopConfig, log *slog.Logger) (
 	bo := backoff.NewExponentialBackOff(backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	for {
 		l, err := hostloop.StartLoop(cfg)
-		if err == nil || !errors.Is(err, hostloop.ErrArchiveUnavailable) {
+		if err == nil || !errors.Is(err, hostloop.ErrArchiveUnavailable) && !errors.Is(err, hostloop.ErrLedgerUnavailable) {
 			return l, err
 		}
 		wait := bo.NextBackOff()
-		log.Warn("session archive not writable, retrying", "err", err, "in", wait)
+		log.Warn("session stores not answering, retrying", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return nil, err
@@ -398,6 +419,7 @@ func (h *runningHost) stop() {
 	// The loop records its suspended sessions as stopped and flushes the
 	// archive before Stop returns; only then may the archive close.
 	h.loop.Stop()
+	_ = h.leases.Close()
 	h.stopCatalog()
 	if st := h.archive.Stats(); st.Failed+st.Dropped > 0 {
 		h.log.Warn("session archive lost records", "failed", st.Failed, "dropped", st.Dropped, "stored", st.Stored)

@@ -77,13 +77,21 @@
 
   // ---- status line and banner ---------------------------------------
 
+  // showBanner says text at the top; kind is "conn" (the host's
+  // reachability, cleared by the next answer) or "page" (the page's own
+  // trouble, cleared by the page's next success or a route change).
   function showBanner(text, kind) {
     banner.textContent = text;
-    banner.className = kind || "";
+    banner.dataset.kind = kind;
     banner.hidden = false;
   }
 
-  function hideBanner() { banner.hidden = true; banner.textContent = ""; }
+  function hideBanner(kind) {
+    if (kind && banner.dataset.kind !== kind) return;
+    banner.hidden = true;
+    banner.textContent = "";
+    delete banner.dataset.kind;
+  }
 
   function setConn(ok, text) {
     conn.className = "conn " + (ok ? "ok" : "down");
@@ -145,14 +153,14 @@
     setConn(false, "host unreachable");
     main.classList.add("stale");
     showBanner("Host unreachable: the console cannot reach the host at " + location.origin +
-      " (" + (e && e.message ? e.message : "network error") + "). Retrying.");
+      " (" + (e && e.message ? e.message : "network error") + "). Retrying.", "conn");
     return new Unreachable(e && e.message ? e.message : "unreachable");
   }
 
   function noteReachable() {
     setConn(true, "connected");
     main.classList.remove("stale");
-    if (banner.dataset.kind !== "page") hideBanner();
+    hideBanner("conn");
   }
 
   function tokenRefused(err) {
@@ -227,7 +235,10 @@
     every(ms, fn) {
       const tick = async () => {
         if (!this.live) return;
-        try { await fn(); } catch (e) { this.fail(e); }
+        try {
+          await fn();
+          if (this.live) hideBanner("page");
+        } catch (e) { this.fail(e); }
         if (this.live) this.timers.push(setTimeout(tick, ms));
       };
       tick();
@@ -236,8 +247,7 @@
     fail(e) {
       if (!this.live || e.name === "AbortError" || e instanceof Unreachable) return;
       if (e instanceof APIError && e.status === 401) return;
-      showBanner(e instanceof APIError ? e.code + ": " + e.message : String(e && e.message || e));
-      banner.dataset.kind = "page";
+      showBanner(e instanceof APIError ? e.code + ": " + e.message : String(e && e.message || e), "page");
     }
     end() {
       this.ctl.abort();
@@ -251,8 +261,7 @@
   function route() {
     if (page) page.end();
     page = new Page();
-    delete banner.dataset.kind;
-    hideBanner();
+    hideBanner("page");
     clear(main);
     const hash = location.hash || "#/sessions";
     const [path, query] = hash.slice(1).split("?");
@@ -498,6 +507,13 @@
         if (terminal) streamNote.textContent = "(ended)";
         return s;
       } catch (e) {
+        if (e instanceof APIError && e.code === "session_elsewhere") {
+          lost.hidden = false;
+          lost.textContent = "Session elsewhere: another host drives " + id + " (" + e.message + "); that host's console answers for it.";
+          details.hidden = true;
+          terminal = true;
+          return null;
+        }
         if (e instanceof APIError && e.code === "unknown_session") {
           lost.hidden = false;
           lost.textContent = "Session lost: the host cannot answer for " + id + " (" + e.message + "). It never existed here, or its record expired.";
@@ -672,6 +688,10 @@
       placeholder: "return await tool.start(\"demo.upper\", \"hello\")" });
     const budget = el("input", { type: "number", id: "run-budget", min: "0", placeholder: "host default" });
     const pending = el("input", { type: "number", id: "run-pending", min: "0", placeholder: "host default" });
+    const restart = el("select", { id: "run-restart" },
+      el("option", { value: "", text: "the host's default" }),
+      el("option", { value: "resume", text: "resume it from its ledger" }),
+      el("option", { value: "fail", text: "fail it" }));
     const msg = el("p", { class: "error", id: "run-error" });
     const submit = el("button", { class: "primary", type: "submit", id: "run-submit", text: "Run" });
     const form = el("form", { id: "run-form", on: { submit: async (ev) => {
@@ -680,6 +700,7 @@
       const body = { source: src.value };
       if (budget.value) body.tool_call_budget = Number(budget.value);
       if (pending.value) body.max_pending = Number(pending.value);
+      if (restart.value) body.restart = restart.value;
       submit.disabled = true;
       try {
         const s = await call("POST", "/v1/sessions", body, p.signal);
@@ -694,7 +715,8 @@
     el("label", { for: "run-source", text: "Script (JavaScript; top-level await works)" }), src,
     el("div", { class: "toolbar" },
       el("span", {}, el("label", { for: "run-budget", text: "Tool-call budget" }), budget),
-      el("span", {}, el("label", { for: "run-pending", text: "Max pending" }), pending)),
+      el("span", {}, el("label", { for: "run-pending", text: "Max pending" }), pending),
+      el("span", {}, el("label", { for: "run-restart", text: "If its host stops" }), restart)),
     msg, submit);
     append(main, [el("h1", { text: "Run a script" }), el("div", { class: "card" }, form)]);
     src.focus();

@@ -38,6 +38,9 @@ type FabricOptions struct {
 	// Security is what the server protects; the zero value is plaintext
 	// clients and an unencrypted store.
 	Security Security
+	// Durable gives the host its session archive and ledger, as `splash
+	// host` runs: every session can outlive the host process.
+	Durable bool
 }
 
 // Fabric is the whole path as a [NewRunner]: each operation is one script
@@ -86,12 +89,21 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 	r := &fabricRunner{ids: make(map[hostloop.SessionID]uint64), early: make(map[hostloop.SessionID]struct{}), complete: complete}
 	policy := host.NewToolPolicy(NoopTool)
 	meta := host.NewToolMetadata("benchmark no-op")
-	r.loop, err = hostloop.StartLoop(hostloop.LoopConfig{
+	cfg := hostloop.LoopConfig{
 		Transport: tr,
 		HostID:    benchHostID,
 		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalToolWithMetadata(policy, meta) },
 		Observer:  (*completions)(r),
-	})
+	}
+	var archive *fabric.SessionArchive
+	if o.Durable {
+		archive, err = fabric.NewSessionArchive(ctx, hostNC, fcfg, key)
+		must(b, err)
+		ledger, err := fabric.NewLedgerLog(ctx, hostNC, fcfg, key)
+		must(b, err)
+		cfg.Archive, cfg.Ledger = archive, ledger
+	}
+	r.loop, err = hostloop.StartLoop(cfg)
 	if err != nil {
 		_ = tr.Close()
 		b.Fatal(err)
@@ -99,6 +111,9 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 	b.Cleanup(func() {
 		r.loop.Stop()
 		_ = tr.Close()
+		if archive != nil {
+			_ = archive.Close()
+		}
 	})
 	for i := range workers {
 		startFabricWorker(b, srv, fcfg, key, fmt.Sprintf("w%d", i+1), o)

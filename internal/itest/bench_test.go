@@ -8,6 +8,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/benchharness"
+	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -47,6 +48,13 @@ func BenchmarkEndToEndClaimed(b *testing.B) {
 	benchMatrix(b, benchharness.Fabric(benchharness.FabricOptions{}))
 }
 
+// BenchmarkEndToEndDurable is BenchmarkEndToEndClaimed on a durable host:
+// each session's ledger is written before its call is published, and its
+// outcome archived before the ledger goes.
+func BenchmarkEndToEndDurable(b *testing.B) {
+	benchMatrix(b, benchharness.Fabric(benchharness.FabricOptions{Durable: true}))
+}
+
 // BenchmarkBaselineCoreReply is baseline (a): publish to a work-queue
 // stream, pull, reply on core NATS, plain ack.
 func BenchmarkBaselineCoreReply(b *testing.B) { benchMatrix(b, benchharness.CoreReply) }
@@ -63,18 +71,29 @@ func BenchmarkBaselineDurableReply(b *testing.B) { benchMatrix(b, benchharness.D
 // that is not idempotent, the result alone for one that is. A cancel-free
 // call writes no cancel record. Acks update consumer state, not streams,
 // so they do not show here.
+//
+// A durable host adds its session ledger (SPLASH_LEDGER): one append per
+// step that prepared an operation, holding the answer the step applied
+// and the operation it prepared next, so one write per operation; the
+// step that ends the session writes nothing, since the ledger is then
+// removed (a purge, which adds no message) once the archive
+// (KV_splash_sessions) holds the outcome: one record per session.
 func TestJetStreamWritesPerOperation(t *testing.T) {
-	const ops = 20
+	const sessions = 20
 	for _, tc := range []struct {
 		name       string
 		idempotent bool
+		durable    bool
+		calls      int
 		journal    uint64
 	}{
-		{"claimed", false, 2},
-		{"idempotent", true, 1},
+		{"claimed", false, false, 1, 2},
+		{"idempotent", true, false, 1, 2 - 1},
+		{"claimed, durable", false, true, 1, 2},
+		{"claimed, durable, five calls a session", false, true, 5, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, options{tools: []hostTool{tool("bench.noop")}})
+			c := newCluster(t, options{tools: []hostTool{tool("bench.noop")}, durable: tc.durable})
 			c.startWorker("w1", func(a *workeragent.Agent) {
 				var opts []workeragent.ToolOption
 				if tc.idempotent {
@@ -82,29 +101,50 @@ func TestJetStreamWritesPerOperation(t *testing.T) {
 				}
 				must(t, a.Handle("bench.noop", workeragent.HandlerFunc(echo), opts...))
 			})
+			ops := uint64(sessions * tc.calls)
+			var ledger, archive uint64
+			if tc.durable {
+				ledger, archive = ops, sessions
+			}
 			streams := []struct {
 				name string
 				want uint64
 			}{
-				{fabric.StreamInvoke, 1},
-				{fabric.StreamEvents, 1},
-				{"KV_" + idempotency.BucketName, tc.journal},
+				{fabric.StreamInvoke, ops},
+				{fabric.StreamEvents, ops},
+				{"KV_" + idempotency.BucketName, tc.journal * ops},
 				{"KV_" + fabric.BucketCancel, 0},
+				{fabric.StreamLedger, ledger},
+				{"KV_" + fabric.BucketSessions, archive},
 			}
 			before := make([]uint64, len(streams))
 			for i, s := range streams {
 				before[i] = c.streamSeq(s.name)
 			}
-			for i := range ops {
-				wantCompleted(t, c.wait(c.submit(sprintf(`const r = await tool.start("bench.noop", "%d"); r`, i)), 0), strconv.Itoa(i))
+			for i := range sessions {
+				src := sprintf(`let r; for (let k = 0; k < %d; k++) { r = await tool.start("bench.noop", "%d"); } r`, tc.calls, i)
+				wantCompleted(t, c.wait(c.submit(src), 0), strconv.Itoa(i))
 			}
+			if tc.durable {
+				// The outcome is archived and the ledger removed after
+				// the session ended, off the loop.
+				testwait.Until(t, 0, "every ledger removed", func() bool {
+					ctx, cancel := opCtx()
+					defer cancel()
+					left, err := c.gate.Sessions(ctx)
+					return err == nil && len(left) == 0
+				})
+			}
+			var total uint64
 			for i, s := range streams {
 				delta := c.streamSeq(s.name) - before[i]
+				total += delta
 				t.Logf("%s: %d writes for %d operations", s.name, delta, ops)
-				if delta != s.want*ops {
-					t.Errorf("%s: %d writes for %d operations, want %d each", s.name, delta, ops, s.want)
+				if delta != s.want {
+					t.Errorf("%s: %d writes for %d operations, want %d", s.name, delta, ops, s.want)
 				}
 			}
+			t.Logf("%.2f writes per operation", float64(total)/float64(ops))
 		})
 	}
 }

@@ -61,6 +61,11 @@ type options struct {
 	lease        time.Duration
 	heartbeat    time.Duration
 	eventBuffer  int
+	// durable gives the host a session archive and a ledger log, so its
+	// sessions outlive its loop.
+	durable bool
+	// reconcileAfter, if set, is the loop's LoopConfig.ReconcileAfter.
+	reconcileAfter time.Duration
 }
 
 // cluster is one NATS server, one host (a loop over a fabric host
@@ -79,6 +84,9 @@ type cluster struct {
 	tr     *fabric.HostTransport
 	loop   *hostloop.Loop
 	obs    *observer
+	// archive and ledger are set for a durable cluster.
+	archive *fabric.SessionArchive
+	gate    *gatedLog
 }
 
 // reconnecting is how every client of a cluster connects: it never gives
@@ -122,27 +130,61 @@ func newCluster(t testing.TB, o options) *cluster {
 	ctx, cancel := opCtx()
 	defer cancel()
 	must(t, fabric.Provision(ctx, c.hostJS, fcfg))
-	c.tr, err = fabric.NewHostTransport(ctx, c.hostNC, fcfg, hostID, key, fabric.WithEventBuffer(o.eventBuffer))
-	must(t, err)
-	c.loop, err = hostloop.StartLoop(hostloop.LoopConfig{
+	c.startHost()
+	t.Cleanup(func() { c.stopHost(true) })
+	return c
+}
+
+// startHost starts the host's transport and loop (with their stores, for a
+// durable cluster) on the host connection.
+func (c *cluster) startHost() {
+	c.t.Helper()
+	ctx, cancel := opCtx()
+	defer cancel()
+	var err error
+	c.tr, err = fabric.NewHostTransport(ctx, c.hostNC, c.fcfg, hostID, c.key, fabric.WithEventBuffer(c.opts.eventBuffer))
+	must(c.t, err)
+	cfg := hostloop.LoopConfig{
 		Transport:    c.tr,
 		HostID:       hostID,
 		Catalog:      c.catalog,
-		RetryInitial: o.retryInitial,
-		RetryMax:     o.retryMax,
+		RetryInitial: c.opts.retryInitial,
+		RetryMax:     c.opts.retryMax,
 		Observer:     c.obs,
-	})
+	}
+	if c.opts.durable {
+		c.archive, err = fabric.NewSessionArchive(ctx, c.hostNC, c.fcfg, c.key)
+		must(c.t, err)
+		ledger, err := fabric.NewLedgerLog(ctx, c.hostNC, c.fcfg, c.key)
+		must(c.t, err)
+		if c.gate == nil {
+			c.gate = &gatedLog{}
+		}
+		// The gate outlives the host; its log is the new process's.
+		c.gate.mu.Lock()
+		c.gate.Log = ledger
+		c.gate.mu.Unlock()
+		cfg.Archive, cfg.Ledger = c.archive, c.gate
+		cfg.ArchiveTimeout, cfg.LedgerRetry = 5*time.Second, 100*time.Millisecond
+		cfg.ReconcileAfter = c.opts.reconcileAfter
+	}
+	c.loop, err = hostloop.StartLoop(cfg)
 	if err != nil {
 		_ = c.tr.Close()
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		c.loop.Stop()
-		if err := c.tr.Close(); err != nil {
-			t.Errorf("transport close: %v", err)
-		}
-	})
-	return c
+}
+
+// stopHost stops the loop and closes the transport and stores; a check
+// of the transport's close is only asked for when the stop is orderly.
+func (c *cluster) stopHost(check bool) {
+	c.loop.Stop()
+	if err := c.tr.Close(); err != nil && check {
+		c.t.Errorf("transport close: %v", err)
+	}
+	if c.archive != nil {
+		_ = c.archive.Close()
+	}
 }
 
 func (c *cluster) catalog(rt *host.Runtime) error {

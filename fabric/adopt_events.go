@@ -1,0 +1,126 @@
+package fabric
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+var (
+	_ hostloop.EventsAdopter = (*HostTransport)(nil)
+	_ hostloop.HostPublisher = (*HostTransport)(nil)
+)
+
+// adoptConsumerName is the durable through which adopter reads hostID's
+// events while it drives sessions hostID's processes accepted.
+func adoptConsumerName(hostID, adopter string) string { return "adopt_" + hostID + "_by_" + adopter }
+
+// AdoptEvents starts reading the events sent to hostID, another host
+// whose sessions this host now drives, into Events. Its own durable
+// starts where hostID's consumer had acked up to, so an answer its last
+// process took but never stored is read again; one it had stored is
+// recognised by the loop as settled. A second call for the same host is
+// a no-op.
+func (t *HostTransport) AdoptEvents(ctx context.Context, hostID string) error {
+	if err := ValidateHostID(hostID); err != nil {
+		return err
+	}
+	if !t.enter() {
+		return ErrClosed
+	}
+	defer t.active.Done()
+	t.adoptMu.Lock()
+	defer t.adoptMu.Unlock()
+	if _, ok := t.adopted[hostID]; ok {
+		return nil
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	cfg := jetstream.ConsumerConfig{
+		Durable:       adoptConsumerName(hostID, t.hostID),
+		Description:   "Splash host " + t.hostID + " adopting the sessions of " + hostID,
+		FilterSubject: EventsSubject(hostID),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       t.cfgAckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: t.cfgMaxAckPending,
+	}
+	if own, err := t.js.Consumer(ctx, StreamEvents, hostConsumerName(hostID)); err == nil {
+		if info, err := own.Info(ctx); err == nil && info.AckFloor.Stream > 0 {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, info.AckFloor.Stream+1
+		}
+	}
+	cons, err := t.js.CreateOrUpdateConsumer(ctx, StreamEvents, cfg)
+	if err != nil && cfg.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
+		// An existing durable of ours keeps its own position.
+		cons, err = t.js.Consumer(ctx, StreamEvents, cfg.Durable)
+	}
+	if err != nil {
+		return fmt.Errorf("fabric: adopting the events of %q: %w", hostID, err)
+	}
+	cc, err := cons.Consume(t.onEvent,
+		jetstream.PullMaxMessages(500),
+		jetstream.PullHeartbeat(PullHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { t.reportError(err) }))
+	if err != nil {
+		return fmt.Errorf("fabric: consume the events of %q: %w", hostID, err)
+	}
+	t.adopted[hostID] = cc
+	return nil
+}
+
+// ReleaseEvents stops reading hostID's events and deletes this host's
+// durable for them: the sessions it adopted from hostID have ended.
+func (t *HostTransport) ReleaseEvents(ctx context.Context, hostID string) error {
+	t.adoptMu.Lock()
+	cc, ok := t.adopted[hostID]
+	delete(t.adopted, hostID)
+	t.adoptMu.Unlock()
+	if !ok {
+		return nil
+	}
+	stopConsume(cc)
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if err := t.js.DeleteConsumer(ctx, StreamEvents, adoptConsumerName(hostID, t.hostID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("fabric: releasing the events of %q: %w", hostID, err)
+	}
+	return nil
+}
+
+// stopConsume stops cc, waiting a bounded time for nats.go to let go.
+func stopConsume(cc jetstream.ConsumeContext) {
+	cc.Stop()
+	select {
+	case <-cc.Closed():
+	case <-time.After(stopTimeout):
+	}
+}
+
+// PublishFor publishes inv, an operation of a session hostID's process
+// accepted, so that its worker answers to hostID's events, which this
+// host reads since it adopted them (and which any later driver of the
+// session reads too).
+func (t *HostTransport) PublishFor(ctx context.Context, hostID string, inv protocol.Invoke) error {
+	if err := ValidateHostID(hostID); err != nil {
+		return err
+	}
+	return t.publish(ctx, hostID, inv)
+}
+
+// publishHeader is an invocation's header, naming the host whose events
+// take its answers.
+func publishHeader(key string, attempt uint32, host string) nats.Header {
+	return nats.Header{
+		HeaderMsgID: []string{MsgID(key, attempt)},
+		HeaderHost:  []string{host},
+	}
+}

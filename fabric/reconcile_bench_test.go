@@ -1,0 +1,67 @@
+package fabric_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// BenchmarkReconcile is one reconciliation round trip on an embedded
+// server: seal, request, a worker that opens the request and seals a
+// succeeded answer, and the host's checks of it.
+func BenchmarkReconcile(b *testing.B) {
+	srv := natstest.Start(b)
+	nc := srv.Connect()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	cfg := fabric.DefaultConfig()
+	if err := fabric.Provision(ctx, js, cfg); err != nil {
+		b.Fatal(err)
+	}
+	tr, err := fabric.NewHostTransport(ctx, nc, cfg, "h1", testKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = tr.Close() }()
+	worker := srv.Connect()
+	codec := newCodec(b, testKey)
+	payload := protocol.TextPayload("done")
+	sub, err := worker.QueueSubscribe(fabric.ReconcileSubject(reconcileTool), "workers", func(m *nats.Msg) {
+		req, err := codec.OpenReconcile(m.Data)
+		if err != nil {
+			return
+		}
+		res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, protocol.StatusSucceeded(payload))
+		if err != nil {
+			return
+		}
+		data, err := codec.SealReconciled(res)
+		if err != nil {
+			return
+		}
+		_ = m.Respond(data)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := worker.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := tr.Reconcile(ctx, "session-1", reconcileTool, "op-a")
+		if err != nil || res.Status.State != protocol.OperationSucceeded {
+			b.Fatalf("Reconcile = %+v, %v", res, err)
+		}
+	}
+}

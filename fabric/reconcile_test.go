@@ -1,0 +1,374 @@
+package fabric_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+const reconcileTool = "text.remote"
+
+// respond plays one worker of tool's pool: every request it hears is
+// authenticated and handed to answer, which returns the frames to reply
+// with, in order (none: it stays silent); raw is the request's frame as
+// the host sent it. Requests that fail to open are reported on the test.
+func respond(t *testing.T, env *fabricEnv, tool string, answer func(req protocol.OperationReconcileRequest, raw []byte) [][]byte) {
+	t.Helper()
+	codec := newCodec(t, testKey)
+	sub, err := env.nc.QueueSubscribe(fabric.ReconcileSubject(tool), "workers", func(m *nats.Msg) {
+		req, err := codec.OpenReconcile(m.Data)
+		if err != nil {
+			t.Errorf("reconcile request: %v", err)
+			return
+		}
+		if got := m.Header.Get(fabric.HeaderHost); got != "h1" {
+			t.Errorf("Splash-Host = %q", got)
+		}
+		for _, data := range answer(req, m.Data) {
+			if err := m.Respond(data); err != nil {
+				t.Errorf("respond: %v", err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+}
+
+// sealAnswer seals status as the worker's answer to req under key.
+func sealAnswer(t *testing.T, key protocol.SessionKey, req protocol.OperationReconcileRequest, status protocol.OperationStatus) []byte {
+	t.Helper()
+	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := newCodec(t, key).SealReconciled(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestReconcileAnswersEachStatus(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	cases := []struct {
+		key    string
+		status protocol.OperationStatus
+	}{
+		{"op-running", protocol.StatusRunning()},
+		{"op-succeeded", protocol.StatusSucceeded(protocol.TextPayload("done"))},
+		{"op-failed", protocol.StatusFailed("disk full")},
+		{"op-cancelled", protocol.StatusCancelled()},
+		{"op-unknown", protocol.StatusUnknown()},
+	}
+	byKey := map[string]protocol.OperationStatus{}
+	for _, tc := range cases {
+		byKey[tc.key] = tc.status
+	}
+	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, _ []byte) [][]byte {
+		return [][]byte{sealAnswer(t, testKey, req, byKey[req.OperationKey])}
+	})
+	seen := map[string]bool{}
+	for _, tc := range cases {
+		t.Run(string(tc.status.State), func(t *testing.T) {
+			res, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.SessionID != "session-1" || res.Tool != reconcileTool || res.OperationKey != tc.key {
+				t.Fatalf("answer bound to %+v", res)
+			}
+			if !strings.HasPrefix(res.RequestID, "rc-") || seen[res.RequestID] {
+				t.Fatalf("request id %q is not a fresh reconciliation id", res.RequestID)
+			}
+			seen[res.RequestID] = true
+			if res.Status.State != tc.status.State || res.Status.Error != tc.status.Error {
+				t.Fatalf("status = %+v, want %+v", res.Status, tc.status)
+			}
+			if tc.status.Payload != nil && (res.Status.Payload == nil || res.Status.Payload.Text != tc.status.Payload.Text) {
+				t.Fatalf("payload = %+v, want %+v", res.Status.Payload, tc.status.Payload)
+			}
+		})
+	}
+	if r := tr.Rejected(); len(r) != 0 {
+		t.Fatalf("rejected = %v", r)
+	}
+}
+
+func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1", fabric.WithReconcileTimeout(300*time.Millisecond))
+	succeeded := protocol.StatusSucceeded(protocol.TextPayload("done"))
+
+	// An honest exchange, captured: its answer is what a replay sends.
+	var captured atomic.Pointer[[]byte]
+	type answerFunc = func(req protocol.OperationReconcileRequest, raw []byte) []byte
+	var mode atomic.Pointer[answerFunc]
+	honest := answerFunc(func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+		return sealAnswer(t, testKey, req, succeeded)
+	})
+	mode.Store(&honest)
+	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, raw []byte) [][]byte {
+		data := (*mode.Load())(req, raw)
+		if captured.Load() == nil {
+			captured.Store(&data)
+		}
+		return [][]byte{data}
+	})
+	if _, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a"); err != nil {
+		t.Fatal(err)
+	}
+	replayed := *captured.Load()
+
+	sealRaw := func(key protocol.SessionKey, session string, seq uint64, msg protocol.WorkerMessage) []byte {
+		f, err := protocol.SealFrame(key, session, protocol.RoleWorker, seq, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := f.ToJSONLine()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	altered := func(change func(*protocol.OperationReconcileResult)) answerFunc {
+		return func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+			res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			change(&res)
+			// Sealed under the request's own session, so only the
+			// message's binding is wrong.
+			return sealRaw(testKey, req.RequestID, fabric.ReconcileSeq, protocol.ReconciledMessage(res))
+		}
+	}
+	cases := []struct {
+		name   string
+		answer answerFunc
+		want   []error
+		reason string
+	}{
+		{"forged: another key", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+			return sealAnswer(t, otherKey, req, succeeded)
+		}, []error{fabric.ErrForged, protocol.ErrBadTag}, fabric.RejectBadTag},
+		{"forged: garbage", func(protocol.OperationReconcileRequest, []byte) []byte {
+			return []byte(`{"kind":"reconciled_operation"}`)
+		}, []error{fabric.ErrForged}, fabric.RejectMalformed},
+		{"forged: the host's own request reflected", func(_ protocol.OperationReconcileRequest, raw []byte) []byte {
+			return raw
+		}, []error{fabric.ErrForged, protocol.ErrWrongRole}, fabric.RejectWrongRole},
+		{"forged: an operation's result frame", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+			data, err := newCodec(t, testKey).SealWorker(req.RequestID, 1, 1, protocol.ResultMessage(validResult(req.RequestID, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}, []error{fabric.ErrForged, protocol.ErrInvalidMessage}, fabric.RejectInvalid},
+		{"forged: an operation's sequence", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+			res, _ := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
+			return sealRaw(testKey, req.RequestID, fabric.WorkerSeq(1, 1), protocol.ReconciledMessage(res))
+		}, []error{fabric.ErrForged, protocol.ErrSequence}, fabric.RejectSequence},
+		{"forged: sealed for another session", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+			res, _ := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
+			return sealRaw(testKey, "rc-other", fabric.ReconcileSeq, protocol.ReconciledMessage(res))
+		}, []error{fabric.ErrForged, protocol.ErrInvalidSession}, fabric.RejectSession},
+		{"replayed: the answer to an earlier request", func(protocol.OperationReconcileRequest, []byte) []byte {
+			return replayed
+		}, []error{fabric.ErrReconcileReplayed}, fabric.RejectReplayed},
+		{"mismatched: another operation key", altered(func(r *protocol.OperationReconcileResult) { r.OperationKey = "op-other" }),
+			[]error{fabric.ErrReconcileMismatch, protocol.ErrInvalidMessage}, fabric.RejectInvalid},
+		{"mismatched: another tool", altered(func(r *protocol.OperationReconcileResult) { r.Tool = "text.other" }),
+			[]error{fabric.ErrReconcileMismatch}, fabric.RejectInvalid},
+		{"mismatched: another session", altered(func(r *protocol.OperationReconcileResult) { r.SessionID = "session-2" }),
+			[]error{fabric.ErrReconcileMismatch}, fabric.RejectInvalid},
+		{"mismatched: another request id", altered(func(r *protocol.OperationReconcileResult) { r.RequestID = "rc-other" }),
+			[]error{fabric.ErrForged, protocol.ErrInvalidSession}, fabric.RejectSession},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tr.Rejected()[tc.reason]
+			mode.Store(&tc.answer)
+			res, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-b")
+			if err == nil {
+				t.Fatalf("accepted %+v", res)
+			}
+			wantErrIs(t, err, append([]error{fabric.ErrNoReconcileAnswer}, tc.want...)...)
+			if got := tr.Rejected()[tc.reason]; got != before+1 {
+				t.Fatalf("rejected[%s] = %d, want %d (all: %v)", tc.reason, got, before+1, tr.Rejected())
+			}
+		})
+	}
+}
+
+// TestReconcileForgeryDoesNotHideTheAnswer: a refused answer that arrives
+// first leaves the request open, and the real one is taken.
+func TestReconcileForgeryDoesNotHideTheAnswer(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, _ []byte) [][]byte {
+		return [][]byte{
+			sealAnswer(t, otherKey, req, protocol.StatusUnknown()),
+			sealAnswer(t, testKey, req, protocol.StatusCancelled()),
+		}
+	})
+	res, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status.State != protocol.OperationCancelled {
+		t.Fatalf("status = %+v", res.Status)
+	}
+	if got := tr.Rejected()[fabric.RejectBadTag]; got != 1 {
+		t.Fatalf("rejected bad tags = %d, want 1", got)
+	}
+}
+
+func TestReconcileWithoutAnAnswer(t *testing.T) {
+	env := newEnv(t)
+	const timeout = 200 * time.Millisecond
+	tr := newTransport(t, env, "h1", fabric.WithReconcileTimeout(timeout))
+	t.Run("no worker listens", func(t *testing.T) {
+		_, err := tr.Reconcile(testCtx(t), "session-1", "text.nobody", "op-a")
+		wantErrIs(t, err, fabric.ErrNoReconcileAnswer)
+	})
+	t.Run("the worker stays silent", func(t *testing.T) {
+		heard := make(chan struct{}, 1)
+		respond(t, env, reconcileTool, func(protocol.OperationReconcileRequest, []byte) [][]byte {
+			heard <- struct{}{}
+			return nil
+		})
+		start := time.Now()
+		_, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
+		wantErrIs(t, err, fabric.ErrNoReconcileAnswer)
+		if waited := time.Since(start); waited < timeout {
+			t.Fatalf("gave up after %v, before the timeout %v", waited, timeout)
+		}
+		testwait.Receive(t, 0, "the request", heard)
+	})
+}
+
+// TestReconcileEndsWithItsCallerOrTransport: a wait ends when the
+// caller's context does (the error says so) or when the transport closes,
+// not at the timeout.
+func TestReconcileEndsWithItsCallerOrTransport(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1", fabric.WithReconcileTimeout(time.Minute))
+	heard := make(chan struct{}, 4)
+	respond(t, env, reconcileTool, func(protocol.OperationReconcileRequest, []byte) [][]byte {
+		heard <- struct{}{}
+		return nil
+	})
+	ended := make(chan error, 1)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() {
+		_, err := tr.Reconcile(ctx, "session-1", reconcileTool, "op-a")
+		ended <- err
+	}()
+	testwait.Receive(t, 0, "the request", heard)
+	cancel()
+	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), fabric.ErrNoReconcileAnswer, context.Canceled)
+
+	go func() {
+		_, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
+		ended <- err
+	}()
+	testwait.Receive(t, 0, "the request", heard)
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), fabric.ErrClosed)
+}
+
+func TestReconcileRefusesBadInputAndSendsNothing(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	sent := make(chan *nats.Msg, 8)
+	sub, err := env.nc.ChanSubscribe("splash.reconcile.>", sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	cases := []struct {
+		name                     string
+		session, tool, operation string
+		want                     error
+	}{
+		{"empty session", "", reconcileTool, "op-a", protocol.ErrInvalidMessage},
+		{"empty operation key", "session-1", reconcileTool, "", protocol.ErrInvalidMessage},
+		{"wildcard tool", "session-1", "text.*", "op-a", protocol.ErrInvalidToolName},
+		{"empty tool", "session-1", "", "op-a", protocol.ErrInvalidToolName},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tr.Reconcile(testCtx(t), tc.session, tc.tool, tc.operation)
+			wantErrIs(t, err, tc.want)
+		})
+	}
+	if err := env.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 0 {
+		t.Fatalf("%d requests sent for bad input", len(sent))
+	}
+	_ = tr.Close()
+	_, err = tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
+	wantErrIs(t, err, fabric.ErrClosed)
+	if !errors.Is(fabric.WithReconcileTimeout(0)(nil), fabric.ErrInvalidConfig) {
+		t.Fatal("a zero reconcile timeout was accepted")
+	}
+}
+
+// TestReconcileCodecBinding: a request opens only as what it is, and each
+// end refuses the other's frames and an operation's.
+func TestReconcileCodecBinding(t *testing.T) {
+	c := newCodec(t, testKey)
+	req, err := fabric.NewReconcileRequest("session-1", reconcileTool, "op-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := c.SealReconcile(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.OpenReconcile(data)
+	if err != nil || got != req {
+		t.Fatalf("OpenReconcile = %+v, %v", got, err)
+	}
+	inv, err := c.SealInvoke(validInvoke("req-1", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := sealAnswer(t, testKey, req, protocol.StatusUnknown())
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"an invocation as a request", func() error { _, err := c.OpenReconcile(inv); return err }(), protocol.ErrInvalidMessage},
+		{"an answer as a request", func() error { _, err := c.OpenReconcile(answer); return err }(), protocol.ErrWrongRole},
+		{"a request as an answer", func() error { _, err := c.OpenReconciled(data); return err }(), protocol.ErrWrongRole},
+		{"a request as an invocation", func() error { _, err := c.OpenInvoke(data); return err }(), protocol.ErrInvalidMessage},
+		{"a request as a control frame", func() error { _, err := c.OpenControl(data); return err }(), protocol.ErrInvalidMessage},
+		{"an answer as a worker event", func() error { _, _, err := c.OpenWorker(answer); return err }(), protocol.ErrInvalidMessage},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantErrIs(t, tc.err, fabric.ErrForged, tc.want) })
+	}
+	if _, err := c.SealReconcile(protocol.OperationReconcileRequest{}); !errors.Is(err, protocol.ErrInvalidMessage) {
+		t.Fatalf("SealReconcile(zero) = %v", err)
+	}
+}

@@ -1,0 +1,159 @@
+package hostloop
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+)
+
+// DefaultAdoptEvery is how often a loop with Leases looks for sessions
+// whose host's lease lapsed, when LoopConfig.AdoptEvery is zero.
+const DefaultAdoptEvery = 2 * time.Second
+
+// take takes incarnation's lease for this process and notes it held.
+// Without Leases every incarnation is this host's to take.
+func (l *Loop) take(ctx context.Context, inc string) error {
+	if l.cfg.Leases != nil {
+		if err := l.cfg.Leases.Take(ctx, inc, l.incarnation.ID); err != nil {
+			return err
+		}
+	}
+	l.leaseMu.Lock()
+	l.held[inc] = true
+	l.leaseMu.Unlock()
+	return nil
+}
+
+// holds reports whether this process holds inc's lease.
+func (l *Loop) holds(inc string) bool {
+	l.leaseMu.Lock()
+	defer l.leaseMu.Unlock()
+	return l.held[inc]
+}
+
+// release gives inc's lease up.
+func (l *Loop) release(ctx context.Context, inc string) {
+	l.leaseMu.Lock()
+	delete(l.held, inc)
+	l.leaseMu.Unlock()
+	if l.cfg.Leases != nil {
+		// A release that fails lapses instead.
+		_ = l.cfg.Leases.Release(ctx, inc)
+	}
+}
+
+// adoptLoop looks, every AdoptEvery, for durable sessions no live host
+// drives, and carries them on here. It runs until Stop.
+func (l *Loop) adoptLoop() {
+	defer l.st.bg.Done()
+	timer := l.cfg.Clock.NewTimer(l.cfg.AdoptEvery)
+	defer timer.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-timer.C():
+		}
+		l.adoptOnce()
+		timer.Reset(l.cfg.AdoptEvery)
+	}
+}
+
+// adoptOnce takes the lease of every incarnation that has ledgers and no
+// live holder, rebuilds its sessions off the loop and hands them to it;
+// then gives up the adopted incarnations whose sessions all ended.
+func (l *Loop) adoptOnce() {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-l.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	groups, err := l.ledgerGroups(ctx)
+	if err != nil {
+		return
+	}
+	for _, inc := range slices.Sorted(maps.Keys(groups)) {
+		if err := l.take(ctx, inc); err != nil {
+			continue
+		}
+		host, _ := incarnationHost(inc)
+		if a, ok := l.cfg.Transport.(EventsAdopter); ok && host != l.cfg.HostID {
+			if err := a.AdoptEvents(ctx, host); err != nil {
+				l.release(ctx, inc)
+				continue
+			}
+		}
+		rs, err := l.loadResumable(ctx, groups[inc])
+		if err == nil {
+			err = l.send(ctx, cmdFunc(func(st *loopState) { st.takeResumed(rs) }))
+		}
+		if err != nil {
+			// Given up, so the next scan (here or elsewhere) tries again.
+			l.release(ctx, inc)
+			if errors.Is(err, ErrLoopStopped) {
+				return
+			}
+		}
+	}
+	l.releaseEnded(ctx)
+}
+
+// releaseEnded gives up the adopted incarnations that no longer have a
+// ledger (their sessions ended), and stops reading the events of hosts
+// none of whose incarnations it still holds.
+func (l *Loop) releaseEnded(ctx context.Context) {
+	ids, err := l.cfg.Ledger.Sessions(ctx)
+	if err != nil {
+		return
+	}
+	live := make(map[string]bool)
+	for _, raw := range ids {
+		if inc, _, ok := ParseSessionID(SessionID(raw)); ok {
+			live[inc] = true
+		}
+	}
+	l.leaseMu.Lock()
+	var ended []string
+	for inc := range l.held {
+		if inc != l.incarnation.ID && !live[inc] {
+			ended = append(ended, inc)
+		}
+	}
+	l.leaseMu.Unlock()
+	for _, inc := range ended {
+		l.release(ctx, inc)
+	}
+	a, ok := l.cfg.Transport.(EventsAdopter)
+	if !ok || len(ended) == 0 {
+		return
+	}
+	still := make(map[string]bool)
+	l.leaseMu.Lock()
+	for inc := range l.held {
+		h, _ := incarnationHost(inc)
+		still[h] = true
+	}
+	l.leaseMu.Unlock()
+	for _, inc := range ended {
+		if h, _ := incarnationHost(inc); h != l.cfg.HostID && !still[h] {
+			_ = a.ReleaseEvents(ctx, h)
+		}
+	}
+}
+
+// releaseAll gives up every lease this process holds, as it stops: its
+// durable sessions may be carried on elsewhere at once.
+func (l *Loop) releaseAll(ctx context.Context) {
+	l.leaseMu.Lock()
+	incs := slices.Collect(maps.Keys(l.held))
+	l.leaseMu.Unlock()
+	for _, inc := range incs {
+		l.release(ctx, inc)
+	}
+}

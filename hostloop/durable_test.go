@@ -1,0 +1,415 @@
+package hostloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workflow"
+)
+
+// dyingLog is a ledger log whose process can die: from then on nothing
+// more is written, as when a host is killed, until the next process.
+type dyingLog struct {
+	workflow.Log
+	dead atomic.Bool
+}
+
+var errDead = errors.New("the process died")
+
+func (d *dyingLog) Append(ctx context.Context, session string, from int, entries []workflow.Entry) error {
+	if d.dead.Load() {
+		return errDead
+	}
+	return d.Log.Append(ctx, session, from, entries)
+}
+
+func (d *dyingLog) Remove(ctx context.Context, session string) error {
+	if d.dead.Load() {
+		return errDead
+	}
+	return d.Log.Remove(ctx, session)
+}
+
+func durableLoop(t *testing.T, tr Transport, a SessionArchive, log workflow.Log, catalog func(*host.Runtime) error) *Loop {
+	t.Helper()
+	l, err := StartLoop(LoopConfig{
+		Transport:    tr,
+		HostID:       "h1",
+		Archive:      a,
+		Ledger:       log,
+		RetryInitial: 5 * time.Millisecond,
+		RetryMax:     50 * time.Millisecond,
+		Catalog:      catalog,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func remoteCatalog(rt *host.Runtime) error {
+	return rt.RegisterExternalTool(host.NewToolPolicy("text.remote").WithMaxAttempts(3))
+}
+
+// A resumed script sees the time and random numbers its first run saw:
+// what it computed before the restart and what it computes after agree
+// with what its worker was sent.
+func TestDurableLoopResumesWithTheSameTimeAndRandomness(t *testing.T) {
+	tr, a, log := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
+	l := durableLoop(t, tr, a, log, remoteCatalog)
+	s := submit(t, l, `const r = Math.random(), t = Date.now(), d = new Date().toISOString();
+const sent = await tool.start("text.remote", r + "@" + t + "@" + d);
+const again = await tool.start("text.remote", String(Math.random()));
+[sent, r + "@" + t + "@" + d, again, Date.now() >= t].join(" ")`)
+	first := next(t, tr)
+	l.Stop()
+
+	l = durableLoop(t, tr, a, log, remoteCatalog)
+	defer l.Stop()
+	resent := next(t, tr)
+	if resent.RequestID != first.RequestID || resent.IdempotencyKey != first.IdempotencyKey || resent.Input.Text != first.Input.Text {
+		t.Fatalf("resumed call %+v, first run sent %+v", resent, first)
+	}
+	tr.Succeed(resent, resent.Input.Text)
+	second := next(t, tr)
+	tr.Succeed(second, second.Input.Text)
+	got := waitState(t, l, s.ID, SessionCompleted)
+	parts := strings.Split(got.Value, " ")
+	if len(parts) != 4 || parts[0] != first.Input.Text || parts[1] != first.Input.Text || parts[2] != second.Input.Text || parts[3] != "true" {
+		t.Fatalf("value %q; first call was sent %q", got.Value, first.Input.Text)
+	}
+	testwait.Until(t, 0, "the finished session's ledger to go", func() bool {
+		sessions, _ := log.Sessions(context.Background())
+		return len(sessions) == 0
+	})
+}
+
+// A ledger the script no longer follows (here: altered under it) ends the
+// session failed as nondeterministic, and nothing is dispatched for it.
+func TestDurableLoopRefusesADivergedReplay(t *testing.T) {
+	tr, a, mem := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
+	l := durableLoop(t, tr, a, mem, remoteCatalog)
+	s := submit(t, l, `await tool.start("text.remote", "as recorded")`)
+	next(t, tr)
+	l.Stop()
+
+	entries, err := mem.Load(context.Background(), string(s.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range entries {
+		if p := entries[i].Prepared; p != nil {
+			altered := *p
+			altered.Input = "as altered"
+			entries[i].Prepared = &altered
+		}
+	}
+	altered := workflow.NewMemoryLog()
+	if err := altered.Append(context.Background(), string(s.ID), 0, entries); err != nil {
+		t.Fatal(err)
+	}
+	published := len(tr.Published())
+	l = durableLoop(t, tr, a, altered, remoteCatalog)
+	defer l.Stop()
+	got := waitState(t, l, s.ID, SessionFailed)
+	if !errors.Is(got.Err, host.ErrNondeterministic) {
+		t.Fatalf("session failed with %v, want ErrNondeterministic", got.Err)
+	}
+	if n := len(tr.Published()); n != published {
+		t.Fatalf("%d invocations published for a diverged session", n-published)
+	}
+}
+
+// Under the fail policy a session keeps no ledger and ends with its host,
+// as sessions did before ledgers.
+func TestDurableLoopFailPolicyEndsWithTheHost(t *testing.T) {
+	tr, a, log := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
+	l := durableLoop(t, tr, a, log, remoteCatalog)
+	s, err := l.Submit(context.Background(), Submission{Source: remoteScript, Restart: workflow.RestartFail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, tr)
+	if sessions, _ := log.Sessions(context.Background()); len(sessions) != 0 {
+		t.Fatalf("a fail-policy session wrote a ledger: %v", sessions)
+	}
+	l.Stop()
+	l = durableLoop(t, tr, a, log, remoteCatalog)
+	defer l.Stop()
+	got, _, err := l.Status(context.Background(), s.ID)
+	if err != nil || !errors.Is(got.Err, ErrHostStopped) {
+		t.Fatalf("status %+v, %v; want failed with ErrHostStopped", got, err)
+	}
+}
+
+func TestDurableLoopRefusesAnUnknownRestartPolicy(t *testing.T) {
+	tr, a, log := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
+	l := durableLoop(t, tr, a, log, remoteCatalog)
+	defer l.Stop()
+	_, err := l.Submit(context.Background(), Submission{Source: remoteScript, Restart: "sometimes"})
+	if !errors.Is(err, ErrInvalidSubmission) {
+		t.Fatalf("Submit = %v, want ErrInvalidSubmission", err)
+	}
+	if sessions, _ := log.Sessions(context.Background()); len(sessions) != 0 || len(tr.Published()) != 0 {
+		t.Fatalf("a refused submission left %v and published %d", sessions, len(tr.Published()))
+	}
+}
+
+// Submit answers for a durable session only once its ledger is stored: a
+// host that dies right after cannot lose a session its client was told of.
+func TestDurableSubmitAnswersOnceTheLedgerIsStored(t *testing.T) {
+	tr, a, log := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
+	l := durableLoop(t, tr, a, log, remoteCatalog)
+	defer l.Stop()
+	s := submit(t, l, remoteScript)
+	entries, err := log.Load(context.Background(), string(s.ID))
+	if err != nil || len(entries) != 2 || entries[0].Submitted == nil || entries[1].Prepared == nil {
+		t.Fatalf("ledger after Submit: %+v, %v", entries, err)
+	}
+	if len(s.Operations) != 1 {
+		t.Fatalf("status lists %d operations", len(s.Operations))
+	}
+}
+
+// TestDurableLoopModel drives durable sessions through generated
+// interleavings of workers answering (results, retryable failures,
+// repeated answers), time passing over backoffs, and the host restarting
+// gracefully or dying at any step. Workers keep a journal by idempotency
+// key, as the real ones do. After every step: no operation's effect ran
+// twice. At the end every session completed with the value an
+// uninterrupted run gives, and no ledger is left.
+//
+// A failing seed prints its trace; -loop.seed replays it, -loop.seeds
+// explores more.
+func TestDurableLoopModel(t *testing.T) {
+	seeds := testwait.Seeds(loopFixedSeeds, *loopSeeds, *loopSeed)
+	steps, restarts := 0, 0
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := newDurableModel(t, seed)
+				m.run()
+				steps += m.steps
+				restarts += m.restarts
+			})
+		})
+	}
+	t.Logf("%d seeds, %d generated steps, %d host restarts", len(seeds), steps, restarts)
+}
+
+const modelCalls = 4
+
+type durableModel struct {
+	t        *testing.T
+	rng      *rand.Rand
+	trace    []string
+	steps    int
+	restarts int
+
+	tr      *MemTransport
+	archive *memArchive
+	log     *dyingLog
+	l       *Loop
+
+	sessions []SessionID
+	// journal and effects are the workers' side: each key's stored
+	// answer, and how often its effect ran.
+	journal map[string]string
+	effects map[string]int
+	// running are invocations a worker took and has not answered;
+	// answered are those it answered with a result.
+	running, answered []protocol.Invoke
+}
+
+func newDurableModel(t *testing.T, seed uint64) *durableModel {
+	m := &durableModel{
+		t:       t,
+		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		tr:      NewMemTransport(4096),
+		archive: newMemArchive(),
+		log:     &dyingLog{Log: workflow.NewMemoryLog()},
+		journal: make(map[string]string),
+		effects: make(map[string]int),
+	}
+	m.note("seed %d", seed)
+	m.start()
+	return m
+}
+
+func (m *durableModel) start() {
+	l, err := StartLoop(LoopConfig{
+		Transport: m.tr, HostID: "h1", Archive: m.archive, Ledger: m.log,
+		RetryInitial: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
+		Catalog: remoteCatalog,
+	})
+	if err != nil {
+		m.fail("StartLoop: %v", err)
+	}
+	m.l = l
+}
+
+func (m *durableModel) note(format string, v ...any) {
+	m.trace = append(m.trace, fmt.Sprintf(format, v...))
+}
+
+func (m *durableModel) fail(format string, v ...any) {
+	m.t.Helper()
+	m.t.Fatalf("%s\ntrace:\n  %s", fmt.Sprintf(format, v...), strings.Join(m.trace, "\n  "))
+}
+
+func (m *durableModel) run() {
+	defer func() { m.l.Stop() }()
+	for range 60 + m.rng.IntN(60) {
+		m.step()
+		synctest.Wait()
+		m.check()
+	}
+	m.settle()
+}
+
+func (m *durableModel) step() {
+	m.steps++
+	m.take()
+	switch r := m.rng.IntN(100); {
+	case r < 12 && len(m.sessions) < 6:
+		src := fmt.Sprintf(`let s = 0; for (let i = 1; i <= %d; i++) { s += Number(await tool.start("text.remote", String(i))); } s`, modelCalls)
+		s, err := m.l.Submit(context.Background(), Submission{Source: src})
+		if err != nil {
+			m.fail("Submit: %v", err)
+		}
+		m.sessions = append(m.sessions, s.ID)
+		m.note("submit %s", s.ID)
+	case r < 55 && len(m.running) > 0:
+		m.answer(m.rng.IntN(len(m.running)))
+	case r < 62 && len(m.answered) > 0:
+		// A worker's answer delivered again.
+		inv := m.answered[m.rng.IntN(len(m.answered))]
+		m.note("repeat the answer to %s/%d", inv.RequestID, inv.Attempt)
+		m.tr.Succeed(inv, m.journal[inv.IdempotencyKey])
+	case r < 70:
+		m.restart(true)
+	case r < 78:
+		m.restart(false)
+	default:
+		d := time.Duration(1+m.rng.IntN(200)) * time.Millisecond
+		m.note("sleep %s", d)
+		time.Sleep(d)
+	}
+}
+
+// take moves every published invocation to the workers.
+func (m *durableModel) take() {
+	for {
+		select {
+		case inv := <-m.tr.Invocations():
+			m.running = append(m.running, inv)
+		default:
+			return
+		}
+	}
+}
+
+// answer has a worker answer running[i]: from the journal when its key
+// already ran, else a retryable failure on a first attempt now and then,
+// else the effect and its result.
+func (m *durableModel) answer(i int) {
+	inv := m.running[i]
+	m.running = append(m.running[:i], m.running[i+1:]...)
+	if out, ok := m.journal[inv.IdempotencyKey]; ok {
+		m.note("answer %s/%d from the journal", inv.RequestID, inv.Attempt)
+		m.tr.Succeed(inv, out)
+		m.answered = append(m.answered, inv)
+		return
+	}
+	if inv.Attempt == 1 && m.rng.IntN(4) == 0 {
+		m.note("retry %s/%d", inv.RequestID, inv.Attempt)
+		m.tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultRetryTransient, Error: "busy"})
+		return
+	}
+	m.effects[inv.IdempotencyKey]++
+	m.journal[inv.IdempotencyKey] = inv.Input.Text
+	m.note("run %s/%d (%s)", inv.RequestID, inv.Attempt, inv.Input.Text)
+	m.tr.Succeed(inv, inv.Input.Text)
+	m.answered = append(m.answered, inv)
+}
+
+// restart ends the host process, gracefully or as a kill (nothing more it
+// would write is stored), and starts the next one.
+func (m *durableModel) restart(graceful bool) {
+	m.restarts++
+	if graceful {
+		m.note("restart gracefully")
+	} else {
+		m.note("kill and restart")
+		m.log.dead.Store(true)
+		m.archive.crash()
+	}
+	m.l.Stop()
+	m.log.dead.Store(false)
+	m.archive.mu.Lock()
+	m.archive.crashed = false
+	m.archive.mu.Unlock()
+	// The workers lose nothing: an invocation stays in the stream, an
+	// answer in the host's events until a process takes it.
+	m.start()
+}
+
+func (m *durableModel) check() {
+	for key, n := range m.effects {
+		if n > 1 {
+			m.fail("the effect of %s ran %d times", key, n)
+		}
+	}
+}
+
+// settle lets the workers answer everything until every session ended.
+func (m *durableModel) settle() {
+	want := strconv.Itoa(modelCalls * (modelCalls + 1) / 2)
+	for round := 0; ; round++ {
+		if round > 500 {
+			m.fail("sessions did not end")
+		}
+		m.take()
+		for len(m.running) > 0 {
+			m.answer(0)
+		}
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		m.check()
+		done := true
+		for _, id := range m.sessions {
+			s, _, err := m.l.Status(context.Background(), id)
+			if err != nil {
+				m.fail("status of %s: %v", id, err)
+			}
+			switch s.State {
+			case SessionSuspended:
+				done = false
+			case SessionFailed:
+				m.fail("session %s failed: %v", id, s.Err)
+			case SessionCompleted:
+				if s.Value != want {
+					m.fail("session %s = %s, want %s", id, s.Value, want)
+				}
+			}
+		}
+		if done {
+			break
+		}
+	}
+	synctest.Wait()
+	if left, _ := m.log.Sessions(context.Background()); len(left) != 0 {
+		m.fail("ledgers left: %v", left)
+	}
+}

@@ -1,0 +1,157 @@
+package itest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/workeragent"
+)
+
+// peerHost is a host process besides the cluster's own, sharing its
+// fabric: its own connection, transport, archive, ledger and leases.
+type peerHost struct {
+	id      string
+	nc      *nats.Conn
+	tr      *fabric.HostTransport
+	archive *fabric.SessionArchive
+	leases  *fabric.HostLeases
+	loop    *hostloop.Loop
+	stopped bool
+}
+
+// testLease is the hosts' lease in the failover tests: short, so an
+// abandoned host's sessions move quickly.
+const testLease = time.Second
+
+func (c *cluster) startPeer(id string) *peerHost {
+	c.t.Helper()
+	p := &peerHost{id: id, nc: c.srv.Connect(reconnecting()...)}
+	ctx, cancel := opCtx()
+	defer cancel()
+	var err error
+	p.tr, err = fabric.NewHostTransport(ctx, p.nc, c.fcfg, id, c.key)
+	must(c.t, err)
+	p.archive, err = fabric.NewSessionArchive(ctx, p.nc, c.fcfg, c.key)
+	must(c.t, err)
+	ledger, err := fabric.NewLedgerLog(ctx, p.nc, c.fcfg, c.key)
+	must(c.t, err)
+	p.leases, err = fabric.NewHostLeases(ctx, p.nc, c.fcfg, c.key, testLease)
+	must(c.t, err)
+	p.loop, err = hostloop.StartLoop(hostloop.LoopConfig{
+		Transport: p.tr, HostID: id, Catalog: c.catalog, Observer: c.obs,
+		Archive: p.archive, Ledger: ledger, Leases: p.leases,
+		AdoptEvery: 100 * time.Millisecond, ArchiveTimeout: 5 * time.Second, LedgerRetry: 100 * time.Millisecond,
+		RetryInitial: c.opts.retryInitial, RetryMax: c.opts.retryMax,
+	})
+	must(c.t, err)
+	c.t.Cleanup(func() { p.stop() })
+	return p
+}
+
+// stop ends the host gracefully.
+func (p *peerHost) stop() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	p.loop.Stop()
+	_ = p.tr.Close()
+	_ = p.leases.Close()
+	_ = p.archive.Close()
+}
+
+// abandon ends the host as a kill does: its connection is cut first, so
+// nothing more of it reaches NATS and its leases lapse unrenewed.
+func (p *peerHost) abandon() {
+	_ = p.leases.Close()
+	p.nc.Close()
+	p.stop()
+}
+
+func (p *peerHost) submit(t testing.TB, src string) hostloop.SessionID {
+	t.Helper()
+	ctx, cancel := opCtx()
+	defer cancel()
+	s, err := p.loop.Submit(ctx, hostloop.Submission{Source: src})
+	must(t, err)
+	return s.ID
+}
+
+// TestSecondHostAdoptsTheSessionsOfAnAbandonedHost runs two hosts on one
+// fabric. Scripts started on the first wait on calls a worker holds; the
+// first host is abandoned mid-load; the second adopts every session within
+// the lease and a few seconds, takes the answers that come for them
+// (published and bound under the first host's request ids), and every
+// script completes with each effect once. Asked about a session it does
+// not drive, a host names the one that does.
+func TestSecondHostAdoptsTheSessionsOfAnAbandonedHost(t *testing.T) {
+	const scripts = 12
+	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true})
+	var ok successes
+	release := make(chan struct{})
+	started := make(chan struct{}, 2*scripts)
+	c.startWorker("w1", func(a *workeragent.Agent) {
+		must(t, a.Handle("it.step", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+			in := call.Input.Text
+			if strings.HasSuffix(in, "-two") {
+				started <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return workeragent.Output{}, ctx.Err()
+				}
+			}
+			ok.add(call.IdempotencyKey)
+			return workeragent.Result(in + "!"), nil
+		})))
+	})
+	a, b := c.startPeer("ha"), c.startPeer("hb")
+	var ids []hostloop.SessionID
+	for i := range scripts {
+		p := a
+		if i%3 == 0 {
+			p = b // a few of the second host's own, untouched by the loss
+		}
+		ids = append(ids, p.submit(t, sprintf(twoStepScript, "it.step")))
+	}
+	for range scripts {
+		testwait.Receive(t, 0, "the second calls to start", started)
+	}
+	ctx, cancel := opCtx()
+	defer cancel()
+	if _, _, err := b.loop.Status(ctx, ids[1]); !errors.As(err, new(*hostloop.SessionElsewhereError)) {
+		t.Fatalf("the second host on the first's session: %v, want SessionElsewhereError", err)
+	}
+
+	a.abandon()
+	lost := time.Now()
+	testwait.Until(t, 30*time.Second, "the second host to drive every session", func() bool {
+		for _, id := range ids {
+			s, _, err := b.loop.Status(ctx, id)
+			if err != nil || s.State != hostloop.SessionSuspended || len(s.Operations) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	adopted := time.Since(lost)
+	close(release)
+	for _, id := range ids {
+		testwait.Until(t, 30*time.Second, "session "+string(id)+" to complete", func() bool {
+			s, _, err := b.loop.Status(ctx, id)
+			return err == nil && s.State == hostloop.SessionCompleted
+		})
+		s, _, _ := b.loop.Status(ctx, id)
+		wantCompleted(t, s, "one!|one!-two!")
+	}
+	ok.check(t, 2*scripts)
+	t.Logf("adopted %d sessions %v after the first host was abandoned (lease %v)", scripts-scripts/3, adopted.Round(time.Millisecond), testLease)
+}

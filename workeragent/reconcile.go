@@ -1,0 +1,138 @@
+package workeragent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// startReconcile joins the tool's reconciliation queue group, so each
+// request reaches one agent of the pool. Every agent can answer any
+// request: the journal is the pool's, not the agent's.
+func (a *Agent) startReconcile(t *tool) error {
+	sub, err := a.nc.QueueSubscribe(fabric.ReconcileSubject(t.name), fabric.ReconcileQueue(t.name),
+		func(m *nats.Msg) { a.onReconcile(t, m) })
+	if err != nil {
+		return fmt.Errorf("workeragent: reconcile subscription for %q: %w", t.name, err)
+	}
+	t.reconcileSub = sub
+	return nil
+}
+
+// onReconcile runs on the reconcile subscription's callback goroutine. A
+// request that fails authentication, names another tool or has no reply
+// subject is counted and dropped: answering it would tell a stranger what
+// the journal holds, or answer a question nobody authentic asked. An
+// authentic one is answered once, from what this agent runs and what the
+// journal holds. A journal that cannot be read is no answer either; the
+// host asks again.
+func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
+	req, err := a.codec.OpenReconcile(m.Data)
+	if err == nil && req.Tool != t.name {
+		err = fmt.Errorf("%w: reconcile for tool %q on the subject of %q", errWrongSubject, req.Tool, t.name)
+	}
+	if err == nil && m.Reply == "" {
+		err = fmt.Errorf("%w: reconcile request without a reply subject", protocol.ErrInvalidMessage)
+	}
+	if err != nil {
+		a.forged(err, "rejected reconcile request", "tool", t.name)
+		return
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	status, err := a.operationStatus(ctx, t, req.OperationKey)
+	if err != nil {
+		a.log.Warn("reconcile: journal unreadable", "tool", t.name, "request", req.RequestID, "err", err)
+		return
+	}
+	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
+	var data []byte
+	if err == nil {
+		data, err = a.codec.SealReconciled(res)
+	}
+	if err != nil {
+		// A stored result that no longer validates (say, a payload over
+		// today's bounds) is left unanswered rather than misreported.
+		a.log.Warn("reconcile: answer not sealed", "tool", t.name, "request", req.RequestID, "err", err)
+		return
+	}
+	if err := m.Respond(data); err != nil {
+		a.log.Warn("reconcile: answer not sent", "tool", t.name, "request", req.RequestID, "err", err)
+		return
+	}
+	a.stats.reconciled.Add(1)
+	a.obs.Reconciled(t.name, string(status.State))
+}
+
+// operationStatus is what the pool knows of the operation keyed key: a
+// call of this agent that holds it is running; otherwise the journal says.
+func (a *Agent) operationStatus(ctx context.Context, t *tool, key string) (protocol.OperationStatus, error) {
+	if a.holds(t, key) {
+		return protocol.StatusRunning(), nil
+	}
+	rec, err := a.cfg.Journal.Get(ctx, key)
+	if errors.Is(err, idempotency.ErrNotFound) {
+		return protocol.StatusUnknown(), nil
+	}
+	if err != nil {
+		return protocol.OperationStatus{}, err
+	}
+	return journalStatus(rec, time.Now()), nil
+}
+
+// holds reports whether an execution of this agent has the tool's call
+// keyed key. An Idempotent tool's run writes the journal only when it
+// ends, so for it this is the only sign of a run in progress (and only
+// on the agent that runs it).
+func (a *Agent) holds(t *tool, key string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for e := range a.running {
+		if e.t == t && e.inv.IdempotencyKey == key {
+			return true
+		}
+	}
+	return false
+}
+
+// journalStatus maps a journal record to the state a reconciliation
+// reports. A live lease is running. A stored result is its status, an
+// indeterminate one reported failed (the protocol has no such state, and
+// its effect is not to be repeated). A lease that lapsed without a result,
+// or a claim given back, is unknown: nobody holds the operation and no
+// result exists, which is what a later delivery would find too.
+func journalStatus(rec idempotency.Record, now time.Time) protocol.OperationStatus {
+	switch {
+	case rec.State == idempotency.StateRunning && !rec.Expired(now):
+		return protocol.StatusRunning()
+	case rec.State != idempotency.StateDone || rec.Result == nil:
+		return protocol.StatusUnknown()
+	}
+	r := *rec.Result
+	switch r.Status {
+	case idempotency.StatusSucceeded:
+		if r.Payload == nil {
+			return protocol.StatusSucceeded(protocol.TextPayload(""))
+		}
+		return protocol.StatusSucceeded(*r.Payload)
+	case idempotency.StatusCancelled:
+		return protocol.StatusCancelled()
+	case idempotency.StatusIndeterminate:
+		return protocol.StatusFailed(withDefault("indeterminate: ", r.Error, "its effect is unknown"))
+	}
+	return protocol.StatusFailed(withDefault("", r.Error, string(r.Status)))
+}
+
+func withDefault(prefix, s, def string) string {
+	if s == "" {
+		s = def
+	}
+	return prefix + s
+}
