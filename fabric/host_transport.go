@@ -189,6 +189,7 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 		return err
 	}
 	m := &nats.Msg{Subject: subject, Data: data, Header: publishHeader(inv.IdempotencyKey, inv.Attempt, host)}
+	t.seqs.published(inv.RequestID, inv.Tool, inv.Attempt, inv.AttemptLimit)
 	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(StreamInvoke))
 	if err != nil {
 		return fmt.Errorf("fabric: publish %q: %w", truncate(inv.RequestID), err)
@@ -270,7 +271,7 @@ func (t *HostTransport) watch() {
 		select {
 		case ack := <-p.fut.Ok():
 			if p.broadcast == nil {
-				t.seqs.stored(p.inv.RequestID, p.inv.Tool, p.inv.Attempt, ack.Sequence)
+				t.seqs.stored(p.inv.RequestID, p.inv.Attempt, ack.Sequence)
 			}
 		case err = <-p.fut.Err():
 		case <-t.done:
@@ -336,7 +337,7 @@ func (t *HostTransport) open(data []byte, subject string) (protocol.WorkerMessag
 		t.reject(RejectReplayed, subject, forged(fmt.Errorf("%w: request %q seq %d already seen", protocol.ErrSequence, truncate(reqID), seq)))
 		return protocol.WorkerMessage{}, false
 	}
-	t.seqs.heard(reqID, attempt, terminal)
+	t.seqs.heard(reqID, attempt, terminal, retryable(msg))
 	return msg, true
 }
 
@@ -401,4 +402,16 @@ func (t *HostTransport) Close() error {
 		close(t.events)
 	})
 	return nil
+}
+
+// retryable reports a result that asks the host for another attempt.
+func retryable(msg protocol.WorkerMessage) bool {
+	if msg.Kind != protocol.KindResult || msg.Result == nil {
+		return false
+	}
+	switch msg.Result.Status {
+	case protocol.ResultRetryTransient, protocol.ResultRetryRateLimited:
+		return true
+	}
+	return false
 }

@@ -18,75 +18,79 @@ import (
 // kept; the question costs one consumer lookup per tool, and only when
 // someone asks (GET /v1/operations), never per operation on the loop.
 
-// publishedSeqs remembers the stream sequence of each request's latest
-// published attempt, until its terminal frame arrives or the loop forgets
-// the request. It has its own mutex: the ack watcher writes it, the events
-// consumer and Forget delete from it, and Waiting reads it from any
-// goroutine.
+// publishedSeqs remembers, for each request this transport published, the
+// stream sequence of its latest attempt, until the request ends: its
+// terminal frame arrives (a retryable answer below the attempt limit keeps
+// it, waiting for the next attempt) or the loop forgets it. A request it
+// does not hold (one an earlier process of the host published, whose
+// session this one resumed or adopted) is not its to judge. It has its own
+// mutex: Publish, the ack watcher, the events consumer and Forget write
+// it, and Waiting reads it, from their own goroutines.
+//
+// One race leaves an entry behind: a retryable answer the loop does not
+// retry because a cancellation was asked meanwhile (the loop confirms the
+// cancellation itself and forgets nothing). It costs one small entry and
+// reads as queued for a request no one lists.
 type publishedSeqs struct {
 	mu   sync.Mutex
 	seqs map[string]publishedSeq
-	// ended holds the attempt of a request whose terminal frame arrived
-	// before its publish was acknowledged (a fast worker, a busy ack
-	// watcher), so the late acknowledgement does not bring it back.
-	ended map[string]uint32
 }
 
 type publishedSeq struct {
 	tool    string
 	attempt uint32
-	seq     uint64
+	limit   uint32
+	// seq is where the attempt was stored; 0 until its publish is
+	// acknowledged, and again between attempts.
+	seq uint64
 	// heard is set once a worker sent a frame for this attempt: it holds
 	// the call whatever the consumer says.
 	heard bool
 }
 
-// maxEnded bounds publishedSeqs.ended.
-const maxEnded = 4096
-
 func newPublishedSeqs() *publishedSeqs {
-	return &publishedSeqs{seqs: make(map[string]publishedSeq), ended: make(map[string]uint32)}
+	return &publishedSeqs{seqs: make(map[string]publishedSeq)}
 }
 
-// stored records that attempt of requestID was stored at seq.
-func (p *publishedSeqs) stored(requestID, tool string, attempt uint32, seq uint64) {
+// published records that attempt of requestID is being published.
+func (p *publishedSeqs) published(requestID, tool string, attempt, limit uint32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if a, ok := p.ended[requestID]; ok && attempt <= a {
-		delete(p.ended, requestID)
-		return
-	}
 	if cur, ok := p.seqs[requestID]; ok && cur.attempt > attempt {
 		return
 	}
-	p.seqs[requestID] = publishedSeq{tool: tool, attempt: attempt, seq: seq}
+	p.seqs[requestID] = publishedSeq{tool: tool, attempt: attempt, limit: limit}
+}
+
+// stored records that attempt of requestID was stored at seq. An answer
+// may come before the acknowledgement (a fast worker, a busy watcher);
+// the request then is no longer held, and the late sequence is dropped.
+func (p *publishedSeqs) stored(requestID string, attempt uint32, seq uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cur, ok := p.seqs[requestID]; ok && cur.attempt == attempt && cur.seq == 0 && !cur.heard {
+		cur.seq = seq
+		p.seqs[requestID] = cur
+	}
 }
 
 // heard records a worker frame for requestID; attempt 0 (a chunk) means
-// the current attempt.
-func (p *publishedSeqs) heard(requestID string, attempt uint32, terminal bool) {
+// the current attempt. retry reports a retryable answer.
+func (p *publishedSeqs) heard(requestID string, attempt uint32, terminal, retry bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cur, ok := p.seqs[requestID]
-	if ok && attempt != 0 && cur.attempt > attempt {
-		return // a stale frame of an earlier attempt
+	if !ok || (attempt != 0 && attempt < cur.attempt) {
+		return // not published here, or a stale frame of an earlier attempt
 	}
-	if terminal {
+	switch {
+	case terminal && retry && attempt < cur.limit:
+		// No worker holds it until the loop publishes the next attempt.
+		cur.seq, cur.heard = 0, false
+		p.seqs[requestID] = cur
+	case terminal:
 		delete(p.seqs, requestID)
-		if !ok || cur.attempt < attempt {
-			// Also reached by answers no publish of this process will
-			// follow (a late answer after a deadline, an earlier
-			// process's leftovers), so the map is bounded: past it, a
-			// lost race leaves one stale sequence behind, which only
-			// makes a finished request look delivered.
-			if len(p.ended) >= maxEnded {
-				clear(p.ended)
-			}
-			p.ended[requestID] = attempt
-		}
-		return
-	}
-	if ok {
+	default:
 		cur.heard = true
 		p.seqs[requestID] = cur
 	}
@@ -96,7 +100,6 @@ func (p *publishedSeqs) forget(requestID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.seqs, requestID)
-	delete(p.ended, requestID)
 }
 
 func (p *publishedSeqs) get(requestID string) (publishedSeq, bool) {
@@ -106,12 +109,12 @@ func (p *publishedSeqs) get(requestID string) (publishedSeq, bool) {
 	return s, ok
 }
 
-// Waiting reports which of requestIDs no worker has been handed yet:
-// the latest attempt is still in its tool's stream, or was published and
-// not yet stored, or is between attempts (a request the transport holds no
-// sequence for). One consumer lookup is made per tool among them. A lookup
-// that fails fails the call: guessing would show queued work as running,
-// or the reverse.
+// Waiting reports which of requestIDs no worker has been handed yet: the
+// latest attempt is still in its tool's stream, or was published and not
+// yet stored, or is between attempts. A request this transport did not
+// publish is not reported. One consumer lookup is made per tool among
+// them. A lookup that fails fails the call: guessing would show queued
+// work as running, or the reverse.
 func (t *HostTransport) Waiting(ctx context.Context, requestIDs []string) (map[string]bool, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -120,10 +123,10 @@ func (t *HostTransport) Waiting(ctx context.Context, requestIDs []string) (map[s
 	for _, id := range requestIDs {
 		p, ok := t.seqs.get(id)
 		switch {
-		case !ok:
-			out[id] = true
+		case !ok || p.heard:
 			continue
-		case p.heard:
+		case p.seq == 0:
+			out[id] = true
 			continue
 		}
 		last, known := delivered[p.tool]

@@ -1,20 +1,18 @@
 package fabric
 
-import (
-	"strconv"
-	"testing"
-)
+import "testing"
 
 // TestPublishedSeqsOrderings drives the sequence table through the orders
-// its writers can race in: the ack watcher (stored), the events consumer
-// (heard) and the loop (forget).
+// its writers can race in: Publish (published), the ack watcher (stored),
+// the events consumer (heard) and the loop (forget).
 func TestPublishedSeqsOrderings(t *testing.T) {
 	type step struct {
-		op       string // stored, heard, ended, forget
-		attempt  uint32
-		seq      uint64
-		terminal bool
+		op              string // published, stored, heard, forget
+		attempt         uint32
+		seq             uint64
+		terminal, retry bool
 	}
+	const limit = 3
 	tests := []struct {
 		name      string
 		steps     []step
@@ -22,32 +20,44 @@ func TestPublishedSeqsOrderings(t *testing.T) {
 		wantSeq   uint64
 		wantHeard bool
 	}{
-		{name: "stored", steps: []step{{op: "stored", attempt: 1, seq: 7}}, wantKnown: true, wantSeq: 7},
-		{name: "stored then chunk", steps: []step{{op: "stored", attempt: 1, seq: 7}, {op: "heard"}}, wantKnown: true, wantSeq: 7, wantHeard: true},
-		{name: "stored then answered", steps: []step{{op: "stored", attempt: 1, seq: 7}, {op: "heard", attempt: 1, terminal: true}}},
-		{name: "answered before its ack", steps: []step{{op: "heard", attempt: 1, terminal: true}, {op: "stored", attempt: 1, seq: 7}}},
-		{name: "retry stored after an answer", steps: []step{
-			{op: "stored", attempt: 1, seq: 7}, {op: "heard", attempt: 1, terminal: true}, {op: "stored", attempt: 2, seq: 9},
+		{name: "never published here", steps: []step{{op: "heard", attempt: 1}, {op: "stored", attempt: 1, seq: 7}}},
+		{name: "published, not yet stored", steps: []step{{op: "published", attempt: 1}}, wantKnown: true},
+		{name: "stored", steps: []step{{op: "published", attempt: 1}, {op: "stored", attempt: 1, seq: 7}}, wantKnown: true, wantSeq: 7},
+		{name: "stored then a chunk", steps: []step{{op: "published", attempt: 1}, {op: "stored", attempt: 1, seq: 7}, {op: "heard"}},
+			wantKnown: true, wantSeq: 7, wantHeard: true},
+		{name: "answered", steps: []step{{op: "published", attempt: 1}, {op: "stored", attempt: 1, seq: 7}, {op: "heard", attempt: 1, terminal: true}}},
+		{name: "answered before its ack", steps: []step{{op: "published", attempt: 1}, {op: "heard", attempt: 1, terminal: true}, {op: "stored", attempt: 1, seq: 7}}},
+		{name: "a chunk before its ack", steps: []step{{op: "published", attempt: 1}, {op: "heard"}, {op: "stored", attempt: 1, seq: 7}},
+			wantKnown: true, wantHeard: true},
+		{name: "retryable, between attempts", steps: []step{
+			{op: "published", attempt: 1}, {op: "stored", attempt: 1, seq: 7}, {op: "heard", attempt: 1, terminal: true, retry: true},
+		}, wantKnown: true},
+		{name: "retryable at the attempt limit", steps: []step{
+			{op: "published", attempt: limit}, {op: "stored", attempt: limit, seq: 7}, {op: "heard", attempt: limit, terminal: true, retry: true},
+		}},
+		{name: "the next attempt stored", steps: []step{
+			{op: "published", attempt: 1}, {op: "stored", attempt: 1, seq: 7}, {op: "heard", attempt: 1, terminal: true, retry: true},
+			{op: "published", attempt: 2}, {op: "stored", attempt: 2, seq: 9},
 		}, wantKnown: true, wantSeq: 9},
 		{name: "a late ack of an earlier attempt", steps: []step{
-			{op: "stored", attempt: 2, seq: 9}, {op: "stored", attempt: 1, seq: 7},
+			{op: "published", attempt: 1}, {op: "published", attempt: 2}, {op: "stored", attempt: 2, seq: 9}, {op: "stored", attempt: 1, seq: 7},
 		}, wantKnown: true, wantSeq: 9},
 		{name: "a stale answer of an earlier attempt", steps: []step{
-			{op: "stored", attempt: 2, seq: 9}, {op: "heard", attempt: 1, terminal: true},
+			{op: "published", attempt: 2}, {op: "stored", attempt: 2, seq: 9}, {op: "heard", attempt: 1, terminal: true},
 		}, wantKnown: true, wantSeq: 9},
-		{name: "forgotten", steps: []step{{op: "stored", attempt: 1, seq: 7}, {op: "forget"}}},
-		{name: "forgotten before its ack", steps: []step{{op: "heard", attempt: 1, terminal: true}, {op: "forget"}, {op: "stored", attempt: 2, seq: 9}},
-			wantKnown: true, wantSeq: 9},
+		{name: "forgotten", steps: []step{{op: "published", attempt: 1}, {op: "stored", attempt: 1, seq: 7}, {op: "forget"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPublishedSeqs()
 			for _, s := range tt.steps {
 				switch s.op {
+				case "published":
+					p.published("r", "tool", s.attempt, limit)
 				case "stored":
-					p.stored("r", "tool", s.attempt, s.seq)
+					p.stored("r", s.attempt, s.seq)
 				case "heard":
-					p.heard("r", s.attempt, s.terminal)
+					p.heard("r", s.attempt, s.terminal, s.retry)
 				case "forget":
 					p.forget("r")
 				}
@@ -56,19 +66,6 @@ func TestPublishedSeqsOrderings(t *testing.T) {
 			if ok != tt.wantKnown || got.seq != tt.wantSeq || got.heard != tt.wantHeard {
 				t.Fatalf("entry = %+v, %v; want seq %d heard %v known %v", got, ok, tt.wantSeq, tt.wantHeard, tt.wantKnown)
 			}
-			if len(p.ended) > 1 {
-				t.Fatalf("ended holds %d requests", len(p.ended))
-			}
 		})
-	}
-}
-
-func TestPublishedSeqsEndedIsBounded(t *testing.T) {
-	p := newPublishedSeqs()
-	for i := range 3 * maxEnded {
-		p.heard("late-"+strconv.Itoa(i), 1, true)
-	}
-	if len(p.ended) > maxEnded {
-		t.Fatalf("ended holds %d, bound %d", len(p.ended), maxEnded)
 	}
 }
