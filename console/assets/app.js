@@ -172,11 +172,15 @@
   // events reads a session's Server-Sent Events with fetch, so the token
   // goes in a header (EventSource cannot send one). onEvent gets the event
   // name and its parsed data. It resolves when the stream ends.
-  async function events(id, onEvent, signal) {
+  // cursor.last carries the id of the last event across reconnections,
+  // sent back as Last-Event-ID so the host resumes after it.
+  async function events(id, onEvent, signal, cursor) {
     let resp;
+    const headers = { "Authorization": "Bearer " + token(), "Accept": "text/event-stream" };
+    if (cursor && cursor.last) headers["Last-Event-ID"] = cursor.last;
     try {
       resp = await fetch("/v1/sessions/" + encodeURIComponent(id) + "/events", {
-        headers: { "Authorization": "Bearer " + token(), "Accept": "text/event-stream" },
+        headers,
         signal, cache: "no-store", credentials: "omit", redirect: "error",
       });
     } catch (e) {
@@ -217,6 +221,7 @@
         if (v.startsWith(" ")) v = v.slice(1);
         if (field === "event") name = v;
         else if (field === "data") data.push(v);
+        else if (field === "id" && cursor) cursor.last = v;
       }
     }
   }
@@ -390,6 +395,7 @@
     const seenChunks = new Set();
     const seenAudit = new Set();
     const cancelNotes = new Map(); // op id -> text of the cancel request's answer
+    const cursor = { last: "" }; // the event stream's position
     let session = null;
     let terminal = false;
 
@@ -555,7 +561,7 @@
               break;
             case "lagged": streamNote.textContent = "(fell behind; reloading)"; break;
           }
-        }, p.signal);
+        }, p.signal, cursor);
       } catch (e) {
         if (e.name === "AbortError") return;
         if (!(e instanceof Unreachable)) p.fail(e);
