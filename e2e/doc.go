@@ -25,7 +25,11 @@
 //     completion: a NATS node going away fails nothing, and a worker that
 //     is killed or cut off fails only the demo.ledger calls it held
 //     mid-effect, which end indeterminate, at most as many as the claims
-//     the journal shows it holding once it is lost; nothing times out. The scale scenario
+//     the journal shows it holding once it is lost; nothing times out. A
+//     host restarted (gracefully, then by a kill) or, of two hosts, one
+//     killed for good, loses no script: its suspended sessions are resumed
+//     from their ledgers by its next process or adopted by the other host,
+//     and complete. The scale scenario
 //     also asks the compose Prometheus (its HTTP API, /api/v1/query) that
 //     the host and every worker replica are up targets after each change
 //     of the pool, and that the counters it scraped match the host's

@@ -347,6 +347,50 @@ func TestScenarioRestartHost(t *testing.T) {
 	}
 }
 
+// TestScenarioHostFailover (scenario 9): two hosts on one fabric, load on
+// the first; the first is killed and stays down. The second adopts its
+// suspended sessions once the first's lease lapses, takes the answers its
+// workers send for them, and answers for every session the first
+// accepted: every accepted script completes, each effect once.
+func TestScenarioHostFailover(t *testing.T) {
+	s, api := cluster(t, 3)
+	s.mustCompose("--profile", "failover", "up", "-d", "--no-color", "host2")
+	s.waitHealthy(2 * time.Minute)
+	second := "http://" + s.port("host2", 8080)
+	l := startLoad(t, api, loadClients)
+	during(t, 8*time.Second)
+
+	victim := s.containers("host")[0]
+	if out, err := execDocker("kill", victim); err != nil {
+		t.Fatalf("docker kill: %v %s", err, out)
+	}
+	killed := time.Now()
+	s.logf("first host killed; clients move to %s", second)
+	api.setBase(second)
+	l.mu.Lock()
+	held := append([]string(nil), l.sessions...)
+	l.mu.Unlock()
+	// Adopted: the second host drives (or has finished) every session the
+	// first had accepted.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	testwait.Until(t, 2*time.Minute, "the second host to drive every session of the first", func() bool {
+		for _, id := range held {
+			ss, err := api.session(ctx, id)
+			if err != nil || !(ss.terminal() || len(ss.Operations) > 0) {
+				return false
+			}
+		}
+		return true
+	})
+	s.logf("adoption: every session of the first host driven by the second %v after the kill", time.Since(killed).Round(100*time.Millisecond))
+	during(t, 8*time.Second)
+	c := audit(t, s, l, resumedOutcomes)
+	if c.completed == 0 {
+		t.Errorf("no script completed")
+	}
+}
+
 func execDocker(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

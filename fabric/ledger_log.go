@@ -219,6 +219,26 @@ func (l *LedgerLog) forget(session string) {
 	l.mu.Unlock()
 }
 
+// Has reports whether session has a ledger, reading only its last
+// message's header: cheaper than Load, for a host asked about a session it
+// does not drive.
+func (l *LedgerLog) Has(ctx context.Context, session string) (bool, error) {
+	subject, err := LedgerSubject(session)
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	_, err = l.stream.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("fabric: ledger %s: %w", session, err)
+	}
+	return true, nil
+}
+
 // Load implements workflow.Log. Every message is verified; a ledger with
 // a message that fails, or whose batches do not follow on, is refused with
 // ErrLedgerRejected rather than replayed in part.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // SessionArchive keeps what a host must still be able to say about its
@@ -143,17 +145,46 @@ func (l *Loop) durableStatus(ctx context.Context, id SessionID, inc, owner strin
 		if err != nil {
 			return SessionStatus{}, true, fmt.Errorf("%w: lease of %s: %w", ErrLedgerUnavailable, inc, err)
 		}
-		if host, ok := incarnationHost(holder); ok && holder != l.incarnation.ID {
+		// An earlier process of this host whose lease has not lapsed
+		// yet is not another host: the session is resumed here once it
+		// does.
+		if host, ok := incarnationHost(holder); ok && holder != l.incarnation.ID && host != l.cfg.HostID {
 			return SessionStatus{}, true, &SessionElsewhereError{Session: id, Host: host}
 		}
 	}
-	entries, err := l.cfg.Ledger.Load(ctx, string(id))
-	if err != nil || len(entries) == 0 {
+	created, found, err := l.ledgerCreated(ctx, id)
+	switch {
+	case err != nil:
+		// Not knowing is not a verdict: a session must never read as
+		// lost because a store did not answer in time.
+		return SessionStatus{}, true, fmt.Errorf("%w: session %s: %w", ErrLedgerUnavailable, quoteID(id), err)
+	case !found:
 		return SessionStatus{}, false, nil
 	}
-	// Its ledger is there and nobody drives it: the next adoption scan
-	// (of this host or another) carries it on.
-	return SessionStatus{ID: id, State: SessionSuspended, Created: entries[0].At}, true, nil
+	// Its ledger is there and nobody drives it yet: the next adoption
+	// scan (of this host or another) carries it on.
+	return SessionStatus{ID: id, State: SessionSuspended, Created: created}, true, nil
+}
+
+// ledgerCreated reports whether id has a ledger and, when reading it is
+// what tells, when the session was submitted (the start of this process
+// otherwise, the closest bound at hand).
+func (l *Loop) ledgerCreated(ctx context.Context, id SessionID) (time.Time, bool, error) {
+	if p, ok := l.cfg.Ledger.(workflow.Prober); ok {
+		found, err := p.Has(ctx, string(id))
+		return l.incarnation.Started, found, err
+	}
+	entries, err := l.cfg.Ledger.Load(ctx, string(id))
+	switch {
+	case errors.Is(err, workflow.ErrUnknownLedger):
+		return time.Time{}, false, nil
+	case errors.Is(err, workflow.ErrInvalidEntry):
+		// Whoever resumes it fails it; until then it is not lost.
+		return l.incarnation.Started, true, nil
+	case err != nil:
+		return time.Time{}, false, err
+	}
+	return entries[0].At, true, nil
 }
 
 // stoppedStatus is the terminal status recorded for a session still

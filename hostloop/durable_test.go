@@ -413,3 +413,50 @@ func (m *durableModel) settle() {
 		m.fail("ledgers left: %v", left)
 	}
 }
+
+// failingLog is a ledger log whose reads fail, as a store that does not
+// answer in time.
+type failingLog struct{ workflow.Log }
+
+func (failingLog) Load(context.Context, string) ([]workflow.Entry, error) {
+	return nil, errors.New("timed out")
+}
+
+// A host asked about a durable session of an earlier process that it does
+// not drive yet never calls it lost: with its ledger there it is
+// suspended (the adoption scan carries it on), and a ledger that cannot
+// be read is ErrLedgerUnavailable, not a verdict.
+func TestDurableStatusOfASessionNotYetResumed(t *testing.T) {
+	tr, a, mem := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
+	l := durableLoop(t, tr, a, mem, remoteCatalog)
+	s := submit(t, l, remoteScript)
+	next(t, tr)
+	// Killed: nothing more is stored, nothing resumes it here.
+	a.crash()
+	l.Stop()
+
+	for _, tc := range []struct {
+		name    string
+		log     workflow.Log
+		state   SessionState
+		wantErr error
+	}{
+		{"ledger there", struct{ workflow.Log }{mem}, SessionSuspended, nil},
+		{"ledger unreadable", failingLog{mem}, "", ErrLedgerUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// No Ledger in the config: this loop resumes nothing, as one
+			// whose adoption scan has not come round yet.
+			other, err := StartLoop(LoopConfig{Transport: newChanTransport(), HostID: "h1", Archive: a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Stop()
+			other.cfg.Ledger = tc.log
+			got, err := other.archived(context.Background(), s.ID)
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) || got.State != tc.state {
+				t.Fatalf("archived = %+v, %v; want %q, %v", got, err, tc.state, tc.wantErr)
+			}
+		})
+	}
+}

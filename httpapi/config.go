@@ -114,6 +114,12 @@ type Config struct {
 	OnAuthFailure func(reason string)
 	// Logger receives internal (5xx) errors; nil discards them.
 	Logger *slog.Logger
+	// MCP, if set, is served at /mcp behind the same token as the API:
+	// the fabric's tools over MCP's streamable HTTP transport (package
+	// mcpserver). Its requests are exempt from the server's read and
+	// write timeouts, since a call's answer streams for as long as the
+	// call runs.
+	MCP http.Handler
 }
 
 func (c Config) withDefaults() Config {

@@ -139,6 +139,7 @@ var errorCodes = []errorCode{
 	// authentication is not served, and retrying will not mend it.
 	{hostloop.ErrRecordRejected, http.StatusInternalServerError, "record_rejected"},
 	{hostloop.ErrArchiveUnavailable, http.StatusServiceUnavailable, "archive_unavailable"},
+	{hostloop.ErrLedgerUnavailable, http.StatusServiceUnavailable, "archive_unavailable"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout"},
 	{context.Canceled, http.StatusServiceUnavailable, "canceled"},
 }

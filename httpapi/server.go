@@ -67,6 +67,9 @@ func New(backend Backend, cfg Config) http.Handler {
 		s.mux.Handle("GET /ui/", cfg.UI)
 		s.mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	}
+	if cfg.MCP != nil {
+		s.mux.Handle("/mcp", s.guard(true, mcpHandler(cfg.MCP)))
+	}
 	for pattern, methods := range s.allowed {
 		allow := strings.Join(methods, ", ")
 		s.mux.Handle(pattern, s.guard(true, func(w http.ResponseWriter, r *http.Request) {

@@ -22,6 +22,22 @@ const (
 	// counts as flooded: a tool that overshoots by a little learns from
 	// the bounds, one that keeps writing is stopped.
 	DefaultFloodSlack = 64
+	// DefaultCancelGrace is Config.CancelGrace when zero.
+	DefaultCancelGrace = 10 * time.Second
+)
+
+// Protocol names what a tool process speaks on its stdin and stdout.
+type Protocol string
+
+// The protocols.
+const (
+	// ProtocolFrames is the authenticated JSON-line protocol of
+	// docs/process-tools.md.
+	ProtocolFrames Protocol = ""
+	// ProtocolMCP is the Model Context Protocol over stdio: the process
+	// is an MCP server, and one process serves every tool of the
+	// Supervisor (Request.ServerTool names the one a call wants).
+	ProtocolMCP Protocol = "mcp"
 )
 
 // Config describes how to run one process tool.
@@ -51,6 +67,15 @@ type Config struct {
 	RestartInitial, RestartMax time.Duration
 	// FloodSlack is DefaultFloodSlack when zero.
 	FloodSlack int
+	// Protocol is what the process speaks on stdio: ProtocolFrames (the
+	// zero value) or ProtocolMCP.
+	Protocol Protocol
+	// CancelGrace bounds, for an MCP server, how long a cancelled call
+	// may go unanswered before its process is stopped (the call then ends
+	// Lost with Stopped set); 0 means DefaultCancelGrace. An MCP server
+	// never acknowledges a cancellation, so this is what ends a cancelled
+	// call of a tool without a deadline.
+	CancelGrace time.Duration
 	// Bwrap is the Bubblewrap binary; empty looks up "bwrap" in PATH.
 	Bwrap string
 	// Logger receives the process's stderr (bounded) and the
@@ -82,15 +107,34 @@ func FromSpec(t *toolspec.Tool) (Config, error) {
 	if p == nil {
 		return Config{}, fmt.Errorf("%w: tool %q is not a process tool", ErrInvalidConfig, s.Name)
 	}
-	cfg := Config{Tool: s.Name, Command: append([]string(nil), p.Command...), Dir: p.Dir, Concurrency: p.Concurrency}
-	for _, e := range p.Env {
+	return fromProcess(s.Name, p.Command, p.Dir, p.Env, p.Concurrency, p.Contain), nil
+}
+
+// FromMCPSpec builds the Config of a catalog entry's MCP server, as
+// FromSpec does for a process, with Protocol set to ProtocolMCP. Its
+// Concurrency is MaxMCPConcurrency: one server serves several tools, and
+// each tool's calls are bounded by the worker's slots for it.
+func FromMCPSpec(t *toolspec.Tool) (Config, error) {
+	s := t.Spec()
+	m := s.MCP
+	if m == nil {
+		return Config{}, fmt.Errorf("%w: tool %q is not served by an MCP server", ErrInvalidConfig, s.Name)
+	}
+	cfg := fromProcess(s.Name, m.Command, m.Dir, m.Env, toolspec.MaxConcurrency, m.Contain)
+	cfg.Protocol = ProtocolMCP
+	return cfg, nil
+}
+
+func fromProcess(name string, command []string, dir string, env []string, concurrency int, contain *toolspec.Contain) Config {
+	cfg := Config{Tool: name, Command: append([]string(nil), command...), Dir: dir, Concurrency: concurrency}
+	for _, e := range env {
 		if strings.Contains(e, "=") {
 			cfg.Env = append(cfg.Env, e)
 		} else if v, ok := os.LookupEnv(e); ok {
 			cfg.Env = append(cfg.Env, e+"="+v)
 		}
 	}
-	if c := p.Contain; c != nil {
+	if c := contain; c != nil {
 		cfg.Contain = &Containment{Network: c.Network}
 		for _, b := range c.ROBinds {
 			cfg.Contain.ROBinds = append(cfg.Contain.ROBinds, parseBind(b))
@@ -99,7 +143,7 @@ func FromSpec(t *toolspec.Tool) (Config, error) {
 			cfg.Contain.RWBinds = append(cfg.Contain.RWBinds, parseBind(b))
 		}
 	}
-	return cfg, nil
+	return cfg
 }
 
 // parseBind reads "src" or "src:dst".
@@ -129,6 +173,9 @@ func (c Config) withDefaults() Config {
 	if c.FloodSlack == 0 {
 		c.FloodSlack = DefaultFloodSlack
 	}
+	if c.CancelGrace == 0 {
+		c.CancelGrace = DefaultCancelGrace
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -146,7 +193,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: tool %q: empty command", ErrInvalidConfig, c.Tool)
 	case c.Concurrency < 1:
 		return fmt.Errorf("%w: tool %q: concurrency %d", ErrInvalidConfig, c.Tool, c.Concurrency)
-	case c.StopGrace < 0 || c.RestartInitial < 0 || c.RestartMax < c.RestartInitial:
+	case c.Protocol != ProtocolFrames && c.Protocol != ProtocolMCP:
+		return fmt.Errorf("%w: tool %q: protocol %q", ErrInvalidConfig, c.Tool, truncate(string(c.Protocol)))
+	case c.StopGrace < 0 || c.CancelGrace < 0 || c.RestartInitial < 0 || c.RestartMax < c.RestartInitial:
 		return fmt.Errorf("%w: tool %q: bad durations", ErrInvalidConfig, c.Tool)
 	case c.MaxLineBytes < 1 || c.FloodSlack < 1:
 		return fmt.Errorf("%w: tool %q: bad bounds", ErrInvalidConfig, c.Tool)

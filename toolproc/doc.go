@@ -46,6 +46,23 @@
 // log. Its environment is exactly Config.Env plus the SPLASH_TOOL_*
 // variables; nothing of the worker's own environment leaks through.
 //
+// # MCP servers
+//
+// With Config.Protocol set to ProtocolMCP the process is a Model Context
+// Protocol server speaking over stdio, driven by the official SDK's
+// client: the supervisor performs the handshake and lists the server's
+// tools when it starts one (a server that cannot, within 10 s, fails the
+// start), and one process serves every tool of the supervisor
+// (Request.ServerTool names the one a call wants). The same lifecycle
+// applies: restart with backoff, the watchdog at a call's deadline,
+// Close, Bubblewrap. Progress notifications are released as chunks in
+// wire order, so every chunk a server sent before its result belongs to
+// the call; tools/list_changed makes the next call list the tools again.
+// A cancellation is sent as notifications/cancelled and never reported as
+// acknowledged, since MCP has none: the call ends by its result, its
+// deadline, or Config.CancelGrace later by the stop of the process (Lost,
+// Stopped, ErrCancelUnanswered).
+//
 // # Containment
 //
 // With Config.Contain the process runs under Bubblewrap: read-only root,

@@ -25,6 +25,10 @@ var (
 	// ErrStopped reports a call held by a process the supervisor stopped
 	// because it was closed.
 	ErrStopped = errors.New("toolproc: supervisor stopped")
+	// ErrCancelUnanswered reports a call of an MCP server that neither
+	// answered nor ended within Config.CancelGrace of its cancellation:
+	// the process was stopped, and the call's effect is indeterminate.
+	ErrCancelUnanswered = errors.New("toolproc: cancellation left unanswered; process stopped")
 	// ErrClosed reports a call made after Close.
 	ErrClosed = errors.New("toolproc: supervisor closed")
 )
@@ -44,6 +48,12 @@ const (
 	ReasonExited         = "exited"
 	ReasonWatchdog       = "watchdog"
 	ReasonStopped        = "stopped"
+	// ReasonCancelUnanswered: an MCP server left a cancelled call
+	// unanswered past Config.CancelGrace.
+	ReasonCancelUnanswered = "cancel_unanswered"
+	// ReasonMCP: an MCP server broke the protocol (a failed handshake or
+	// tool listing, a connection that failed while the process lived).
+	ReasonMCP = "mcp_protocol"
 )
 
 // PoisonReasons lists every reason, for metrics that initialise their
@@ -51,7 +61,7 @@ const (
 var PoisonReasons = []string{
 	ReasonGarbage, ReasonTooLong, ReasonBadTag, ReasonWrongSession, ReasonSequence,
 	ReasonUnknownRequest, ReasonContradictory, ReasonInvalidMessage, ReasonFlood,
-	ReasonExited, ReasonWatchdog, ReasonStopped,
+	ReasonExited, ReasonWatchdog, ReasonStopped, ReasonCancelUnanswered, ReasonMCP,
 }
 
 // PoisonError says why a session was poisoned; it wraps ErrPoisoned.

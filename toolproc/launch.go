@@ -39,10 +39,14 @@ type process struct {
 }
 
 // launch starts the tool's process for session id with key, handing the
-// key over the inherited pipe.
-func (s *Supervisor) launch(id string, key protocol.SessionKey) (*process, error) {
+// key over the inherited pipe. An MCP server gets no key (nil): the
+// protocol has no use for one.
+func (s *Supervisor) launch(id string, key *protocol.SessionKey) (*process, error) {
 	env := append([]string(nil), s.cfg.Env...)
-	env = append(env, envKeyFD+"="+strconv.Itoa(keyFD), envSession+"="+id, envToolName+"="+s.cfg.Tool)
+	if key != nil {
+		env = append(env, envKeyFD+"="+strconv.Itoa(keyFD))
+	}
+	env = append(env, envSession+"="+id, envToolName+"="+s.cfg.Tool)
 	var cmd *exec.Cmd
 	if s.cfg.Contain != nil {
 		cmd = exec.Command(s.bwrap, bwrapArgs(s.cfg, s.argv0, env)...)
@@ -62,7 +66,9 @@ func (s *Supervisor) launch(id string, key protocol.SessionKey) (*process, error
 		return nil, fmt.Errorf("%w: key pipe: %v", ErrStartFailed, err)
 	}
 	defer keyR.Close()
-	cmd.ExtraFiles = []*os.File{keyR}
+	if key != nil {
+		cmd.ExtraFiles = []*os.File{keyR}
+	}
 	p := &process{cmd: cmd}
 	// stdout and stderr are pipes of our own rather than exec's: Wait
 	// closes exec's as soon as the process exits, which could drop the
@@ -91,6 +97,10 @@ func (s *Supervisor) launch(id string, key protocol.SessionKey) (*process, error
 		outR.Close()
 		errR.Close()
 		return nil, fmt.Errorf("%w: %q: %v", ErrStartFailed, truncate(s.cfg.Command[0]), err)
+	}
+	if key == nil {
+		keyW.Close()
+		return p, nil
 	}
 	// 65 bytes fit any pipe buffer, so this never blocks on the child.
 	b := key.Bytes()

@@ -22,6 +22,9 @@ type Request struct {
 	// Cancel, when closed, sends the call's one cancellation request to
 	// the process. Nil never cancels.
 	Cancel <-chan struct{}
+	// ServerTool is, for an MCP server, the server's name of the tool to
+	// call; empty means Invoke.Tool.
+	ServerTool string
 	// Disposition, if set, is told of the tool's answer to the
 	// cancellation request: unsupported while the call runs on,
 	// acknowledged or too_late as it ends.

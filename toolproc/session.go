@@ -42,6 +42,13 @@ type session struct {
 	// stop decided (see Outcome.Watchdog and Outcome.Stopped).
 	watchdogCall *call
 	stopping     bool
+	// unanswered is the call whose cancellation an MCP server left
+	// unanswered past Config.CancelGrace (see mcpCancel).
+	unanswered *call
+
+	// mcp is the conversation with an MCP server; nil for a process that
+	// speaks the frame protocol.
+	mcp *mcpSession
 
 	exited chan struct{} // closed by the reaper once the process is gone
 	done   chan struct{} // closed once the reader and stderr copier returned too
@@ -53,6 +60,7 @@ type call struct {
 	req     Request
 	out     chan Outcome // buffered; exactly one send, by end
 	timer   *time.Timer  // the watchdog; nil without a deadline
+	grace   *time.Timer  // an MCP call's cancel grace; nil until cancelled
 	chunks  uint64       // chunks received so far
 	refused int          // chunks Request.Chunk refused
 	// cancelSent: the cancellation request is out; disposed: its
@@ -63,6 +71,9 @@ type call struct {
 
 // start launches a process and its goroutines.
 func (s *Supervisor) start() (*session, error) {
+	if s.cfg.Protocol == ProtocolMCP {
+		return s.startMCP()
+	}
 	key, err := newSessionKey()
 	if err != nil {
 		return nil, err
@@ -77,7 +88,7 @@ func (s *Supervisor) start() (*session, error) {
 		return nil, fmt.Errorf("%w: %v", ErrStartFailed, err)
 	}
 	open, _ := protocol.NewSessionAuthenticator(id, key, protocol.RoleHost)
-	proc, err := s.launch(id, key)
+	proc, err := s.launch(id, &key)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +160,9 @@ func (ss *session) call(req Request) (Outcome, error) {
 	ss.sup.cfg.Observer.ProcessInFlight(ss.sup.cfg.Tool, ss.inFlight())
 	ss.mu.Unlock()
 
+	if ss.mcp != nil {
+		return ss.mcpCall(c), nil
+	}
 	inv := req.Invoke
 	inv.RequestID = c.id
 	if err := ss.send(protocol.InvokeMessage(inv)); err != nil {
@@ -199,6 +213,10 @@ func (ss *session) send(msg protocol.WorkerMessage) error {
 // cancel sends the call's one cancellation request, unless the call has
 // already ended.
 func (ss *session) cancel(c *call) {
+	if ss.mcp != nil {
+		ss.mcpCancel(c)
+		return
+	}
 	ss.mu.Lock()
 	if ss.dead != nil || c.ended || c.answered || c.cancelSent {
 		ss.mu.Unlock()
@@ -222,6 +240,9 @@ func (ss *session) end(c *call, o Outcome) {
 		// Disarmed before the outcome is visible: a terminal frame that
 		// won the race is never followed by a watchdog stop for it.
 		c.timer.Stop()
+	}
+	if c.grace != nil {
+		c.grace.Stop()
 	}
 	c.out <- o
 	if !c.cancelSent || c.disposed || o.Kind != Answered {
@@ -309,6 +330,8 @@ func (ss *session) poisonIf(cond func() bool, pe *PoisonError) {
 			o.Stopped, o.Err = true, fmt.Errorf("%w: %w", ErrStopped, pe)
 		case c == ss.watchdogCall:
 			o.Watchdog, o.Err = true, fmt.Errorf("%w: %w", ErrWatchdog, pe)
+		case c == ss.unanswered:
+			o.Stopped, o.Err = true, fmt.Errorf("%w: %w", ErrCancelUnanswered, pe)
 		}
 		ss.end(c, o)
 	}

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testToolEnv) != "" {
 		os.Exit(runTestTool())
 	}
+	if os.Getenv(testMCPEnv) != "" {
+		os.Exit(runTestMCPServer())
+	}
 	goleak.VerifyTestMain(m)
 }
 

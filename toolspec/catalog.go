@@ -49,6 +49,11 @@ func Parse(data []byte, baseDir string) (*Catalog, error) {
 				return nil, fieldErr(tool, "process.dir", err)
 			}
 		}
+		if s.MCP != nil {
+			if s.MCP.Dir, err = resolveDir(baseDir, s.MCP.Dir); err != nil {
+				return nil, fieldErr(tool, "mcp.dir", err)
+			}
+		}
 		if _, ferr := s.check(tool); ferr != nil {
 			return nil, ferr
 		}

@@ -18,12 +18,16 @@ import (
 // a *FieldError wrapping ErrCommandNotFound or ErrInvalidValue.
 func (c *Catalog) CheckCommands() error {
 	for i, s := range c.Tools {
-		if s.Process == nil {
-			continue
-		}
 		tool := label(s.Name, "#"+strconv.Itoa(i))
-		if field, err := s.Process.checkHost(); err != nil {
-			return fieldErr(tool, joinPath("process", field), err)
+		if s.Process != nil {
+			if field, err := s.Process.checkHost(); err != nil {
+				return fieldErr(tool, joinPath("process", field), err)
+			}
+		}
+		if s.MCP != nil {
+			if field, err := s.MCP.process().checkHost(); err != nil {
+				return fieldErr(tool, joinPath("mcp", field), err)
+			}
 		}
 	}
 	return nil

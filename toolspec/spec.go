@@ -83,6 +83,9 @@ type Spec struct {
 	// Process makes the worker agent run the tool as a child process.
 	// Worker only.
 	Process *Process `json:"process,omitempty"`
+	// MCP makes the worker agent serve the tool from an MCP server it
+	// runs; a tool has a Process or an MCP, not both. Worker only.
+	MCP *MCP `json:"mcp,omitempty"`
 }
 
 // StreamPolicy bounds the progress output of one operation across all of
@@ -175,6 +178,9 @@ func (s Spec) clone() Spec {
 		}
 		s.Process = &p
 	}
+	if s.MCP != nil {
+		s.MCP = s.MCP.clone()
+	}
 	return s
 }
 
@@ -192,6 +198,9 @@ func (s Spec) withDefaults() Spec {
 	}
 	if s.Process != nil && s.Process.Concurrency == 0 {
 		s.Process.Concurrency = 1
+	}
+	if s.MCP != nil && s.MCP.Concurrency == 0 {
+		s.MCP.Concurrency = 1
 	}
 	return s
 }

@@ -100,6 +100,19 @@ func (s Spec) check(tool string) (compiled, *FieldError) {
 			return compiled{}, fieldErr(tool, joinPath("process", field), err)
 		}
 	}
+	if s.MCP != nil {
+		switch {
+		case s.Process != nil:
+			return fail("mcp", "%w: a tool runs as a process or from an mcp server, not both", ErrInvalidValue)
+		case s.Format != FormatJSON:
+			// MCP arguments are a JSON object and results may be
+			// structured: a text tool has no faithful mapping.
+			return fail("format", "%w: an mcp tool takes JSON arguments; set format: json", ErrInvalidValue)
+		}
+		if field, err := s.MCP.check(); err != nil {
+			return compiled{}, fieldErr(tool, joinPath("mcp", field), err)
+		}
+	}
 	return c, nil
 }
 

@@ -57,6 +57,10 @@ type Agent struct {
 	mu sync.Mutex
 	// tools is written by Handle before Run and only read afterwards.
 	tools map[string]*tool
+	// mcpServers holds the supervisor of each MCP server, by how it is
+	// run, so the catalog tools one server offers share its process.
+	// Written by HandleTool before Run.
+	mcpServers map[string]*toolproc.Supervisor
 	// started is set by Run; read by Handle and Stop.
 	started bool
 	// stopping is set once by beginStop; read by consume callbacks before

@@ -18,6 +18,9 @@ type processHandler struct {
 	sup         *toolproc.Supervisor
 	idempotent  bool
 	cancellable bool
+	// serverTool is, for a tool of an MCP server, the server's name of
+	// it.
+	serverTool string
 }
 
 func (p *processHandler) HandleCall(ctx context.Context, call *Call) (Output, error) {
@@ -49,10 +52,11 @@ func (p *processHandler) HandleCall(ctx context.Context, call *Call) (Output, er
 	})
 	defer stop()
 	o := p.sup.Call(ctx, toolproc.Request{
-		Invoke:   inv,
-		Deadline: call.Deadline,
-		Chunk:    call.Stream.Write,
-		Cancel:   cancel,
+		Invoke:     inv,
+		ServerTool: p.serverTool,
+		Deadline:   call.Deadline,
+		Chunk:      call.Stream.Write,
+		Cancel:     cancel,
 		Disposition: func(d protocol.CancelDisposition) {
 			if d == protocol.CancelUnsupported {
 				call.CancelUnsupported()

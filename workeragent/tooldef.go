@@ -12,7 +12,9 @@ import (
 // HandleTool registers the tool t defines, run by h, or, when h is nil
 // and the definition says how to run a process, by a supervised child
 // process (see package toolproc) that the agent starts on the first call
-// and stops when it stops. Whether the tool is idempotent or cancellable
+// and stops when it stops; or, when the definition names an MCP server,
+// by that server, run the same way and shared by every tool of the agent
+// whose server is written alike. Whether the tool is idempotent or cancellable
 // comes from the definition, never from opts, so the agent runs the tool
 // as the host calls it; an invocation that carries another definition's
 // digest is refused with ErrContractMismatch instead of run. opts may set
@@ -28,9 +30,12 @@ func (a *Agent) HandleTool(t *toolspec.Tool, h Handler, opts ...ToolOption) erro
 	s := t.Spec()
 	spec := toolSpec{concurrency: DefaultConcurrency}
 	var sup *toolproc.Supervisor
+	if h == nil && s.MCP != nil {
+		return a.handleMCPTool(t, opts)
+	}
 	if h == nil {
 		if s.Process == nil {
-			return fmt.Errorf("%w: %q has no handler and no process", ErrInvalidTool, s.Name)
+			return fmt.Errorf("%w: %q has no handler, no process and no MCP server", ErrInvalidTool, s.Name)
 		}
 		cfg, err := toolproc.FromSpec(t)
 		if err != nil {

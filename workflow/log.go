@@ -22,6 +22,12 @@ type Log interface {
 	Sessions(ctx context.Context) ([]string, error)
 }
 
+// Prober is implemented by Logs that can tell whether a session has a
+// ledger without reading it.
+type Prober interface {
+	Has(ctx context.Context, session string) (bool, error)
+}
+
 // MemoryLog is a Log in memory, for tests and single-process embedding.
 type MemoryLog struct {
 	mu      sync.Mutex
@@ -51,6 +57,14 @@ func (m *MemoryLog) Load(_ context.Context, session string) ([]Entry, error) {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownLedger, session)
 	}
 	return slices.Clone(e), nil
+}
+
+// Has implements Prober.
+func (m *MemoryLog) Has(_ context.Context, session string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.ledgers[session]
+	return ok, nil
 }
 
 // Remove implements Log.

@@ -56,9 +56,9 @@ func catalogName(path string) string {
 }
 
 // serve picks the tools a worker serves: names, or every tool of the
-// catalog when names is empty. Each must be in the catalog and be either
-// a process tool or one of the built-in demo tools; the processes'
-// commands must exist here. Everything is checked before anything
+// catalog when names is empty. Each must be in the catalog and be a
+// process tool, a tool of an MCP server or one of the built-in demo
+// tools; the processes' and servers' commands must exist here. Everything is checked before anything
 // connects.
 func (c *catalog) serve(names []string) ([]*toolspec.Tool, error) {
 	if len(names) == 0 {
@@ -73,10 +73,10 @@ func (c *catalog) serve(names []string) ([]*toolspec.Tool, error) {
 				errUsage, n, catalogName(c.path), strings.Join(c.set.Names(), ", "))
 		}
 		switch {
-		case t.Spec().Process != nil:
+		case t.Spec().Process != nil || t.Spec().MCP != nil:
 			process = append(process, n)
 		case !slices.Contains(builtinTools(), n):
-			return nil, fmt.Errorf("%w: --tools: %q has no process in the catalog and no built-in handler (built in: %s)",
+			return nil, fmt.Errorf("%w: --tools: %q has no process or MCP server in the catalog and no built-in handler (built in: %s)",
 				errUsage, n, strings.Join(builtinTools(), ", "))
 		}
 		if !slices.ContainsFunc(out, func(o *toolspec.Tool) bool { return o.Name() == n }) {

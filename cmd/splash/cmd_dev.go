@@ -67,6 +67,7 @@ type devConfig struct {
 	catalog     string
 	limits      hostLimits
 	http        httpLimits
+	mcp         mcpFlags
 	workers     int
 	natsPort    int
 }
@@ -80,6 +81,7 @@ func (c *devConfig) flags(fs *flagSet) {
 	registerCatalog(fs, &c.catalog)
 	c.limits.register(fs)
 	c.http.register(fs)
+	c.mcp.register(fs)
 	fs.intVar(&c.workers, "workers", "SPLASH_DEV_WORKERS", 4, "`number` of workers in the pool")
 	fs.intVar(&c.natsPort, "nats-port", "SPLASH_DEV_NATS_PORT", -1, "client `port` of the embedded NATS node on 127.0.0.1 (-1: any free port)")
 }
@@ -168,7 +170,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	defer hostNC.Close()
 	h, err := startHost(ctx, hostParts{
 		nc: hostNC, key: key, hostID: devHostID, fabric: fcfg, apiToken: token,
-		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat, limits: c.limits, http: c.http,
+		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
 	})
 	if err != nil {
 		return err
@@ -237,7 +239,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	printDevBanner(a.stdout, devBanner{
 		natsURL: natsURL, dataDir: c.dataDir, keyPath: keyPath, apiURL: apiURL,
 		metricsURL: metricsURL, tokenPath: tokenPath,
-		workers: c.workers, tools: tools,
+		workers: c.workers, tools: tools, mcp: c.mcp.tools != mcpNone,
 	})
 	log.Info("dev ready", "api_url", apiURL, "nats_url", natsURL, "metrics_url", metricsURL,
 		"console_url", apiURL+console.Prefix, "data_dir", c.dataDir, "workers", c.workers)
@@ -369,6 +371,8 @@ type devBanner struct {
 	tokenPath string
 	workers   int
 	tools     []string
+	// mcp: the host serves /mcp.
+	mcp bool
 }
 
 // printDevBanner says where everything is. It never prints a secret, and
@@ -407,6 +411,9 @@ func printDevBanner(w io.Writer, b devBanner) {
 		fmt.Fprintf(w, "  %s -e 'await tool.start(\"demo.stream\", \"5\")'\n", run)
 	case len(b.tools) > 0:
 		fmt.Fprintf(w, "  %s -e 'await tool.start(\"%s\", \"hello world\")'\n", run, b.tools[0])
+	}
+	if b.mcp {
+		fmt.Fprintf(w, "  MCP clients: %s mcp (stdio, with the token above), or %s/mcp (streamable HTTP); docs/mcp.md\n", self, b.apiURL)
 	}
 	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
 }

@@ -41,6 +41,7 @@ type hostConfig struct {
 	catalog     string
 	limits      hostLimits
 	http        httpLimits
+	mcp         mcpFlags
 	replicas    int
 	ackWait     time.Duration
 }
@@ -56,6 +57,7 @@ func (c *hostConfig) flags(fs *flagSet) {
 	registerCatalog(fs, &c.catalog)
 	c.limits.register(fs)
 	c.http.register(fs)
+	c.mcp.register(fs)
 	registerReplicas(fs, &c.replicas)
 	registerAckWait(fs, &c.ackWait)
 }
@@ -111,7 +113,7 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	defer nc.Close()
 	h, err := startHost(ctx, hostParts{
 		nc: nc, key: key, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken,
-		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log, catalog: cat, limits: c.limits, http: c.http,
+		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log, catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
 	})
 	if err != nil {
 		return err

@@ -183,8 +183,11 @@ func writeToolsTable(w io.Writer, specs []toolspec.Spec) error {
 			digest = shortDigest(t.Digest())
 		}
 		process := "no"
-		if s.Process != nil {
+		switch {
+		case s.Process != nil:
 			process = "yes"
+		case s.MCP != nil:
+			process = "mcp"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, format, digest, process, oneLine(s.Description, descriptionShown))
 	}

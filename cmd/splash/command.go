@@ -48,6 +48,7 @@ func commands() []command {
 		opsCommand,
 		cancelCommand,
 		toolsCommand,
+		mcpCommand,
 		benchCommand,
 		healthcheckCommand,
 		versionCommand,

@@ -175,6 +175,9 @@ var sharedEnv = map[string]bool{
 	"SPLASH_HTTP_READ_TIMEOUT": true, "SPLASH_HTTP_WRITE_TIMEOUT": true, "SPLASH_HTTP_IDLE_TIMEOUT": true,
 	"SPLASH_HTTP_MAX_CONNS": true, "SPLASH_MAX_STREAMS": true, "SPLASH_MAX_STREAMS_PER_TOKEN": true,
 	"SPLASH_STREAM_WRITE_TIMEOUT": true,
+	// What the fabric serves over MCP, at a host's /mcp and from splash
+	// mcp alike.
+	"SPLASH_MCP_TOOLS": true, "SPLASH_MCP_RUN_SCRIPT": true,
 }
 
 func mapEnv(env map[string]string) func(string) (string, bool) {

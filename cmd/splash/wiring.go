@@ -193,6 +193,7 @@ type hostParts struct {
 	catalog *catalog
 	limits  hostLimits
 	http    httpLimits
+	mcp     mcpFlags
 }
 
 // runningHost is a host's loop, transport and HTTP servers.
@@ -208,6 +209,8 @@ type runningHost struct {
 	provisioned atomic.Bool
 	// stopCatalog ends the watch on the published catalog.
 	stopCatalog func()
+	// closeMCP ends the open MCP sessions at shutdown; nil without /mcp.
+	closeMCP func()
 }
 
 // startHost provisions the streams and starts the transport, the loop
@@ -319,6 +322,11 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		PublicMetrics: true,
 	}
 	p.http.apply(&apiCfg)
+	if err := h.mountMCP(&apiCfg, live, p); err != nil {
+		h.stop()
+		h.events.Close()
+		return nil, err
+	}
 	if p.metrics == nil {
 		apiCfg.Metrics = metricsHandler
 	}
@@ -396,6 +404,9 @@ func (h *runningHost) ready(ctx context.Context, nc *nats.Conn, js jetstream.Jet
 func (h *runningHost) serve(l net.Listener, handler http.Handler, cfg httpapi.ServerConfig) {
 	srv := httpapi.NewServer(handler, cfg)
 	srv.RegisterOnShutdown(h.events.Close)
+	if h.closeMCP != nil {
+		srv.RegisterOnShutdown(h.closeMCP)
+	}
 	h.servers = append(h.servers, srv.Server)
 	go func() {
 		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {

@@ -92,7 +92,7 @@ func newWorker(ctx context.Context, p workerParts) (*worker, error) {
 	for _, t := range p.tools {
 		w.tools = append(w.tools, t.Name())
 		switch {
-		case t.Spec().Process != nil:
+		case t.Spec().Process != nil || t.Spec().MCP != nil:
 			err = agent.HandleTool(t, nil)
 		case t.Name() == demotools.Ledger:
 			err = demotools.RegisterLedgerFrom(r, t, js, p.fabric.Replicas)

@@ -14,5 +14,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(itestToolEnv) != "" {
 		os.Exit(runItestTool())
 	}
+	if os.Getenv(itestMCPEnv) != "" {
+		os.Exit(runItestMCPServer())
+	}
 	goleak.VerifyTestMain(m)
 }
