@@ -196,16 +196,17 @@ func (tb *tab) login(token string) {
 // it returns the session id.
 func (tb *tab) run(source string) string {
 	tb.t.Helper()
-	return tb.runWith(source, "")
+	return tb.runForm(source, nil)
 }
 
-// runWith is run with the form's restart choice ("", "resume", "fail").
-func (tb *tab) runWith(source, restart string) string {
+// runForm is run with more of the form filled in: each selector's field
+// set to its value (#run-budget, #run-pending, #run-restart).
+func (tb *tab) runForm(source string, fields map[string]string) string {
 	tb.t.Helper()
 	tb.open("#/run")
 	tb.do(chromedp.WaitVisible("#run-source"), chromedp.SetValue("#run-source", source))
-	if restart != "" {
-		tb.do(chromedp.SetValue("#run-restart", restart))
+	for sel, v := range fields {
+		tb.do(chromedp.SetValue(sel, v))
 	}
 	tb.do(chromedp.Click("#run-submit"))
 	tb.until("the session page", `location.hash.startsWith("#/sessions/s-") && document.querySelector("#session-state") !== null`)
@@ -342,11 +343,19 @@ func TestConsoleInABrowser(t *testing.T) {
 		tb.login(consoleToken)
 		tb.until("signed in", `document.querySelector("#session-filter") !== null`)
 		// One worker runs 64 sleeps at once and buffers as many; the rest
-		// wait in the stream.
-		tb.run(`let ps = []; for (let i = 0; i < 200; i++) ps.push(tool.start("demo.sleep", "4s")); await Promise.all(ps)`)
+		// wait in the stream. Short ones, so the pool is free again for
+		// the subtests after this one.
+		id := tb.runForm(`let ps = []; for (let i = 0; i < 600; i++) ps.push(tool.start("demo.sleep", "1s")); await Promise.all(ps)`,
+			map[string]string{"#run-pending": "600", "#run-budget": "600"})
+		tb.until("the session's table, cut", `(document.querySelector("#ops-more") || {}).textContent === "Showing 500 of 600 operations, live ones first."`)
 		tb.open("#/operations")
 		tb.until("queued and claimed operations", `document.querySelector('.op-row[data-state="queued"]') !== null && document.querySelector('.op-row[data-state="claimed"]') !== null`)
+		if rows := eval[int](tb, `document.querySelectorAll(".op-row").length`); rows > 500 {
+			t.Errorf("the operations page shows %d rows, more than 500", rows)
+		}
 		tb.shot("operations")
+		tb.open("#/sessions/" + id)
+		tb.untilState("completed")
 	})
 
 	t.Run("sessions the host does not drive", func(t *testing.T) {
@@ -407,7 +416,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		tb.login(consoleToken)
 		tb.until("signed in", `document.querySelector("#session-filter") !== null`)
 		// A session the next process would resume would not be lost.
-		tb.runWith(`return await tool.start("demo.sleep", "25s")`, "fail")
+		tb.runForm(`return await tool.start("demo.sleep", "25s")`, map[string]string{"#run-restart": "fail"})
 		tb.until("op-1 held by a worker", `(document.querySelector('#ops tr[data-op="op-1"]') || {dataset: {}}).dataset.state === "claimed"`)
 		if err := env.dev.stop(t); err != nil {
 			t.Fatalf("dev exit: %v", err)

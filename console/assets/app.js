@@ -10,6 +10,10 @@
   const TOKEN_KEY = "splash.token";
   const POLL_MS = 2000;
   const TERMINAL_OPS = ["succeeded", "failed", "timed_out", "cancelled"];
+  // A script may hold thousands of operations and stream thousands of
+  // chunks: tables show this many rows, and say how many more there are.
+  const MAX_ROWS = 500;
+  const MAX_CHUNKS = 1000;
   const main = document.getElementById("main");
   const banner = document.getElementById("banner");
   const conn = document.getElementById("conn");
@@ -439,8 +443,19 @@
     }
 
     let shownOps = "";
+    let drawPending = false;
 
+    // showOps redraws the operations table soon: a burst of operation
+    // events (a script starting thousands of calls) costs one redraw.
     function showOps() {
+      if (drawPending) return;
+      drawPending = true;
+      p.after(100, () => { drawPending = false; drawOps(); });
+    }
+
+    const isDone = (o) => TERMINAL_OPS.includes(o.state) || o.state === "finished" || o.state === "unknown";
+
+    function drawOps() {
       // Redraw only on a change, so a poll does not replace the button
       // under the operator's pointer.
       const sig = JSON.stringify([[...ops.values()], [...cancelNotes], terminal]);
@@ -448,9 +463,15 @@
       shownOps = sig;
       clear(opsBody);
       if (!ops.size) opsBody.append(el("tr", {}, el("td", { colspan: "7", class: "muted", text: "No operations." })));
-      const sorted = [...ops.values()].sort((a, b) => Number(String(a.id).slice(3)) - Number(String(b.id).slice(3)));
-      for (const o of sorted) {
-        const done = TERMINAL_OPS.includes(o.state) || o.state === "finished" || o.state === "unknown";
+      // Live operations first, each group in start order.
+      const sorted = [...ops.values()].sort((a, b) => (isDone(a) - isDone(b)) ||
+        Number(String(a.id).slice(3)) - Number(String(b.id).slice(3)));
+      if (sorted.length > MAX_ROWS) {
+        opsBody.append(el("tr", {}, el("td", { colspan: "7", class: "muted", id: "ops-more",
+          text: "Showing " + MAX_ROWS + " of " + sorted.length + " operations, live ones first." })));
+      }
+      for (const o of sorted.slice(0, MAX_ROWS)) {
+        const done = isDone(o);
         const note = cancelNotes.get(o.id);
         const btn = el("button", { type: "button", class: "cancel", text: "Cancel",
           disabled: done || o.state === "cancellation_requested" || terminal,
@@ -488,6 +509,10 @@
       seenChunks.add(key);
       chunks.append(el("li", { class: "chunk", data: { op: c.operation, index: c.index } },
         el("span", { class: "meta", text: c.operation + " #" + c.index + " " + c.tool }), c.text));
+      if (chunks.children.length > MAX_CHUNKS) {
+        chunks.firstElementChild.remove();
+        streamNote.textContent = "(live; the newest " + MAX_CHUNKS + ")";
+      }
       chunks.scrollTop = chunks.scrollHeight;
     }
 
@@ -598,6 +623,7 @@
 
   function renderOperations(p) {
     const body = el("tbody", { id: "operations" });
+    let shown = "";
     const count = el("span", { class: "muted", id: "op-count" });
     append(main, [
       el("h1", { text: "Operations" }),
@@ -613,10 +639,14 @@
       const opsList = list.operations || [];
       const by = {};
       for (const o of opsList) by[o.state] = (by[o.state] || 0) + 1;
-      count.textContent = opsList.length + " live" + Object.keys(by).sort().map((k) => ", " + by[k] + " " + k).join("");
+      count.textContent = opsList.length + " live" + Object.keys(by).sort().map((k) => ", " + by[k] + " " + k).join("") +
+        (opsList.length > MAX_ROWS ? "; the oldest " + MAX_ROWS + " shown" : "");
+      const sig = JSON.stringify(opsList.slice(0, MAX_ROWS));
+      if (sig === shown) return;
+      shown = sig;
       clear(body);
       if (!opsList.length) body.append(el("tr", {}, el("td", { colspan: "9", class: "muted", text: "No live operations." })));
-      for (const o of opsList) {
+      for (const o of opsList.slice(0, MAX_ROWS)) {
         const btn = el("button", { type: "button", class: "cancel", text: "Cancel", disabled: o.state === "cancellation_requested",
           on: { click: async () => {
             btn.disabled = true;
