@@ -388,10 +388,12 @@ func TestConsoleInABrowser(t *testing.T) {
 				tb.until("signed in", `document.querySelector("#session-filter") !== null`)
 				id := tb.run(`return await tool.start("demo.stream", "3")`)
 				tb.untilState("completed")
+				// A few live operations, for the operations page.
+				tb.run(`return await Promise.all([1, 2, 3].map(i => tool.start("demo.sleep", "8s")))`)
 				pages := []struct{ name, hash, ready string }{
 					{"sessions", "#/sessions", `document.querySelectorAll(".session-row").length > 0`},
 					{"session", "#/sessions/" + id, `document.querySelectorAll("#chunks .chunk").length === 3`},
-					{"operations", "#/operations", `document.querySelector("#op-count").textContent !== ""`},
+					{"operations", "#/operations", `document.querySelectorAll(".op-row").length >= 3`},
 					{"tools", "#/tools", `document.querySelectorAll(".tool").length > 0`},
 					{"run", "#/run", `document.querySelector("#run-source") !== null`},
 				}

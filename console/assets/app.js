@@ -655,7 +655,7 @@
           } } });
         body.append(el("tr", { class: "op-row", data: { request: o.request_id, state: o.state } },
           el("td", { class: "mono" }, el("a", { href: "#/sessions/" + encodeURIComponent(o.session), text: o.session })),
-          el("td", { class: "mono", text: o.id }),
+          el("td", { class: "mono nowrap", text: o.id }),
           el("td", { class: "mono hide-narrow", text: o.request_id }),
           el("td", { class: "mono", text: o.tool }),
           el("td", {}, stateBadge(o.state), o.cancel_disposition ? el("span", { class: "disposition", text: "cancel: " + o.cancel_disposition }) : null),
