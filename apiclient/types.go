@@ -20,6 +20,22 @@ type (
 	// CancelResponse is the host's answer to a cancel: requested, not yet
 	// done.
 	CancelResponse = httpapi.CancelResponse
+	// SessionSummary is one line of the host's session list.
+	SessionSummary = httpapi.SessionSummary
+	// SessionList is the host's session list.
+	SessionList = httpapi.SessionList
+	// Source is the script a session was submitted with.
+	Source = httpapi.Source
+	// Tool is one tool of the host's catalog with its pool and workers.
+	Tool = httpapi.Tool
+	// ToolList is the host's catalog.
+	ToolList = httpapi.ToolList
+	// Pool is a tool's JetStream consumer, as the server counts it.
+	Pool = httpapi.Pool
+	// Worker is a worker the host heard from recently.
+	Worker = httpapi.Worker
+	// WorkerList is the workers the host heard from recently.
+	WorkerList = httpapi.WorkerList
 )
 
 // Session states, as Session.State reports them.

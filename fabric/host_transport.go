@@ -54,6 +54,8 @@ type HostTransport struct {
 
 	window  *replayWindow
 	rejects rejectCounter
+	// seqs tells Waiting where each live attempt sits in SPLASH_INVOKE.
+	seqs *publishedSeqs
 
 	// adopted holds the consumers of other hosts' events this host reads
 	// (AdoptEvents); cfgAckWait and cfgMaxAckPending shape them.
@@ -113,6 +115,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 		done:        make(chan struct{}),
 		watcherDone: make(chan struct{}),
 		window:      newReplayWindow(o.replayMemory),
+		seqs:        newPublishedSeqs(),
 		adopted:     make(map[string]jetstream.ConsumeContext),
 
 		cfgAckWait:       cfg.AckWait,
@@ -159,7 +162,10 @@ func (t *HostTransport) Rejected() map[string]uint64 { return t.rejects.snapshot
 
 // Forget drops the replay window of requestID, for an operation the host
 // gave up on (a deadline) whose terminal frame may never come.
-func (t *HostTransport) Forget(requestID string) { t.window.forget(requestID) }
+func (t *HostTransport) Forget(requestID string) {
+	t.window.forget(requestID)
+	t.seqs.forget(requestID)
+}
 
 // Publish seals inv and publishes it to its tool's subject with
 // Nats-Msg-Id = MsgID(inv.IdempotencyKey, inv.Attempt), so a republish of
@@ -183,6 +189,7 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 		return err
 	}
 	m := &nats.Msg{Subject: subject, Data: data, Header: publishHeader(inv.IdempotencyKey, inv.Attempt, host)}
+	t.seqs.published(inv.RequestID, inv.Tool, inv.Attempt, inv.AttemptLimit)
 	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(StreamInvoke))
 	if err != nil {
 		return fmt.Errorf("fabric: publish %q: %w", truncate(inv.RequestID), err)
@@ -262,7 +269,10 @@ func (t *HostTransport) watch() {
 		}
 		var err error
 		select {
-		case <-p.fut.Ok():
+		case ack := <-p.fut.Ok():
+			if p.broadcast == nil {
+				t.seqs.stored(p.inv.RequestID, p.inv.Attempt, ack.Sequence)
+			}
 		case err = <-p.fut.Err():
 		case <-t.done:
 			return
@@ -321,11 +331,13 @@ func (t *HostTransport) open(data []byte, subject string) (protocol.WorkerMessag
 		t.reject(classify(err), subject, err)
 		return protocol.WorkerMessage{}, false
 	}
-	reqID, _, _ := workerBinding(msg)
-	if !t.window.accept(reqID, seq, IsTerminal(msg)) {
+	reqID, attempt, _ := workerBinding(msg)
+	terminal := IsTerminal(msg)
+	if !t.window.accept(reqID, seq, terminal) {
 		t.reject(RejectReplayed, subject, forged(fmt.Errorf("%w: request %q seq %d already seen", protocol.ErrSequence, truncate(reqID), seq)))
 		return protocol.WorkerMessage{}, false
 	}
+	t.seqs.heard(reqID, attempt, terminal, retryable(msg))
 	return msg, true
 }
 
@@ -390,4 +402,16 @@ func (t *HostTransport) Close() error {
 		close(t.events)
 	})
 	return nil
+}
+
+// retryable reports a result that asks the host for another attempt.
+func retryable(msg protocol.WorkerMessage) bool {
+	if msg.Kind != protocol.KindResult || msg.Result == nil {
+		return false
+	}
+	switch msg.Result.Status {
+	case protocol.ResultRetryTransient, protocol.ResultRetryRateLimited:
+		return true
+	}
+	return false
 }

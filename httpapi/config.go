@@ -59,6 +59,21 @@ type Config struct {
 	// observer (directly or through Tee). Nil answers that endpoint
 	// with 501.
 	Events *Broadcaster
+	// Index, if set, answers GET /v1/sessions, GET
+	// /v1/sessions/{id}/source and GET /v1/workers, and names the
+	// workers of GET /v1/tools. It must be the loop's observer (through
+	// Tee). Nil answers the first three with 501.
+	Index *SessionIndex
+	// Waiting, if set, tells which claimed operations no worker holds
+	// yet, so that they read "queued" (*fabric.HostTransport satisfies
+	// it). Nil reports the runtime's states as they are.
+	Waiting Waiter
+	// Tools, if set, answers GET /v1/tools; nil answers it with 501.
+	Tools ToolSource
+	// UI, if set, is served under /ui/ without a token: the console's
+	// static files, which hold nothing secret. Every call they make
+	// carries the token.
+	UI http.Handler
 	// Metrics, if set, is served on GET /metrics.
 	Metrics http.Handler
 	// PublicMetrics serves /metrics without a token, for scrapers that

@@ -36,6 +36,13 @@
 // client that opens /v1/sessions/{id}/events right after submitting still
 // sees the first chunks.
 //
+// The console (package console, served at /ui/ when Config.UI is set)
+// reads what the loop does not answer for from a SessionIndex, another
+// observer of the loop: the recent sessions (GET /v1/sessions), their
+// sources and the workers heard from. Config.Waiting tells claimed
+// operations still waiting in their stream, so that they read "queued",
+// and Config.Tools answers GET /v1/tools.
+//
 // The handler starts no goroutines of its own. An event stream holds its
 // request until the session ends, the client leaves, or the Broadcaster is
 // closed; the server's read and write timeouts are lifted for it, and each

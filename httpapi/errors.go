@@ -43,6 +43,12 @@ var (
 	ErrNotReady = errors.New("httpapi: not ready")
 	// ErrEventsUnavailable: the server was built without a Broadcaster.
 	ErrEventsUnavailable = errors.New("httpapi: event streams not configured")
+	// ErrNotServed: the endpoint needs a part this host was not given
+	// (Config.Index, Config.Tools).
+	ErrNotServed = errors.New("httpapi: not served by this host")
+	// ErrSourceUnavailable: the host does not hold the session's source
+	// (submitted to another process, or let go of).
+	ErrSourceUnavailable = errors.New("httpapi: session source not held")
 	// ErrDuplicateKey: a body object that names the same field twice
 	// (encoding/json matches names case-insensitively, so "source" and
 	// "Source" are the same field); which one would win is not the
@@ -107,6 +113,8 @@ var errorCodes = []errorCode{
 	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{ErrNotReady, http.StatusServiceUnavailable, "not_ready"},
 	{ErrEventsUnavailable, http.StatusNotImplemented, "events_unavailable"},
+	{ErrNotServed, http.StatusNotImplemented, "not_served"},
+	{ErrSourceUnavailable, http.StatusNotFound, "source_unavailable"},
 
 	{hostloop.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
 	{hostloop.ErrSessionElsewhere, http.StatusMisdirectedRequest, "session_elsewhere"},

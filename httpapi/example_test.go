@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -87,4 +88,50 @@ func ExampleLimitListener() {
 	// Output:
 	// refused: connection_limit
 	// 503 true
+}
+
+// A SessionIndex observes the loop beside the Broadcaster and lists the
+// host's recent sessions, filtered by state.
+func ExampleSessionIndex() {
+	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
+	index := httpapi.NewSessionIndex(httpapi.IndexConfig{})
+	backend := newFakeBackend(httpapi.Tee(events, index)) // a *hostloop.Loop in a real process
+	srv := httptest.NewServer(httpapi.New(backend, httpapi.Config{Token: "t0ken", Events: events, Index: index}))
+	defer srv.Close()
+
+	call := func(method, path, body string) string {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer t0ken")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Sessions []httpapi.SessionSummary `json:"sessions"`
+			Source   string                   `json:"source"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		if out.Source != "" {
+			return out.Source
+		}
+		var lines []string
+		for _, s := range out.Sessions {
+			lines = append(lines, fmt.Sprintf("%s %s %v", s.ID, s.State, s.Tools))
+		}
+		return strings.Join(lines, "; ")
+	}
+	call(http.MethodPost, "/v1/sessions", `{"source":"await tool.start('echo','a')"}`)
+	call(http.MethodPost, "/v1/sessions", `{"source":"await tool.start('echo','b')"}`)
+	backend.finish("s-1", "a")
+	fmt.Println(call(http.MethodGet, "/v1/sessions", ""))
+	fmt.Println(call(http.MethodGet, "/v1/sessions?state=completed", ""))
+	fmt.Println(call(http.MethodGet, "/v1/sessions/s-2/source", ""))
+	// Output:
+	// s-2 suspended [echo]; s-1 completed [echo]
+	// s-1 completed [echo]
+	// await tool.start('echo','b')
 }

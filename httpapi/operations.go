@@ -16,7 +16,9 @@ func (s *server) operations(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, OperationList{Operations: operationsOf(ops)})
+	out := operationsOf(ops)
+	s.markQueued(r.Context(), out)
+	writeJSON(w, http.StatusOK, OperationList{Operations: out})
 }
 
 func (s *server) cancel(w http.ResponseWriter, r *http.Request) {

@@ -57,6 +57,16 @@ func New(backend Backend, cfg Config) http.Handler {
 	s.route(http.MethodPost, "/v1/sessions/{id}/operations/{op}/cancel", true, s.cancel)
 	s.route(http.MethodGet, "/v1/operations", true, s.operations)
 	s.route(http.MethodPost, "/v1/operations/{request}/cancel", true, s.cancelByRequest)
+	s.route(http.MethodGet, "/v1/sessions", true, s.sessions)
+	s.route(http.MethodGet, "/v1/sessions/{id}/source", true, s.source)
+	s.route(http.MethodGet, "/v1/tools", true, s.tools)
+	s.route(http.MethodGet, "/v1/workers", true, s.workers)
+	if cfg.UI != nil {
+		// The console's files are public (they hold no secret); the API
+		// they call is not.
+		s.mux.Handle("GET /ui/", cfg.UI)
+		s.mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+	}
 	if cfg.MCP != nil {
 		s.mux.Handle("/mcp", s.guard(true, mcpHandler(cfg.MCP)))
 	}

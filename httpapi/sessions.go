@@ -28,6 +28,9 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if s.cfg.Index != nil {
+		s.cfg.Index.submitted(st, req.Source)
+	}
 	w.Header().Set("Location", "/v1/sessions/"+url.PathEscape(string(st.ID)))
 	writeJSON(w, http.StatusCreated, sessionOf(st))
 }
@@ -85,7 +88,9 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sessionOf(st))
+	out := sessionOf(st)
+	s.markQueued(r.Context(), out.Operations)
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@
 package apitest
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // Token is the bearer token a Server accepts.
@@ -63,11 +65,12 @@ func Start(t testing.TB) *Server {
 func New() (*Server, error) {
 	w := startPool()
 	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
+	index := httpapi.NewSessionIndex(httpapi.IndexConfig{})
 	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: w,
 		HostID:    "h1",
 		Catalog:   demotools.Catalog,
-		Observer:  httpapi.Tee(events),
+		Observer:  httpapi.Tee(events, index),
 		// Retries of demo.flaky come quickly, so tests stay fast.
 		RetryInitial: time.Millisecond,
 		RetryMax:     5 * time.Millisecond,
@@ -76,7 +79,7 @@ func New() (*Server, error) {
 		w.close()
 		return nil, fmt.Errorf("apitest: start loop: %w", err)
 	}
-	srv := httptest.NewServer(httpapi.New(loop, httpapi.Config{Token: Token, Events: events}))
+	srv := httptest.NewServer(httpapi.New(loop, httpapi.Config{Token: Token, Events: events, Index: index, Tools: memTools{}}))
 	var once sync.Once
 	return &Server{URL: srv.URL, Token: Token, HTTP: srv, close: func() {
 		once.Do(func() {
@@ -212,4 +215,14 @@ func (p *pool) send(m protocol.WorkerMessage) {
 	case p.MemTransport.EventsIn() <- hostloop.Event{Kind: hostloop.EventMessage, Message: m, Worker: WorkerID}:
 	case <-p.stop:
 	}
+}
+
+// memTools answers GET /v1/tools with the demo catalog; the in-memory pool
+// has no JetStream consumer to count.
+type memTools struct{}
+
+func (memTools) Catalog() *toolspec.Set { return demotools.Definitions() }
+
+func (memTools) Pool(context.Context, string) (httpapi.Pool, bool, error) {
+	return httpapi.Pool{}, false, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/splashfabric/splashfabric/console"
 	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -241,7 +242,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 		workers: c.workers, tools: tools, mcp: c.mcp.tools != mcpNone,
 	})
 	log.Info("dev ready", "api_url", apiURL, "nats_url", natsURL, "metrics_url", metricsURL,
-		"data_dir", c.dataDir, "workers", c.workers)
+		"console_url", apiURL+console.Prefix, "data_dir", c.dataDir, "workers", c.workers)
 
 	select {
 	case <-ctx.Done():
@@ -390,6 +391,7 @@ func printDevBanner(w io.Writer, b devBanner) {
 	fmt.Fprintf(w, "  data:    %s\n", b.dataDir)
 	fmt.Fprintf(w, "  key:     %s\n", b.keyPath)
 	fmt.Fprintf(w, "  api:     %s\n", b.apiURL)
+	fmt.Fprintf(w, "  console: %s%s (sign in with the token)\n", b.apiURL, console.Prefix)
 	fmt.Fprintf(w, "  metrics: %s\n", b.metricsURL)
 	if b.tokenPath != "" {
 		fmt.Fprintf(w, "  token:   in %s\n", b.tokenPath)

@@ -116,3 +116,41 @@ func TestOpsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestOpsTellsQueuedFromClaimed runs dev with one worker, whose demo.sleep
+// runs 64 calls at once, and starts 150: `splash ops` must show the ones
+// still in the stream as queued, not as claimed, and as many as the
+// stream's consumer holds undelivered.
+func TestOpsTellsQueuedFromClaimed(t *testing.T) {
+	const token = "test-token"
+	dev := startSplash(t, "dev", "--log-format", "json", "--data-dir", t.TempDir(),
+		"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "1")
+	rec := dev.waitRecord(t, "dev ready")
+	apiURL, _ := rec["api_url"].(string)
+	c, err := apiclient.New(apiURL, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Submit(context.Background(), apiclient.SubmitRequest{MaxPending: 200, ToolCallBudget: 200,
+		Source: `let ps = []; for (let i = 0; i < 150; i++) ps.push(tool.start("demo.sleep", "20s")); await Promise.all(ps)`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SPLASH_API_URL": apiURL, "SPLASH_API_TOKEN": token}
+	var states map[string]int
+	testwait.Until(t, 0, "splash ops listing queued and claimed operations", func() bool {
+		code, stdout, stderr := invoke(t, env, "ops")
+		if code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+		}
+		states = map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(stdout), "\n")[1:] {
+			if f := strings.Fields(line); len(f) == 8 {
+				states[f[4]]++
+			}
+		}
+		// The worker takes its 64 and buffers up to as many again.
+		return states["queued"]+states["claimed"] == 150 && states["queued"] >= 150-2*64
+	})
+	t.Logf("states: %v", states)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/splashfabric/splashfabric/console"
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
@@ -273,13 +274,14 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	}
 	h.stopCatalog = stopCatalog
 	h.events = httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
+	index := httpapi.NewSessionIndex(httpapi.IndexConfig{})
 	h.loop, err = startLoop(ctx, hostloop.LoopConfig{
 		Transport: h.transport,
 		HostID:    p.hostID,
 		// Each session registers the catalog as it is when the session
 		// starts, and keeps it: a change reaches new sessions only.
 		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
-		Observer: httpapi.Tee(h.events, obs),
+		Observer: httpapi.Tee(h.events, obs, index),
 		Archive:  h.archive,
 		Ledger:   ledger,
 		Leases:   h.leases,
@@ -308,6 +310,11 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		Ready: func(ctx context.Context) error {
 			return h.ready(ctx, p.nc, js)
 		},
+		// The console and what it reads beyond the loop.
+		Index:         index,
+		Waiting:       h.transport,
+		Tools:         toolSource{live: live, transport: h.transport},
+		UI:            console.Handler(),
 		OnAuthFailure: obs.APIAuthFailure,
 		OnRefused:     apiMetrics.Refused,
 		Logger:        p.log,
