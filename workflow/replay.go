@@ -40,7 +40,7 @@ type LiveOperation struct {
 	// AttemptAt is when its latest attempt was made (prepared, or
 	// retried): no later than that attempt's dispatch.
 	AttemptAt time.Time
-	State      host.OperationState
+	State     host.OperationState
 	// Invocation is its latest attempt, to publish again under the same
 	// request id and key.
 	Invocation host.ExternalInvocation
