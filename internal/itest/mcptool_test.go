@@ -20,8 +20,9 @@ import (
 )
 
 // mcpCatalog is examples/mcp/catalog.yaml, as docs/mcp.md shows it, with
-// a short deadline on text.upper so a cancelled call ends soon, and
-// containment on or off.
+// a shorter deadline on text.upper so a cancelled call ends sooner (yet
+// long enough for a first call to start the server on a loaded machine),
+// and containment on or off.
 func mcpCatalog(t *testing.T, contained bool) *toolspec.Set {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -38,7 +39,7 @@ func mcpCatalog(t *testing.T, contained bool) *toolspec.Set {
 			s.MCP.Contain = nil
 		}
 		if s.Name == "text.upper" {
-			s.Deadline = toolspec.Duration(3 * time.Second)
+			s.Deadline = toolspec.Duration(10 * time.Second)
 		}
 	}
 	must(t, cat.CheckCommands())
@@ -78,7 +79,7 @@ func TestMCPServerToolsEndToEnd(t *testing.T) {
 				t.Fatalf("count_words session %s %q (%v)", s.State, s.Value, s.Err)
 			}
 
-			id = c.submit(`return await tool.start_json("text.upper", {text: "` + strings.Repeat("word ", 40) + `"})`)
+			id = c.submit(`return await tool.start_json("text.upper", {text: "` + strings.Repeat("word ", 80) + `"})`)
 			op := c.liveOp(id)
 			waitChunk(t, c, id)
 			ctx, cancel := opCtx()
