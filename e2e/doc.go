@@ -6,7 +6,7 @@
 //
 // The package has no API; everything is in its tests:
 //
-//	SPLASH_E2E=require go test -count=1 -timeout 15m ./e2e/...    # or scripts/e2e.sh
+//	SPLASH_E2E=require go test -count=1 -timeout 20m ./e2e/...    # or scripts/e2e.sh
 //
 // Two groups of tests live here:
 //
