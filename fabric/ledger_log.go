@@ -152,10 +152,17 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 	return nil
 }
 
+// encodedBatch is a batch whose entries are encoded already: each entry
+// is marshalled once, to measure it and to send it.
+type encodedBatch struct {
+	From    int               `json:"from"`
+	Entries []json.RawMessage `json:"entries"`
+}
+
 // split cuts entries into batches whose sealed messages fit.
-func (l *LedgerLog) split(from int, entries []workflow.Entry) ([]ledgerBatch, error) {
-	var out []ledgerBatch
-	cur, size := ledgerBatch{From: from}, 0
+func (l *LedgerLog) split(from int, entries []workflow.Entry) ([]encodedBatch, error) {
+	var out []encodedBatch
+	cur, size := encodedBatch{From: from}, 0
 	for _, e := range entries {
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -166,9 +173,9 @@ func (l *LedgerLog) split(from int, entries []workflow.Entry) ([]ledgerBatch, er
 		}
 		if size+len(b)+64 > l.maxBody && len(cur.Entries) > 0 {
 			out = append(out, cur)
-			cur, size = ledgerBatch{From: cur.From + len(cur.Entries)}, 0
+			cur, size = encodedBatch{From: cur.From + len(cur.Entries)}, 0
 		}
-		cur.Entries = append(cur.Entries, e)
+		cur.Entries = append(cur.Entries, b)
 		size += len(b) + 1
 	}
 	if len(cur.Entries) > 0 {

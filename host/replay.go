@@ -1,6 +1,7 @@
 package host
 
 import (
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -9,6 +10,28 @@ import (
 // RandomSeed seeds a session's Math.random. A durable host records it with
 // the session, so a replay draws the same numbers the first run drew.
 type RandomSeed [32]byte
+
+// MarshalText writes the seed as 64 hex digits.
+func (s RandomSeed) MarshalText() ([]byte, error) { return hexText(s[:]), nil }
+
+// UnmarshalText reads 64 hex digits.
+func (s *RandomSeed) UnmarshalText(b []byte) error { return unhexText(s[:], b, "random seed") }
+
+func hexText(b []byte) []byte {
+	out := make([]byte, hex.EncodedLen(len(b)))
+	hex.Encode(out, b)
+	return out
+}
+
+func unhexText(dst, text []byte, what string) error {
+	if hex.DecodedLen(len(text)) != len(dst) {
+		return fmt.Errorf("%w: %s of %d hex digits, want %d", ErrInvalidInput, what, len(text), hex.EncodedLen(len(dst)))
+	}
+	if _, err := hex.Decode(dst, text); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidInput, what, err)
+	}
+	return nil
+}
 
 // PlannedCall is a tool call a replayed script is expected to make: the
 // call index, tool and input of an external operation the first run

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -28,9 +29,30 @@ type Submitted struct {
 	// Tools pins the definitions the session started with, by name and
 	// digest: a replay under other definitions could answer differently.
 	Tools   map[string]string `json:"tools,omitempty"`
-	Nonce   [16]byte          `json:"nonce"`
+	Nonce   Nonce             `json:"nonce"`
 	Seed    host.RandomSeed   `json:"seed"`
 	Restart RestartPolicy     `json:"restart,omitempty"`
+}
+
+// Nonce is a session's capability nonce, kept as 32 hex digits.
+type Nonce [16]byte
+
+// MarshalText writes the nonce as hex.
+func (n Nonce) MarshalText() ([]byte, error) {
+	out := make([]byte, hex.EncodedLen(len(n)))
+	hex.Encode(out, n[:])
+	return out, nil
+}
+
+// UnmarshalText reads 32 hex digits.
+func (n *Nonce) UnmarshalText(b []byte) error {
+	if hex.DecodedLen(len(b)) != len(n) {
+		return fmt.Errorf("%w: nonce of %d hex digits, want 32", ErrInvalidEntry, len(b))
+	}
+	if _, err := hex.Decode(n[:], b); err != nil {
+		return fmt.Errorf("%w: nonce: %v", ErrInvalidEntry, err)
+	}
+	return nil
 }
 
 // Prepared records an external operation before it may be dispatched:
