@@ -3,7 +3,6 @@ package hostloop
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -350,8 +349,3 @@ func (st *loopState) flushLedgers(ctx context.Context) {
 
 // durableSession reports whether s outlives this process.
 func durableSession(s *session) bool { return s.led != nil && !s.done }
-
-// errResumed wraps what stops a session's resumption.
-func errResumed(id SessionID, err error) error {
-	return fmt.Errorf("hostloop: resuming %s: %w", quoteID(id), err)
-}
