@@ -217,6 +217,9 @@ func runInterruption(t *testing.T, point string, graceful bool) {
 	var ok successes
 	secondStarted := make(chan struct{}, 8)
 	releaseSecond := make(chan struct{})
+	// cancelSeen: the worker heard the cancellation and has not answered
+	// it yet.
+	cancelSeen := make(chan struct{}, 8)
 	handler := workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 		in := call.Input.Text
 		if !strings.HasSuffix(in, "-two") {
@@ -238,6 +241,7 @@ func runInterruption(t *testing.T, point string, graceful bool) {
 			if !errors.Is(context.Cause(ctx), workeragent.ErrCancelRequested) {
 				return workeragent.Output{}, ctx.Err()
 			}
+			cancelSeen <- struct{}{}
 			<-releaseSecond
 			return workeragent.Output{}, workeragent.CancelAcknowledged()
 		}
@@ -287,6 +291,7 @@ func runInterruption(t *testing.T, point string, graceful bool) {
 		testwait.Until(t, 0, "the cancellation to be stored", func() bool {
 			return slices.Contains(c.gate.storedKinds(), workflow.InputCancelRequested)
 		})
+		testwait.Receive(t, 0, "the worker to hear the cancellation", cancelSeen)
 		want = "one!|stopped"
 	}
 	events := c.streamSeq(fabric.StreamEvents)
