@@ -26,9 +26,9 @@ const opTimeout = 10 * time.Second
 // Agent pulls invocations of its registered tools from the fabric and runs
 // them. Create it with New, register tools with Handle, then call Run.
 //
-// Goroutines: Run's caller owns the lifecycle. A pull goroutine per tool
-// (see pull) hands each message to an execution goroutine, which also
-// runs the handler; its heartbeat is a timer (see
+// Goroutines: Run's caller owns the lifecycle. Consume callbacks (one per
+// tool, run by the JetStream client) hand each message to an execution
+// goroutine, which also runs the handler; its heartbeat is a timer (see
 // heartbeat). Cancel subscriptions run their callbacks on the client's
 // goroutines. Every goroutine the agent starts goes through goTracked,
 // except the heartbeat timer's callback, which works only while its
@@ -63,13 +63,13 @@ type Agent struct {
 	mcpServers map[string]*toolproc.Supervisor
 	// started is set by Run; read by Handle and Stop.
 	started bool
-	// stopping is set once by beginStop; read by pull goroutines before
+	// stopping is set once by beginStop; read by consume callbacks before
 	// they admit a message and by executions before they start a handler.
 	stopping bool
 	// draining is set by cancelAll; an execution reaching its handler
 	// after that hands the call back instead.
 	draining bool
-	// inflight counts admitted executions; written by pull goroutines
+	// inflight counts admitted executions; written by consume callbacks
 	// (up) and executions (down).
 	inflight int
 	// running holds every admitted execution that has opened its
@@ -99,20 +99,17 @@ type Agent struct {
 }
 
 // tool is one registration. Its fields are written by Handle and Run's
-// start before any message arrives, then only read, except it, pulled and
-// the subscriptions, which start writes and teardown reads after the
-// consumers are stopped.
+// start before any message arrives, then only read, except cc and the
+// subscriptions, which start writes and teardown reads after the consumers
+// are stopped.
 type tool struct {
 	name    string
 	handler Handler
 	spec    toolSpec
 	// slots bounds concurrently running handlers of the tool.
 	slots chan struct{}
-	// it is the tool's pull iterator; its pull goroutine closes pulled
-	// when it has handed out the last message.
-	it     jetstream.MessagesContext
-	pulled chan struct{}
-	sub    *nats.Subscription
+	cc    jetstream.ConsumeContext
+	sub   *nats.Subscription
 	// reconcileSub answers the tool's reconciliation requests.
 	reconcileSub *nats.Subscription
 	// sup runs a process tool's processes; nil for a Go handler.
@@ -359,11 +356,11 @@ func (a *Agent) beginStop() {
 			a.markIdle()
 		}
 		for _, t := range tools {
-			if t.it != nil {
-				// Drain, not Stop: buffered messages reach onMessage,
+			if t.cc != nil {
+				// Drain, not Stop: buffered messages reach the callback,
 				// which Naks them so they redeliver at once instead of
 				// after the ack wait.
-				t.it.Drain()
+				t.cc.Drain()
 			}
 		}
 	})
@@ -424,10 +421,10 @@ func (a *Agent) teardown(wait bool) {
 		if t.reconcileSub != nil {
 			_ = t.reconcileSub.Unsubscribe()
 		}
-		if t.it != nil {
-			t.it.Stop()
+		if t.cc != nil {
+			t.cc.Stop()
 			select {
-			case <-t.pulled:
+			case <-t.cc.Closed():
 			case <-time.After(opTimeout):
 				a.log.Warn("consumer did not close", "tool", t.name)
 			}

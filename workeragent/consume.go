@@ -2,9 +2,7 @@ package workeragent
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,75 +28,26 @@ func (a *Agent) startTool(ctx context.Context, t *tool) error {
 	// The buffer holds as many messages as the tool can run, so a
 	// message does not sit in this agent's buffer (its ack wait running)
 	// while another agent of the pool is idle.
-	it, err := cons.Messages(
+	cc, err := cons.Consume(func(m jetstream.Msg) { a.onMessage(t, m) },
 		jetstream.PullMaxMessages(t.spec.concurrency),
-		jetstream.PullHeartbeat(fabric.PullHeartbeat))
+		jetstream.PullHeartbeat(fabric.PullHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			a.log.Debug("consume", "tool", t.name, "err", err)
+		}))
 	if err != nil {
 		return fmt.Errorf("workeragent: consume %q: %w", t.name, err)
 	}
-	t.it = it
-	t.pulled = make(chan struct{})
-	a.goTracked(func() {
-		defer close(t.pulled)
-		a.pull(t)
-	})
+	t.cc = cc
 	return nil
 }
 
-// repullWait bounds how long pull waits for a message after the last
-// one before it asks the client again whether to pull. nats.go decides
-// to pull more only when it hands out a message or is asked for one, and
-// skips that decision while its previous pull request is still being
-// sent; if the messages of that request are all handed out before the
-// send is marked done (a loaded process whose connection lock hands off
-// to hundreds of waiting publishers), it holds no pull request at the
-// server and nothing would ask again until two heartbeats are missed.
-// Asking again within repullWait makes that a gap of milliseconds.
-const repullWait = 20 * time.Millisecond
-
-// pull hands the tool's messages to onMessage one at a time, so the
-// iterator's buffer (at most the tool's concurrency) is the only place a
-// message waits for a slot. It returns once the iterator is stopped or
-// drained and its buffer is empty.
-func (a *Agent) pull(t *tool) {
-	// While messages flow, each wait is short so a missed pull decision
-	// is taken again at once; after two heartbeats of quiet, the wait is
-	// open-ended and the iterator's own heartbeat check finds a pull
-	// request the server lost.
-	last := time.Now()
-	for {
-		var (
-			m   jetstream.Msg
-			err error
-		)
-		if time.Since(last) < 2*fabric.PullHeartbeat {
-			m, err = t.it.Next(jetstream.NextMaxWait(repullWait))
-		} else {
-			m, err = t.it.Next()
-		}
-		switch {
-		case err == nil:
-			last = time.Now()
-			a.onMessage(t, m)
-		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
-			return
-		case errors.Is(err, nats.ErrTimeout):
-		default:
-			if errors.Is(err, jetstream.ErrNoHeartbeat) {
-				a.stats.missedHeartbeats.Add(1)
-			}
-			a.log.Debug("consume", "tool", t.name, "err", err)
-		}
-	}
-}
-
-// onMessage runs on the tool's pull goroutine. It authenticates the
-// message first: a forged or malformed one is terminated at once, without
-// waiting for a handler slot, so garbage on the subject costs a counter
-// and never queues ahead of real calls. An authentic message waits for a
-// slot (so at most the tool's concurrency is admitted) and goes to an
-// execution goroutine; once stopping it Naks instead, so the message goes
-// straight to another agent.
+// onMessage runs on the consumer's callback goroutine. It authenticates
+// the message first: a forged or malformed one is terminated at once,
+// without waiting for a handler slot, so garbage on the subject costs a
+// counter and never queues ahead of real calls. An authentic message
+// waits for a slot (so at most the tool's concurrency is admitted) and
+// goes to an execution goroutine; once stopping it Naks instead, so the
+// message goes straight to another agent.
 func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 	a.stats.received.Add(1)
 	inv, host, err := a.openInvoke(m)

@@ -61,10 +61,7 @@ type counters struct {
 	forged, redeliveries, cancelledBeforeStart, cancelRequests         atomic.Uint64
 	givenBack, publishErrors, chunkPublishErrors, contractMismatches   atomic.Uint64
 	reconciled                                                         atomic.Uint64
-	// missedHeartbeats counts pulls the JetStream client found silent for
-	// two heartbeats and made again; not part of Stats, tests read it.
-	missedHeartbeats atomic.Uint64
-	inFlight         atomic.Int64
+	inFlight                                                           atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
