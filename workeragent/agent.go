@@ -336,6 +336,12 @@ func (a *Agent) start(ctx context.Context) error {
 			return fail(err)
 		}
 	}
+	// Ready means reachable: the server has the reconcile and cancel
+	// subscriptions once this round trip returns, so a request sent
+	// after Ready finds them.
+	if err := a.nc.FlushTimeout(opTimeout); err != nil {
+		return fail(fmt.Errorf("workeragent: flushing subscriptions: %w", err))
+	}
 	close(a.ready)
 	return nil
 }
