@@ -56,6 +56,15 @@ func (st *loopState) settleAck(d *dispatched, ack func()) {
 	lg.acks = append(lg.acks, pendingEventAck{upTo: lg.l.Len(), ack: ack})
 }
 
+// wrote takes a stored write of the entries up to upTo: the submission
+// waiting for the first is answered, and the events they record are
+// acknowledged.
+func (lg *sessionLedger) wrote(upTo int) {
+	lg.persisted = upTo
+	lg.stored()
+	lg.ackStored()
+}
+
 // ackStored acknowledges the events whose entries are stored.
 func (lg *sessionLedger) ackStored() {
 	n := 0
@@ -191,9 +200,7 @@ func (st *loopState) ledgerWritten(w ledgerWrite) {
 	st.inflight--
 	switch {
 	case w.err == nil:
-		lg.persisted = w.upTo
-		lg.stored()
-		lg.ackStored()
+		lg.wrote(w.upTo)
 		st.release(s)
 		if lg.removeAfter {
 			st.removeLedger(s)
@@ -328,8 +335,7 @@ func (st *loopState) flushLedgers(ctx context.Context) {
 			w.s.led.writing = false
 			st.inflight--
 			if w.err == nil {
-				w.s.led.persisted = w.upTo
-				w.s.led.ackStored()
+				w.s.led.wrote(w.upTo)
 			}
 		case <-ctx.Done():
 			return
@@ -341,8 +347,7 @@ func (st *loopState) flushLedgers(ctx context.Context) {
 			continue
 		}
 		if err := st.cfg.Ledger.Append(ctx, string(s.id), lg.persisted, lg.l.Entries(lg.persisted)); err == nil {
-			lg.persisted = lg.l.Len()
-			lg.ackStored()
+			lg.wrote(lg.l.Len())
 		}
 	}
 }

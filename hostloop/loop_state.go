@@ -580,14 +580,7 @@ func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
 	rt := d.s.rt
 	switch r.Status {
 	case protocol.ResultSucceeded:
-		out := ""
-		if r.Payload != nil {
-			out = r.Payload.Text
-			if r.Payload.Format == protocol.FormatJSON {
-				out = string(r.Payload.JSON)
-			}
-		}
-		st.complete(d, host.Ok(out))
+		st.complete(d, host.Ok(payloadText(r.Payload)))
 	case protocol.ResultFailed:
 		st.complete(d, host.Fail(r.Error))
 	case protocol.ResultIndeterminate:
