@@ -65,15 +65,8 @@ func (l *Loop) adoptLoop() {
 // live holder, rebuilds its sessions off the loop and hands them to it;
 // then gives up the adopted incarnations whose sessions all ended.
 func (l *Loop) adoptOnce() {
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
+	ctx, cancel := context.WithTimeout(l.stopped, l.cfg.ArchiveTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-l.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	groups, err := l.ledgerGroups(ctx)
 	if err != nil {
 		return

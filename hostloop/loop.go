@@ -128,9 +128,12 @@ type Loop struct {
 	// cmds carries requests from any goroutine; each carries its reply
 	// channel. Read only by run.
 	cmds chan command
-	// stop is closed by Stop; done is closed when run returns.
-	stop chan struct{}
-	done chan struct{}
+	// stop is closed by Stop; done is closed when run returns. stopped
+	// is ended by Stop too, for the calls the adoption scan makes.
+	stop        chan struct{}
+	done        chan struct{}
+	stopped     context.Context
+	stopStopped context.CancelFunc
 
 	// incarnation is set by StartLoop and never changes; any goroutine
 	// may read it.
@@ -241,6 +244,7 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 				ErrArchiveUnavailable, l.incarnation.ID, err)
 		}
 	}
+	l.stopped, l.stopStopped = context.WithCancel(context.Background())
 	l.st = newLoopState(cfg, l.incarnation.ID, l.done)
 	if cfg.Ledger != nil {
 		// Before the loop runs: the sessions an earlier process left
@@ -252,6 +256,7 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 		}
 		cancel()
 		if err != nil {
+			l.stopStopped()
 			l.st.abandonResumed()
 			l.releaseAll(context.Background())
 			if !errors.Is(err, ErrLedgerUnavailable) && !errors.Is(err, ErrArchiveUnavailable) {
@@ -281,6 +286,7 @@ func (l *Loop) Stop() {
 	case <-l.stop:
 	default:
 		close(l.stop)
+		l.stopStopped()
 	}
 	<-l.done
 	l.st.bg.Wait()
