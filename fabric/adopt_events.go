@@ -43,16 +43,7 @@ func (t *HostTransport) AdoptEvents(ctx context.Context, hostID string) error {
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	cfg := jetstream.ConsumerConfig{
-		Durable:       adoptConsumerName(hostID, t.hostID),
-		Description:   "Splash host " + t.hostID + " adopting the sessions of " + hostID,
-		FilterSubject: EventsSubject(hostID),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       t.cfgAckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: t.cfgMaxAckPending,
-	}
+	cfg := t.eventsConsumer(adoptConsumerName(hostID, t.hostID), "Splash host "+t.hostID+" adopting the sessions of "+hostID, hostID)
 	if own, err := t.js.Consumer(ctx, StreamEvents, hostConsumerName(hostID)); err == nil {
 		if info, err := own.Info(ctx); err == nil && info.AckFloor.Stream > 0 {
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, info.AckFloor.Stream+1
@@ -66,10 +57,7 @@ func (t *HostTransport) AdoptEvents(ctx context.Context, hostID string) error {
 	if err != nil {
 		return fmt.Errorf("fabric: adopting the events of %q: %w", hostID, err)
 	}
-	cc, err := cons.Consume(t.onEvent,
-		jetstream.PullMaxMessages(500),
-		jetstream.PullHeartbeat(PullHeartbeat),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { t.reportError(err) }))
+	cc, err := t.consumeEvents(cons)
 	if err != nil {
 		return fmt.Errorf("fabric: consume the events of %q: %w", hostID, err)
 	}

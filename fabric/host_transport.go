@@ -58,11 +58,10 @@ type HostTransport struct {
 	seqs *publishedSeqs
 
 	// adopted holds the consumers of other hosts' events this host reads
-	// (AdoptEvents); cfgAckWait and cfgMaxAckPending shape them.
-	adoptMu          sync.Mutex
-	adopted          map[string]jetstream.ConsumeContext
-	cfgAckWait       time.Duration
-	cfgMaxAckPending int
+	// (AdoptEvents); cfg shapes them as it does the host's own.
+	adoptMu sync.Mutex
+	adopted map[string]jetstream.ConsumeContext
+	cfg     Config
 
 	closeOnce sync.Once
 }
@@ -117,36 +116,45 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 		window:      newReplayWindow(o.replayMemory),
 		seqs:        newPublishedSeqs(),
 		adopted:     make(map[string]jetstream.ConsumeContext),
-
-		cfgAckWait:       cfg.AckWait,
-		cfgMaxAckPending: cfg.MaxAckPending,
+		cfg:         cfg,
 	}
 	sctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	cons, err := js.CreateOrUpdateConsumer(sctx, StreamEvents, jetstream.ConsumerConfig{
-		Durable:       hostConsumerName(hostID),
-		Description:   "Splash host " + hostID,
-		FilterSubject: EventsSubject(hostID),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
-		// Unlimited: a terminal event must reach its host however often
-		// the host went away before acking it.
-		MaxDeliver:    -1,
-		MaxAckPending: cfg.MaxAckPending,
-	})
+	cons, err := js.CreateOrUpdateConsumer(sctx, StreamEvents, t.eventsConsumer(hostConsumerName(hostID), "Splash host "+hostID, hostID))
 	if err != nil {
 		return nil, fmt.Errorf("fabric: events consumer of %q: %w", hostID, err)
 	}
-	t.cc, err = cons.Consume(t.onEvent,
-		jetstream.PullMaxMessages(500),
-		jetstream.PullHeartbeat(PullHeartbeat),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { t.reportError(err) }))
+	t.cc, err = t.consumeEvents(cons)
 	if err != nil {
 		return nil, fmt.Errorf("fabric: consume events of %q: %w", hostID, err)
 	}
 	go t.watch()
 	return t, nil
+}
+
+// eventsConsumer is the config of a durable that reads events sent to
+// eventsHost: the host's own, or one it adopted sessions from.
+func (t *HostTransport) eventsConsumer(durable, description, eventsHost string) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       durable,
+		Description:   description,
+		FilterSubject: EventsSubject(eventsHost),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       t.cfg.AckWait,
+		// Unlimited: a terminal event must reach its host however often
+		// the host went away before acking it.
+		MaxDeliver:    -1,
+		MaxAckPending: t.cfg.MaxAckPending,
+	}
+}
+
+// consumeEvents feeds cons's messages to onEvent.
+func (t *HostTransport) consumeEvents(cons jetstream.Consumer) (jetstream.ConsumeContext, error) {
+	return cons.Consume(t.onEvent,
+		jetstream.PullMaxMessages(500),
+		jetstream.PullHeartbeat(PullHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { t.reportError(err) }))
 }
 
 // HostID returns the id the transport was started with.
