@@ -136,6 +136,13 @@
       headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
+    const resp = await send(path, init);
+    return resp.status === 204 ? null : resp.json();
+  }
+
+  // send fetches path and returns a successful response; on the way it
+  // notes whether the host answered, and a refused token signs out.
+  async function send(path, init) {
     let resp;
     try {
       resp = await fetch(path, init);
@@ -150,7 +157,7 @@
       throw err;
     }
     if (!resp.ok) throw await errorOf(resp);
-    return resp.status === 204 ? null : resp.json();
+    return resp;
   }
 
   function noteUnreachable(e) {
@@ -179,25 +186,12 @@
   // cursor.last carries the id of the last event across reconnections,
   // sent back as Last-Event-ID so the host resumes after it.
   async function events(id, onEvent, signal, cursor) {
-    let resp;
     const headers = { "Authorization": "Bearer " + token(), "Accept": "text/event-stream" };
     if (cursor && cursor.last) headers["Last-Event-ID"] = cursor.last;
-    try {
-      resp = await fetch("/v1/sessions/" + encodeURIComponent(id) + "/events", {
-        headers,
-        signal, cache: "no-store", credentials: "omit", redirect: "error",
-      });
-    } catch (e) {
-      if (e.name === "AbortError") throw e;
-      throw noteUnreachable(e);
-    }
-    noteReachable();
-    if (resp.status === 401) {
-      const err = await errorOf(resp);
-      tokenRefused(err);
-      throw err;
-    }
-    if (!resp.ok) throw await errorOf(resp);
+    const resp = await send("/v1/sessions/" + encodeURIComponent(id) + "/events", {
+      headers,
+      signal, cache: "no-store", credentials: "omit", redirect: "error",
+    });
     const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
     let buf = "", name = "message", data = [];
     for (;;) {
