@@ -28,22 +28,25 @@ type reconcileAnswer struct {
 
 // scheduleReconcile asks the workers about d after ReconcileAfter, unless
 // its answer came first.
-func (st *loopState) scheduleReconcile(d *dispatched) {
-	if _, ok := st.cfg.Transport.(Reconciler); !ok {
-		return
+func (st *loopState) scheduleReconcile(d *dispatched) { st.reconcileAfter(d, st.cfg.ReconcileAfter) }
+
+// reconcileNow asks the workers about d at the next step. Without anyone
+// to ask, a republish under the same key is all there is, and the
+// workers' journals keep it from running twice.
+func (st *loopState) reconcileNow(d *dispatched) {
+	if !st.reconcileAfter(d, 0) {
+		st.publish(d, d.inv)
 	}
-	st.timers.push(timerEntry{at: st.now.Add(st.cfg.ReconcileAfter), kind: timerReconcile, d: d, attempt: d.inv.Attempt})
 }
 
-// reconcileNow asks the workers about d at the next step.
-func (st *loopState) reconcileNow(d *dispatched) {
+// reconcileAfter arms d's reconciliation after wait; false when the
+// transport cannot reconcile.
+func (st *loopState) reconcileAfter(d *dispatched, wait time.Duration) bool {
 	if _, ok := st.cfg.Transport.(Reconciler); !ok {
-		// Nobody to ask: a republish under the same key is all there is,
-		// and the workers' journals keep it from running twice.
-		st.publish(d, d.inv)
-		return
+		return false
 	}
-	st.timers.push(timerEntry{at: st.now, kind: timerReconcile, d: d, attempt: d.inv.Attempt})
+	st.timers.push(timerEntry{at: st.now.Add(wait), kind: timerReconcile, d: d, attempt: d.inv.Attempt})
+	return true
 }
 
 // reconcile asks, off the loop, what became of d, an operation a resumed
