@@ -16,9 +16,22 @@ import (
 // slice. All fields belong to the goroutine that owns the Runtime, except
 // what budgetTimer documents.
 type scriptEngine struct {
-	r      *Runtime
-	vm     *goja.Runtime // nil until needed, and after an interrupt left it unusable
-	api    *scriptAPI    // the vm's bindings; rebuilt with it
+	r *Runtime
+	// realm is where the session's script runs, chosen at its first
+	// slice; vm and api are the realm's. All three are nil until then,
+	// and again once a failure dropped what the session held in it.
+	realm *realm
+	vm    *goja.Runtime
+	api   *scriptAPI
+	// globals are the session's own globals in its realm (realmGlobals),
+	// symbols its Symbol.for registry; made on first use.
+	globals *goja.Object
+	deleted map[string]bool
+	symbols map[string]*goja.Symbol
+	// What the realm takes from the session for each slice.
+	bounds scriptBounds
+	rand   goja.RandSource
+	now    goja.Now
 	budget budgetTimer
 	mem    memoryAccount
 
@@ -73,16 +86,25 @@ const maxCallStackSize = 4096
 func (r *Runtime) Eval(source string) (*EvalResult, error) {
 	e, _ := r.script.(*scriptEngine)
 	if e == nil {
-		e = &scriptEngine{r: r, budget: newBudgetTimer(r.execBudget), mem: memoryAccount{budget: r.memBudget}}
+		e = &scriptEngine{
+			r:      r,
+			bounds: boundsFor(r.memBudget),
+			// Time and randomness come from the runtime, so a replay
+			// sees what the first run saw.
+			rand:   r.random.Float64,
+			now:    r.clock.Now,
+			budget: newBudgetTimer(r.execBudget),
+			mem:    memoryAccount{budget: r.memBudget},
+		}
 		r.setScript(e)
 	}
 	return e.eval(source)
 }
 
-// ReleaseScript drops the script engine (its VM, bindings and budget
-// timer) once the script has ended, keeping the runtime's operations,
-// audit and settled promises: a finished session holds its summary, not a
-// VM. It reports whether it released one; while a script is suspended it
+// ReleaseScript drops the script engine (its globals in the realm and its
+// budget timer) once the script has ended, keeping the runtime's operations,
+// audit and settled promises: a finished session holds its summary, not
+// its script's objects. It reports whether it released one; while a script is suspended it
 // does nothing. A later Eval builds a new engine.
 func (r *Runtime) ReleaseScript() bool {
 	e, _ := r.script.(*scriptEngine)
@@ -94,8 +116,8 @@ func (r *Runtime) ReleaseScript() bool {
 	return true
 }
 
-// HoldsScript reports whether the runtime holds a script engine (a VM):
-// from its first Eval until ReleaseScript.
+// HoldsScript reports whether the runtime holds a script engine: from its
+// first Eval until ReleaseScript.
 func (r *Runtime) HoldsScript() bool { return r.script != nil }
 
 func (e *scriptEngine) eval(source string) (*EvalResult, error) {
@@ -105,18 +127,6 @@ func (e *scriptEngine) eval(source string) (*EvalResult, error) {
 	prg, err := sharedPrograms.get(source)
 	if err != nil {
 		return &EvalResult{Err: syntaxError(source, err)}, nil
-	}
-	if e.vm == nil {
-		e.vm = goja.New()
-		e.vm.SetMaxCallStackSize(maxCallStackSize)
-		// Time and randomness come from the runtime, so a replay sees
-		// what the first run saw.
-		e.vm.SetRandSource(e.r.random.Float64)
-		e.vm.SetTimeSource(e.r.clock.Now)
-		e.api = bindScriptAPI(e, e.vm, e.r.grants)
-		e.api.installBounds(boundsFor(e.r.memBudget))
-		// What the last vm held went with it.
-		sharedMeter.forget(&e.mem)
 	}
 	e.gen++
 	e.active = true
@@ -133,10 +143,29 @@ func (e *scriptEngine) eval(source string) (*EvalResult, error) {
 	}), nil
 }
 
-// dropVM lets go of a vm that failed, and of everything that reaches it,
-// so that what it held is garbage by the time the slice ends.
-func (e *scriptEngine) dropVM() {
-	e.vm, e.api = nil, nil
+// dropVM lets go of everything the session holds in its realm (its
+// globals, its symbols), so that what a failed script held is garbage by
+// the time the slice ends; its next Eval starts afresh. After a Go panic
+// the realm itself is retired. The gate is held.
+func (e *scriptEngine) dropVM(panicked bool) {
+	if panicked && e.realm != nil {
+		e.realm.retire()
+	}
+	e.realm, e.vm, e.api = nil, nil, nil
+	e.globals, e.deleted, e.symbols = nil, nil, nil
+	sharedMeter.forget(&e.mem)
+}
+
+// enterRealm binds the session to its realm for a slice, choosing the
+// realm on the first one (or after dropVM). The gate is held.
+func (e *scriptEngine) enterRealm() *goja.Runtime {
+	if e.realm == nil || (e.realm.retired && !e.active) {
+		e.realm = realmFor(e.r.grants)
+		e.vm, e.api = e.realm.vm, e.realm.api
+		e.globals, e.deleted, e.symbols = nil, nil, nil
+	}
+	e.realm.bind(e)
+	return e.vm
 }
 
 // afterSettle delivers the settlements the core queued through onSettle
@@ -159,17 +188,22 @@ func (e *scriptEngine) afterSettle() *EvalResult {
 func (e *scriptEngine) slice(run func() error) (res *EvalResult) {
 	e.inSlice = true
 	// Waiting for the gate is not the script's time.
-	sharedMeter.enter(&e.mem, e.vm)
+	sharedMeter.enter(&e.mem, e.enterRealm)
+	rl := e.realm // a failure below may drop it from e
 	e.budget.arm(e.vm)
 	defer func() {
-		// The meter lets go of the vm before its interrupt is cleared.
+		// The meter lets go of the vm before its interrupt is cleared,
+		// and the gate opens last: the realm is another session's
+		// after it.
+		defer sharedMeter.unlock()
 		over := sharedMeter.exit(&e.mem)
 		e.budget.disarm()
+		rl.unbind()
 		e.inSlice = false
 		if x := recover(); x != nil {
 			// No panic may escape to the host; the vm state is
-			// unknown after one, so it is rebuilt for the next Eval.
-			e.dropVM()
+			// unknown after one, so the realm is retired.
+			e.dropVM(true)
 			res = e.end(&EvalResult{Err: &ScriptError{
 				Message: fmt.Sprint("script engine: ", x),
 				Err:     fmt.Errorf("script engine: %v", x),
@@ -180,7 +214,7 @@ func (e *scriptEngine) slice(run func() error) (res *EvalResult) {
 			// The slice ended before the meter could stop it, holding
 			// more than the budget: dropping the vm is what gives the
 			// memory back. A script that completed keeps its result.
-			e.dropVM()
+			e.dropVM(false)
 			if res != nil && res.Suspended {
 				err := memoryBudgetError(e.mem.budget)
 				res = e.end(&EvalResult{Err: &ScriptError{Message: err.Error(), Err: err}})
@@ -201,7 +235,8 @@ func (e *scriptEngine) slice(run func() error) (res *EvalResult) {
 	if err != nil {
 		// Only uncatchable errors get here (an interrupt, a stack
 		// overflow): everything a script can catch ends up in main.
-		e.dropVM()
+		// The vm unwound them; what the session held goes.
+		e.dropVM(false)
 		return e.end(&EvalResult{Err: e.uncatchable(err)})
 	}
 	return e.state()

@@ -19,10 +19,10 @@ const (
 	GrantAssert = "assert"
 )
 
-// scriptAPI holds the bindings one vm gives a script, and the builtins
-// they lean on.
+// scriptAPI holds the bindings one realm gives its scripts, and the
+// builtins they lean on.
 type scriptAPI struct {
-	e  *scriptEngine
+	e  *scriptEngine // the session whose slice runs; nil between slices
 	vm *goja.Runtime
 	// errorCtor is the vm's Error, taken before any script runs so that
 	// host errors stay genuine Errors whatever a script later assigns to
@@ -44,10 +44,9 @@ type scriptAPI struct {
 // ungranted name is not defined at all, so `typeof tool` is "undefined".
 // Nothing about stream chunks is bound: a script sees only the terminal
 // result of a tool.
-func bindScriptAPI(e *scriptEngine, vm *goja.Runtime, grants []string) *scriptAPI {
-	a := &scriptAPI{e: e, vm: vm}
+func bindScriptAPI(vm *goja.Runtime, grants []string) *scriptAPI {
+	a := &scriptAPI{vm: vm}
 	a.errorCtor, _ = goja.AssertConstructor(vm.Get("Error"))
-	a.hideGlobals() // first, so the capabilities are the new global's own
 	if slices.Contains(grants, GrantTool) {
 		tool := vm.NewObject()
 		for _, m := range [...]struct {
@@ -65,7 +64,7 @@ func bindScriptAPI(e *scriptEngine, vm *goja.Runtime, grants []string) *scriptAP
 }
 
 // defineGlobal binds a capability that no script can replace or delete,
-// since every later Eval on the runtime shares the vm's global object.
+// since every session of the realm shares it.
 func (a *scriptAPI) defineGlobal(name string, v goja.Value) {
 	_ = a.vm.GlobalObject().DefineDataProperty(name, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 }

@@ -28,129 +28,9 @@ func boundsFor(budget int64) scriptBounds {
 	return scriptBounds{maxString: budget / 4, maxArray: budget / 64}
 }
 
-// hiddenGlobals are the globals of goja a script does not get. GoError is
-// the engine's own; binary buffers allocate their whole size in one
-// call and no tool speaks them (tools take and return text and JSON).
-var hiddenGlobals = map[string]bool{
-	"GoError": true, "ArrayBuffer": true, "DataView": true,
-	"Int8Array": true, "Uint8Array": true, "Uint8ClampedArray": true, "Int16Array": true, "Uint16Array": true,
-	"Int32Array": true, "Uint32Array": true, "Float32Array": true, "Float64Array": true,
-	"BigInt64Array": true, "BigUint64Array": true,
-}
-
-// hideGlobals makes the vm's global object a proxy of goja's own that
-// does not show the hidden globals. Deleting them from goja's global
-// object would build each first (a typed array constructor is dozens of
-// objects), for every session; the proxy builds nothing until a script
-// reaches for a name, and wraps Reflect as a script first does (nothing
-// else leads to it).
-//
-// No script may get hold of goja's global object itself, which shows
-// everything. A getter reached through it would run with it as this, so
-// it has no prototype (what it inherited from Object.prototype is looked
-// up there, with Object.prototype as this), no accessor may be defined on
-// it and its prototype cannot be set; the descriptors the proxy reports
-// are read with the pristine Object.getOwnPropertyDescriptor.
-func (a *scriptAPI) hideGlobals() {
-	old := a.vm.GlobalObject()
-	objProto := old.Prototype()
-	_ = old.SetPrototype(nil)
-	gopd, _ := goja.AssertFunction(old.Get("Object").ToObject(a.vm).Get("getOwnPropertyDescriptor"))
-	get := func(target *goja.Object, name string) goja.Value {
-		if v := target.Get(name); v != nil {
-			return v
-		}
-		return objProto.Get(name)
-	}
-	wrapped := false // Reflect's methods are bounded
-	reach := func(target *goja.Object, name string) {
-		if name == "Reflect" && !wrapped {
-			wrapped = true
-			if r, ok := target.Get(name).(*goja.Object); ok {
-				a.wrap(r, "apply", 3, a.argList(2))
-				a.wrap(r, "construct", 2, a.argList(1))
-			}
-		}
-	}
-	proxy := a.vm.NewProxy(old, &goja.ProxyTrapConfig{
-		Get: func(target *goja.Object, name string, receiver goja.Value) goja.Value {
-			if hiddenGlobals[name] {
-				return goja.Undefined()
-			}
-			reach(target, name)
-			return get(target, name)
-		},
-		Has: func(target *goja.Object, name string) bool {
-			return !hiddenGlobals[name] && get(target, name) != nil
-		},
-		GetPrototypeOf: func(*goja.Object) *goja.Object { return objProto },
-		SetPrototypeOf: func(*goja.Object, *goja.Object) bool { return false },
-		GetOwnPropertyDescriptor: func(target *goja.Object, name string) goja.PropertyDescriptor {
-			if hiddenGlobals[name] {
-				return goja.PropertyDescriptor{}
-			}
-			reach(target, name)
-			d, err := gopd(goja.Undefined(), target, a.vm.ToValue(name))
-			if err != nil {
-				panic(err)
-			}
-			return descriptorOf(d)
-		},
-		DefineProperty: func(target *goja.Object, name string, d goja.PropertyDescriptor) bool {
-			if hiddenGlobals[name] || d.Getter != nil || d.Setter != nil {
-				return false
-			}
-			return target.DefineDataProperty(name, d.Value, d.Writable, d.Configurable, d.Enumerable) == nil
-		},
-		DeleteProperty: func(target *goja.Object, name string) bool {
-			return hiddenGlobals[name] || target.Delete(name) == nil
-		},
-		OwnKeys: func(target *goja.Object) *goja.Object {
-			var keys []any
-			for _, k := range target.GetOwnPropertyNames() {
-				if !hiddenGlobals[k] {
-					keys = append(keys, k)
-				}
-			}
-			return a.vm.NewArray(keys...)
-		},
-	})
-	a.vm.SetGlobalObject(a.vm.ToValue(proxy).(*goja.Object))
-}
-
-// descriptorOf reads a descriptor object as Object.getOwnPropertyDescriptor
-// returns it, by its own properties only (a script may have put "get" on
-// Object.prototype); undefined is the empty descriptor.
-func descriptorOf(v goja.Value) goja.PropertyDescriptor {
-	obj, ok := v.(*goja.Object)
-	if !ok {
-		return goja.PropertyDescriptor{}
-	}
-	var d goja.PropertyDescriptor
-	for _, k := range obj.Keys() {
-		f := obj.Get(k)
-		switch k {
-		case "value":
-			d.Value = f
-		case "get":
-			d.Getter = f
-		case "set":
-			d.Setter = f
-		case "writable":
-			d.Writable = goja.ToFlag(f.ToBoolean())
-		case "enumerable":
-			d.Enumerable = goja.ToFlag(f.ToBoolean())
-		case "configurable":
-			d.Configurable = goja.ToFlag(f.ToBoolean())
-		}
-	}
-	return d
-}
-
-// installBounds wraps the unbounded builtins of a fresh vm, after
-// hideGlobals (Reflect's are wrapped there, on first use).
-func (a *scriptAPI) installBounds(b scriptBounds) {
-	a.bounds = b
+// installBounds wraps the unbounded builtins of a fresh vm. The bounds
+// themselves are the running session's (realm.bind).
+func (a *scriptAPI) installBounds() {
 	a.rangeError, _ = goja.AssertConstructor(a.vm.Get("RangeError"))
 	a.comma = a.vm.ToValue(",").(goja.String)
 
@@ -175,6 +55,10 @@ func (a *scriptAPI) installBounds(b scriptBounds) {
 
 	fn := a.vm.Get("Error").(*goja.Object).Prototype() // built for errorCtor already
 	a.wrap(fn, "apply", 2, a.argList(1))
+
+	r := a.vm.Get("Reflect").ToObject(a.vm)
+	a.wrap(r, "apply", 3, a.argList(2))
+	a.wrap(r, "construct", 2, a.argList(1))
 }
 
 // nativeFunc makes a Go function a script sees as a builtin: named as

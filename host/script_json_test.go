@@ -124,15 +124,16 @@ func TestStringifyJSONMatchesBuiltin(t *testing.T) {
 	}
 }
 
-// TestHostJSONIgnoresScriptGlobals pins that a script replacing JSON or its
-// methods changes only its own calls, not how the host converts tool
-// inputs, tool outputs and results, in this Eval or a later one.
+// TestHostJSONIgnoresScriptGlobals pins that a script replacing JSON
+// changes only its own calls, not how the host converts tool inputs, tool
+// outputs and results, in this Eval or a later one. JSON's own methods
+// cannot be replaced at all: the builtins are frozen.
 func TestHostJSONIgnoresScriptGlobals(t *testing.T) {
 	r := scriptRuntime(t, Config{})
 	must(t, r.RegisterExternalJSONTool(NewToolPolicy("json.remote")))
 	res := evalScript(t, r, `
-		JSON.stringify = () => '"forged"';
-		JSON.parse = () => "forged";
+		try { JSON.stringify = () => '"forged"' } catch (e) {}
+		JSON = {stringify: () => '"forged"', parse: () => "forged"};
 		const out = await tool.start_json("json.remote", {a: [1, "x"]});
 		out.b`)
 	wantScriptSuspended(t, res)

@@ -150,9 +150,12 @@ func (m *memoryMeter) carry(a *memoryAccount) float64 {
 	return a.norm * m.scale
 }
 
-// enter waits for the gate and starts charging a for a slice of vm.
-func (m *memoryMeter) enter(a *memoryAccount, vm *goja.Runtime) {
+// enter waits for the gate, runs prepare (which may build what the slice
+// runs in: that growth is nobody's) and starts charging a for a slice of
+// the vm prepare returns. The gate stays held until unlock.
+func (m *memoryMeter) enter(a *memoryAccount, prepare func() *goja.Runtime) {
 	m.gate.Lock()
+	vm := prepare()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// The floor is taken as slices start, never while one is being
@@ -172,13 +175,12 @@ func (m *memoryMeter) enter(a *memoryAccount, vm *goja.Runtime) {
 	a.timer.Reset(memoryMeterPeriod)
 }
 
-// exit stops charging a at the end of its slice, opens the gate, and
-// reports whether the session holds more than its budget, confirmed by a
-// collection; then its script is to be dropped, and a carries nothing.
-// It must be called before the vm's interrupt flag is cleared: after it,
-// the meter no longer interrupts vm.
+// exit stops charging a at the end of its slice and reports whether the
+// session holds more than its budget, confirmed by a collection; then its
+// script is to be dropped, and a carries nothing. It must be called
+// before the vm's interrupt flag is cleared: after it, the meter no
+// longer interrupts vm.
 func (m *memoryMeter) exit(a *memoryAccount) (over bool) {
-	defer m.gate.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// A callback that runs anyway finds another account running, or
@@ -197,6 +199,9 @@ func (m *memoryMeter) exit(a *memoryAccount) (over bool) {
 	m.total += float64(a.charge)
 	return over
 }
+
+// unlock opens the gate for the next slice.
+func (m *memoryMeter) unlock() { m.gate.Unlock() }
 
 // forget drops a's carry: its script and what it held are gone.
 func (m *memoryMeter) forget(a *memoryAccount) {
