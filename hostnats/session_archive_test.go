@@ -315,22 +315,6 @@ func TestSessionArchiveAcrossLoops(t *testing.T) {
 	}
 }
 
-func TestProvisionCreatesTheSessionBucket(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
-	changed := env.cfg
-	changed.SessionRetention = time.Hour
-	changed.MaxMsgSize = 16 << 10
-	if err := fabric.Provision(ctx, env.js, changed); err != nil {
-		t.Fatal(err)
-	}
-	st := sessionBucketStatus(t, env)
-	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
-	if st.TTL() != time.Hour || st.History() != 1 || info.Config.MaxMsgSize != 16<<10 || info.Config.Storage != jetstream.FileStorage {
-		t.Fatalf("bucket ttl %v history %d max %d", st.TTL(), st.History(), info.Config.MaxMsgSize)
-	}
-}
-
 // A graceful stop records every suspended session, however many there
 // are: the archive's queue is bounded, so the loop waits for a batch to
 // be stored before it queues the next, within its ArchiveTimeout.
