@@ -18,6 +18,7 @@ import (
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
@@ -113,8 +114,8 @@ func TestNATSConfigRefusesUnauthenticated(t *testing.T) {
 
 // fabricRig is a host transport and a worker agent, each on its own user.
 type fabricRig struct {
-	host       *fabric.HostTransport
-	archive    *fabric.SessionArchive
+	host       *hostnats.HostTransport
+	archive    *hostnats.SessionArchive
 	hostViol   *natstest.Violations
 	workerViol *natstest.Violations
 	opsJS      jetstream.JetStream
@@ -141,12 +142,12 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 	if err := fabric.Provision(ctx, hjs, cfg); err != nil {
 		t.Fatalf("host provisions: %v (violations %q)", err, hv.Snapshot())
 	}
-	tr, err := fabric.NewHostTransport(ctx, hnc, cfg, permHostID, key)
+	tr, err := hostnats.NewHostTransport(ctx, hnc, cfg, permHostID, key)
 	if err != nil {
 		t.Fatalf("host transport: %v (violations %q)", err, hv.Snapshot())
 	}
 	t.Cleanup(func() { _ = tr.Close() })
-	archive, err := fabric.NewSessionArchive(ctx, hnc, cfg, key)
+	archive, err := hostnats.NewSessionArchive(ctx, hnc, cfg, key)
 	if err != nil {
 		t.Fatalf("session archive: %v (violations %q)", err, hv.Snapshot())
 	}
@@ -213,7 +214,7 @@ func invocation(n int, tool, input string) protocol.Invoke {
 
 // awaitEvent returns the next event the host transport delivers that
 // matches.
-func awaitEvent(t *testing.T, tr *fabric.HostTransport, what string, match func(hostloop.Event) bool) hostloop.Event {
+func awaitEvent(t *testing.T, tr *hostnats.HostTransport, what string, match func(hostloop.Event) bool) hostloop.Event {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {

@@ -11,8 +11,8 @@ import (
 // that each frame is bound to the message it carries: the session is the
 // request id, the sender role fits the kind, and the sequence fits the
 // attempt (see InvokeSeq, CancelSeq, WorkerSeq). It keeps no replay window;
-// HostTransport keeps one for worker frames, and workers rely on the
-// idempotency journal.
+// the host's transport (package hostnats) keeps one for worker frames, and
+// workers rely on the idempotency journal.
 //
 // A Codec is safe for concurrent use: it keeps its protocol.Signers, which
 // are not, in a sync.Pool, so each call borrows one and no frame pays for a
@@ -188,7 +188,7 @@ func (c *Codec) SealWorker(requestID string, attempt, k uint32, msg protocol.Wor
 	if err := checkWorkerSeq(attempt, k); err != nil {
 		return nil, err
 	}
-	reqID, msgAttempt, err := workerBinding(msg)
+	reqID, msgAttempt, err := WorkerBinding(msg)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func (c *Codec) OpenWorker(data []byte) (protocol.WorkerMessage, uint64, error) 
 	if err != nil {
 		return protocol.WorkerMessage{}, 0, err
 	}
-	reqID, msgAttempt, err := workerBinding(msg)
+	reqID, msgAttempt, err := WorkerBinding(msg)
 	if err != nil {
 		return protocol.WorkerMessage{}, 0, forged(err)
 	}
@@ -224,9 +224,11 @@ func (c *Codec) OpenWorker(data []byte) (protocol.WorkerMessage, uint64, error) 
 	return msg, f.Sequence, nil
 }
 
-// workerBinding returns the request and (where the message carries one)
-// the attempt a worker message names; zero attempt means "not stated".
-func workerBinding(msg protocol.WorkerMessage) (requestID string, attempt uint32, err error) {
+// WorkerBinding returns the request and (where the message carries one)
+// the attempt a worker message names; zero attempt means "not stated". A
+// message of any other kind than a chunk, result or cancel disposition is
+// protocol.ErrInvalidMessage.
+func WorkerBinding(msg protocol.WorkerMessage) (requestID string, attempt uint32, err error) {
 	switch {
 	case msg.Kind == protocol.KindChunk && msg.Chunk != nil:
 		return msg.Chunk.RequestID, 0, nil

@@ -1,7 +1,10 @@
-// Package fabric is the NATS JetStream side of Splash Fabric: it provisions
-// the streams, consumers and buckets, maps tool names and host ids to
-// subjects, seals and opens every frame through package protocol, and
-// implements hostloop.Transport.
+// Package fabric is the wire contract of Splash Fabric over NATS
+// JetStream, what the host and its workers share: it provisions the
+// streams, consumers and buckets, maps tool names, host ids and sessions
+// to subjects, and seals and opens every frame through package protocol.
+// It knows nothing of scripts: a worker binary links it without the host.
+// The host's side of the contract (its transport, ledger, session archive
+// and leases) is package hostnats.
 //
 // # Provisioning
 //
@@ -29,42 +32,14 @@
 //	inv, err := codec.OpenInvoke(data)         // worker
 //	out, _ := codec.SealWorker(inv.RequestID, inv.Attempt, 1, protocol.ResultMessage(res))
 //
-// # The host transport
-//
-// NewHostTransport returns the hostloop.Transport that hostloop.Loop drives. Publish
-// and Cancel never wait for the server: publish acknowledgements are
-// watched by one goroutine and a failure comes back on Events as
-// hostloop.EventPublishFailed. Worker frames (chunks and terminal events alike)
-// arrive in publish order on one durable consumer of the host's events
-// subject; each is authenticated, checked against a per-request replay
-// window, and only then handed to Events. Rejected frames are dropped and
-// counted (Rejected, WithRejectHandler). Close stops every goroutine the
-// transport started and then closes Events.
-//
 // # Reconciliation
 //
-// Reconcile asks a tool's pool what became of an operation the host holds
-// no answer for, by request/reply on ReconcileSubject: one worker (queue
+// A host asks a tool's pool what became of an operation it holds no
+// answer for by request/reply on ReconcileSubject; one worker (queue
 // group ReconcileQueue) answers from its journal. Both frames belong to a
-// session of their own, the fresh request id, at ReconcileSeq; the answer
-// is returned only if it is a worker's and repeats the request's id,
-// session, tool and operation key (ErrReconcileReplayed,
-// ErrReconcileMismatch, ErrForged otherwise, inside ErrNoReconcileAnswer).
-//
-//	res, err := tr.Reconcile(ctx, sessionID, "text.remote", operationKey)
-//	action, err := hostloop.DecideReconcile(res.Status.State, idempotent, horizonPassed)
-//
-// # The session archive
-//
-// NewSessionArchive returns the hostloop.SessionArchive over splash_sessions
-// that a host passes as hostloop.LoopConfig.Archive: terminal session records
-// written asynchronously (Record never waits for the server) and the
-// host's incarnations, so a restarted host answers for the sessions an
-// earlier process held. Every record is sealed with a key derived from the
-// frame key and verified on read: one that fails (written by a NATS client
-// without the key) is refused with hostloop.ErrRecordRejected and reported
-// to WithRecordRejectHandler, never answered from. Close it after the
-// loop's Stop, which flushes it.
+// session of their own, the request's fresh id (NewReconcileRequest), at
+// ReconcileSeq: Codec.SealReconcile and OpenReconcile on one side,
+// SealReconciled and OpenReconciled on the other.
 //
 // # The published catalog
 //

@@ -19,20 +19,4 @@ var (
 	// the message it carries, or a kind that does not belong on the subject.
 	// It always comes together with the protocol sentinel that says which.
 	ErrForged = errors.New("fabric: rejected frame")
-	// ErrLedgerRejected reports a ledger record that fails its seal or
-	// does not follow the record before it: the ledger is not replayed.
-	ErrLedgerRejected = errors.New("fabric: ledger record rejected")
-	// ErrClosed reports a call on a HostTransport after Close.
-	ErrClosed = errors.New("fabric: transport closed")
-	// ErrNoReconcileAnswer reports a reconciliation request that no
-	// worker answered acceptably before the timeout, or that no worker of
-	// the tool's pool was there to hear.
-	ErrNoReconcileAnswer = errors.New("fabric: no reconciliation answer")
-	// ErrReconcileReplayed reports an authentic reconciliation answer to
-	// another request (an earlier one, replayed): it says nothing about
-	// the operation asked about now.
-	ErrReconcileReplayed = errors.New("fabric: reconciliation answer replayed")
-	// ErrReconcileMismatch reports an authentic answer to this request
-	// that names another session, tool or operation key.
-	ErrReconcileMismatch = errors.New("fabric: reconciliation answer mismatched")
 )

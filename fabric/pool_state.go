@@ -35,9 +35,3 @@ func ReadPoolState(ctx context.Context, js jetstream.JetStream, tool string) (p 
 	info := c.CachedInfo()
 	return PoolState{Pending: info.NumPending, AckPending: info.NumAckPending, Redelivered: info.NumRedelivered, Waiting: info.NumWaiting}, true, nil
 }
-
-// PoolState reads tool's pool consumer through the transport's
-// connection; see ReadPoolState.
-func (t *HostTransport) PoolState(ctx context.Context, tool string) (PoolState, bool, error) {
-	return ReadPoolState(ctx, t.js, tool)
-}

@@ -48,6 +48,19 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	return nil
 }
 
+// LedgerMaxAge is how long SPLASH_LEDGER keeps a ledger nobody removed: a
+// session whose hosts were all gone that long is past resuming.
+const LedgerMaxAge = 7 * 24 * time.Hour
+
+// maxSessionValueBytes caps one record of the session bucket: the bucket
+// keeps a record per finished session for SessionRetention, so a script
+// value larger than this is cut rather than stored whole.
+const maxSessionValueBytes = 64 << 10
+
+// SessionValueBytes is the MaxValueSize of BucketSessions under c: the
+// largest sealed record the host's session archive may store there.
+func (c Config) SessionValueBytes() int32 { return min(c.MaxMsgSize, maxSessionValueBytes) }
+
 func invokeStreamConfig(cfg Config) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        StreamInvoke,
@@ -79,6 +92,22 @@ func eventsStreamConfig(cfg Config) jetstream.StreamConfig {
 	}
 }
 
+func ledgerStreamConfig(cfg Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        StreamLedger,
+		Description: "Splash session ledgers, one subject per session",
+		Subjects:    []string{LedgerSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		MaxAge:      LedgerMaxAge,
+		MaxMsgSize:  cfg.MaxMsgSize,
+		// The host's ledger purges a session's subject; nothing else may
+		// delete.
+		DenyDelete: true,
+	}
+}
+
 func cancelBucketConfig(cfg Config) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{
 		Bucket:      BucketCancel,
@@ -100,7 +129,7 @@ func sessionBucketConfig(cfg Config) jetstream.KeyValueConfig {
 		TTL:          cfg.SessionRetention,
 		Storage:      cfg.Storage,
 		Replicas:     cfg.Replicas,
-		MaxValueSize: sessionValueBytes(cfg),
+		MaxValueSize: cfg.SessionValueBytes(),
 	}
 }
 

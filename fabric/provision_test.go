@@ -132,3 +132,26 @@ func TestToolsWithDottedNamesGetSeparateQueues(t *testing.T) {
 		}
 	}
 }
+
+func TestProvisionCreatesTheSessionBucket(t *testing.T) {
+	env := newEnv(t)
+	ctx := testCtx(t)
+	changed := env.cfg
+	changed.SessionRetention = time.Hour
+	changed.MaxMsgSize = 16 << 10
+	if err := fabric.Provision(ctx, env.js, changed); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
+	if st.TTL() != time.Hour || st.History() != 1 || info.Config.MaxMsgSize != 16<<10 || changed.SessionValueBytes() != 16<<10 || info.Config.Storage != jetstream.FileStorage {
+		t.Fatalf("bucket ttl %v history %d max %d", st.TTL(), st.History(), info.Config.MaxMsgSize)
+	}
+}

@@ -1,29 +1,14 @@
 package fabric
 
 import (
-	"context"
 	"crypto/rand"
-	"errors"
-	"fmt"
-	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // reconcileIDPrefix marks a reconciliation's request id, so one is never
 // taken for an operation's in a log line.
 const reconcileIDPrefix = "rc-"
-
-// reconcileReplyBuffer is how many answers to one request may wait to be
-// checked; one is expected.
-const reconcileReplyBuffer = 8
-
-// DefaultReconcileTimeout is how long Reconcile waits for an answer when
-// WithReconcileTimeout does not say.
-const DefaultReconcileTimeout = 5 * time.Second
 
 // NewReconcileRequestID returns a fresh reconciliation request id: 130
 // bits from the operating system's generator, so an answer captured for
@@ -46,140 +31,6 @@ func NewReconcileRequest(sessionID, tool, operationKey string) (protocol.Operati
 		return protocol.OperationReconcileRequest{}, err
 	}
 	return req, nil
-}
-
-// WithReconcileTimeout sets how long Reconcile waits for an acceptable
-// answer (default DefaultReconcileTimeout).
-func WithReconcileTimeout(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: reconcile timeout %v", ErrInvalidConfig, d)
-		}
-		o.reconcileTimeout = d
-		return nil
-	}
-}
-
-var _ hostloop.Reconciler = (*HostTransport)(nil)
-
-// Reconcile asks the pool of tool what became of the operation of
-// sessionID keyed operationKey: a fresh request, sealed as every host
-// frame is, goes by request/reply to ReconcileSubject(tool), where one
-// worker of the pool answers from its journal.
-//
-// Only an answer that authenticates as a worker's and is bound to this
-// very request (its id, session, tool and operation key) is returned. A
-// refused answer does not end the wait, so a forgery that races the real
-// answer cannot suppress it; if no acceptable answer came before the
-// timeout, the error wraps ErrNoReconcileAnswer together with the first
-// refusal, if any: ErrForged (with the protocol sentinel that says why),
-// ErrReconcileReplayed or ErrReconcileMismatch. A pool with no worker
-// listening is ErrNoReconcileAnswer at once. Each refusal is also counted
-// in Rejected and reported to WithRejectHandler.
-func (t *HostTransport) Reconcile(ctx context.Context, sessionID, tool, operationKey string) (protocol.OperationReconcileResult, error) {
-	if !t.enter() {
-		return protocol.OperationReconcileResult{}, ErrClosed
-	}
-	defer t.active.Done()
-	req, err := NewReconcileRequest(sessionID, tool, operationKey)
-	if err != nil {
-		return protocol.OperationReconcileResult{}, err
-	}
-	return t.reconcile(ctx, req)
-}
-
-func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationReconcileRequest) (protocol.OperationReconcileResult, error) {
-	data, err := t.codec.SealReconcile(req)
-	if err != nil {
-		return protocol.OperationReconcileResult{}, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, t.opts.reconcileTimeout)
-	defer cancel()
-	// An inbox of its own rather than the connection's shared one: a
-	// refused answer must leave the request open for the real one. On a
-	// small channel, a flood of forgeries is dropped as a slow consumer's
-	// excess, and the wait goes on until the timeout.
-	inbox := t.nc.NewInbox()
-	replies := make(chan *nats.Msg, reconcileReplyBuffer)
-	sub, err := t.nc.ChanSubscribe(inbox, replies)
-	if err != nil {
-		return protocol.OperationReconcileResult{}, fmt.Errorf("fabric: reconcile inbox: %w", err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	subject := ReconcileSubject(req.Tool)
-	m := &nats.Msg{Subject: subject, Reply: inbox, Data: data, Header: nats.Header{HeaderHost: []string{t.hostID}}}
-	if err := t.nc.PublishMsg(m); err != nil {
-		return protocol.OperationReconcileResult{}, fmt.Errorf("fabric: reconcile %q: %w", truncate(req.OperationKey), err)
-	}
-	var refused error
-	for {
-		var reply *nats.Msg
-		select {
-		case reply = <-replies:
-		case <-wctx.Done():
-			return protocol.OperationReconcileResult{}, noAnswer(ctx, t.opts.reconcileTimeout, req, refused)
-		case <-t.done:
-			// Close must not wait out a reconciliation in flight.
-			return protocol.OperationReconcileResult{}, ErrClosed
-		}
-		if noResponders(reply) {
-			return protocol.OperationReconcileResult{}, fmt.Errorf("%w: no worker listens on %s", ErrNoReconcileAnswer, subject)
-		}
-		res, err := t.acceptReconciled(reply.Data, req)
-		if err == nil {
-			return res, nil
-		}
-		t.reject(reconcileRejectReason(err), subject, err)
-		if refused == nil {
-			refused = err
-		}
-	}
-}
-
-// acceptReconciled opens an answer and checks it is bound to req.
-func (t *HostTransport) acceptReconciled(data []byte, req protocol.OperationReconcileRequest) (protocol.OperationReconcileResult, error) {
-	res, err := t.codec.OpenReconciled(data)
-	if err != nil {
-		return protocol.OperationReconcileResult{}, err
-	}
-	if res.RequestID != req.RequestID {
-		return protocol.OperationReconcileResult{}, fmt.Errorf("%w: answer to request %q, asked %q", ErrReconcileReplayed, truncate(res.RequestID), req.RequestID)
-	}
-	if err := res.Answers(req); err != nil {
-		return protocol.OperationReconcileResult{}, fmt.Errorf("%w: %w", ErrReconcileMismatch, err)
-	}
-	return res, nil
-}
-
-// noAnswer is the error of a wait that ended without an acceptable
-// answer: ErrNoReconcileAnswer, the caller's context error if that ended
-// it, and the first refusal if there was one.
-func noAnswer(ctx context.Context, timeout time.Duration, req protocol.OperationReconcileRequest, refused error) error {
-	err := fmt.Errorf("%w for %q: none within %v", ErrNoReconcileAnswer, truncate(req.OperationKey), timeout)
-	if cerr := ctx.Err(); cerr != nil {
-		err = fmt.Errorf("%w for %q: %w", ErrNoReconcileAnswer, truncate(req.OperationKey), cerr)
-	}
-	if refused != nil {
-		return fmt.Errorf("%w; refused: %w", err, refused)
-	}
-	return err
-}
-
-// noResponders reports the server's status message for a request nobody
-// subscribed to.
-func noResponders(m *nats.Msg) bool {
-	return len(m.Data) == 0 && m.Header.Get("Status") == "503"
-}
-
-// reconcileRejectReason names a refused answer as Rejected counts it.
-func reconcileRejectReason(err error) string {
-	switch {
-	case errors.Is(err, ErrReconcileReplayed):
-		return RejectReplayed
-	case errors.Is(err, ErrReconcileMismatch):
-		return RejectInvalid
-	}
-	return classify(err)
 }
 
 // ReconcileQueue is the queue group the workers of tool's pool answer its

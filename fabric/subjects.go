@@ -23,14 +23,9 @@ const (
 	StreamEvents = "SPLASH_EVENTS"
 	// BucketCancel is the KV bucket of cancel records.
 	BucketCancel = "splash_cancel"
-	// streamCancel is the stream behind BucketCancel, named by the KV
-	// convention.
-	streamCancel = "KV_" + BucketCancel
 	// BucketSessions is the KV bucket of the host's session archive:
 	// terminal session records and host incarnations.
 	BucketSessions = "splash_sessions"
-	// streamSessions is the stream behind BucketSessions.
-	streamSessions = "KV_" + BucketSessions
 )
 
 // Subject prefixes; each is followed by a tool name or a host id.
@@ -40,8 +35,6 @@ const (
 	cancelPrefix    = "splash.cancel."
 	reconcilePrefix = "splash.reconcile."
 	ledgerPrefix    = "splash.ledger."
-	cancelKVPrefix  = "$KV." + BucketCancel + "."
-	sessionKVPrefix = "$KV." + BucketSessions + "."
 )
 
 // Header names set on fabric messages.
@@ -112,12 +105,18 @@ func EventsSubject(hostID string) string { return eventsPrefix + hostID }
 // must pass protocol.ValidateToolName.
 func CancelSubject(tool string) string { return cancelPrefix + tool }
 
+// LedgerSubject is the subject of session's ledger in StreamLedger.
+// session must pass ValidateHostID: a host makes its session ids of
+// [A-Za-z0-9_-].
+func LedgerSubject(session string) string { return ledgerPrefix + session }
+
+// LedgerSubjects matches every session's ledger subject; the session is
+// what follows LedgerSubject("").
+const LedgerSubjects = ledgerPrefix + ">"
+
 // ReconcileSubject is the request/reply subject of tool's reconciliation.
 // tool must pass protocol.ValidateToolName.
 func ReconcileSubject(tool string) string { return reconcilePrefix + tool }
-
-// hostConsumerName is the durable that reads hostID's events.
-func hostConsumerName(hostID string) string { return "host_" + hostID }
 
 // MsgID is the Nats-Msg-Id of an invocation attempt: a republish of the same
 // attempt is dropped by the stream; a retry (next attempt) is not.

@@ -5,7 +5,7 @@
 // with its reply channel) and the earliest deadline or scheduled retry.
 //
 //	l, err := hostloop.StartLoop(hostloop.LoopConfig{
-//		Transport: tr,     // fabric.HostTransport over NATS, or an in-memory one
+//		Transport: tr,     // hostnats.HostTransport over NATS, or an in-memory one
 //		HostID:    "h1",
 //		Catalog:   func(rt *host.Runtime) error { return rt.RegisterTools(set) },
 //	})

@@ -7,7 +7,7 @@ import (
 )
 
 // Transport is how the Loop reaches workers. Implementations (the NATS one
-// lives in package fabric) must not block the loop: Publish and Cancel queue
+// lives in package hostnats) must not block the loop: Publish and Cancel queue
 // the send and report a failure later as an Event, and every completion
 // arrives on Events, never as a call into a Runtime.
 type Transport interface {

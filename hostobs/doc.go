@@ -8,8 +8,8 @@
 //
 //	reg := metrics.NewRegistry()
 //	obs := hostobs.New(metrics.NewHost(reg))
-//	transport, _ := fabric.NewHostTransport(ctx, nc, cfg, hostID, key,
-//		fabric.WithRejectHandler(obs.FrameRejected))
+//	transport, _ := hostnats.NewHostTransport(ctx, nc, cfg, hostID, key,
+//		hostnats.WithRejectHandler(obs.FrameRejected))
 //	loop, _ := hostloop.StartLoop(hostloop.LoopConfig{
 //		Transport: transport, HostID: hostID, Catalog: catalog,
 //		Observer: httpapi.Tee(events, obs),

@@ -52,9 +52,9 @@ func labelString(m *dto.Metric) string {
 }
 
 // chanTransport is the loop's in-memory transport with the cancellations
-// on a channel too: the test is the worker. It stands in for fabric's
-// transport, which is tested against NATS in its own package and end to
-// end by cmd/splash.
+// on a channel too: the test is the worker. It stands in for
+// hostnats.HostTransport, which is tested against NATS in its own package
+// and end to end by cmd/splash.
 type chanTransport struct {
 	*hostloop.MemTransport
 	invokes <-chan protocol.Invoke

@@ -323,8 +323,8 @@ func (o *Observer) Rejected(reason string, err error) {
 }
 
 // FrameRejected counts a frame the host transport dropped; it has the
-// shape of fabric.WithRejectHandler and may run on any goroutine. The
-// reasons are fabric's Reject… constants. A replayed sequence is counted
+// shape of hostnats.WithRejectHandler and may run on any goroutine. The
+// reasons are the hostnats.Reject… constants. A replayed sequence is counted
 // as a late frame, not an authentication failure: a chunk that arrives
 // after its own result lands there in normal operation, and the
 // authentication alert must not fire for it.

@@ -65,7 +65,7 @@ type Config struct {
 	// Tee). Nil answers the first three with 501.
 	Index *SessionIndex
 	// Waiting, if set, tells which claimed operations no worker holds
-	// yet, so that they read "queued" (*fabric.HostTransport satisfies
+	// yet, so that they read "queued" (*hostnats.HostTransport satisfies
 	// it). Nil reports the runtime's states as they are.
 	Waiting Waiter
 	// Tools, if set, answers GET /v1/tools; nil answers it with 501.

@@ -8,7 +8,7 @@ import (
 )
 
 // Waiter tells which live operations no worker holds yet.
-// *fabric.HostTransport satisfies it.
+// *hostnats.HostTransport satisfies it.
 type Waiter interface {
 	// Waiting reports, of requestIDs, those no worker has been handed.
 	Waiting(ctx context.Context, requestIDs []string) (map[string]bool, error)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -18,11 +19,11 @@ import (
 
 // hostTransport is a host's transport on the test's server, under the
 // test's key.
-func (e *env) hostTransport(t *testing.T, opts ...fabric.Option) *fabric.HostTransport {
+func (e *env) hostTransport(t *testing.T, opts ...hostnats.Option) *hostnats.HostTransport {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tr, err := fabric.NewHostTransport(ctx, e.srv.Connect(), e.fcfg, e.hostID, e.key, opts...)
+	tr, err := hostnats.NewHostTransport(ctx, e.srv.Connect(), e.fcfg, e.hostID, e.key, opts...)
 	must(t, err)
 	t.Cleanup(func() { _ = tr.Close() })
 	return tr

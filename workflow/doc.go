@@ -19,5 +19,5 @@
 // dispatches nothing.
 //
 // The package owns the shape and order of a ledger, not its storage: a
-// Log keeps it (MemoryLog here; fabric.LedgerLog on JetStream).
+// Log keeps it (MemoryLog here; hostnats.LedgerLog on JetStream).
 package workflow

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
@@ -40,7 +40,7 @@ func (l *hostLimits) register(fs *flagSet) {
 		"memory a session's script may hold (`size`); over it the session fails (memory_budget)")
 	fs.stringVar(&l.restart, "restart", "SPLASH_RESTART", string(workflow.RestartResume),
 		"what a later process of this host does with a session this one leaves suspended, unless the submission says: resume (carry it on from its ledger) or fail")
-	fs.durationVar(&l.lease, "host-lease", "SPLASH_HOST_LEASE", fabric.DefaultHostLease,
+	fs.durationVar(&l.lease, "host-lease", "SPLASH_HOST_LEASE", hostnats.DefaultHostLease,
 		"how long the host's `duration` lease on its suspended sessions lasts unrenewed: after a kill, another host (or its next process) carries them on once it lapses")
 	fs.stringVar(&l.memoryLimit, "memory-limit", "SPLASH_MEMORY_LIMIT", memoryLimitAuto,
 		"the process's soft memory limit, as GOMEMLIMIT: a `size`, auto (80% of the container's or machine's memory, or GOMEMLIMIT if set) or off")
@@ -76,7 +76,7 @@ func (l *hostLimits) check() error {
 		return fmt.Errorf("%w: --restart %q: want resume or fail", errUsage, l.restart)
 	}
 	if l.lease == 0 {
-		l.lease = fabric.DefaultHostLease
+		l.lease = hostnats.DefaultHostLease
 	}
 	if l.lease < time.Second {
 		return fmt.Errorf("%w: --host-lease %v, want at least 1s", errUsage, l.lease)

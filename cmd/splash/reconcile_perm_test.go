@@ -14,6 +14,7 @@ import (
 	"github.com/splashfabric/splashfabric/demotools"
 	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/metrics"
@@ -76,7 +77,7 @@ func TestReconcileUnderTheDeployedPermissions(t *testing.T) {
 	}()
 	testwait.Receive(t, 0, "the worker ready", w.agent.Ready())
 
-	tr, err := fabric.NewHostTransport(ctx, host, cfg, "perm-host", key)
+	tr, err := hostnats.NewHostTransport(ctx, host, cfg, "perm-host", key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
@@ -12,7 +13,7 @@ import (
 // tool's pool consumer read over the transport's connection.
 type toolSource struct {
 	live      *fabric.LiveCatalog
-	transport *fabric.HostTransport
+	transport *hostnats.HostTransport
 }
 
 var _ httpapi.ToolSource = toolSource{}

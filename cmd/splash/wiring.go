@@ -22,6 +22,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/hostobs"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/internal/ratelog"
@@ -199,9 +200,9 @@ type hostParts struct {
 // runningHost is a host's loop, transport and HTTP servers.
 type runningHost struct {
 	log         *slog.Logger
-	transport   *fabric.HostTransport
-	archive     *fabric.SessionArchive
-	leases      *fabric.HostLeases
+	transport   *hostnats.HostTransport
+	archive     *hostnats.SessionArchive
+	leases      *hostnats.HostLeases
 	loop        *hostloop.Loop
 	events      *httpapi.Broadcaster
 	servers     []*http.Server
@@ -230,12 +231,12 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	// Every refused frame is counted; a flood of them writes a few lines
 	// a second per reason, not one each.
 	rejectLog := ratelog.New(p.log, time.Second, 5)
-	h.transport, err = fabric.NewHostTransport(ctx, p.nc, p.fabric, p.hostID, p.key,
-		fabric.WithRejectHandler(func(reason, subject string, err error) {
+	h.transport, err = hostnats.NewHostTransport(ctx, p.nc, p.fabric, p.hostID, p.key,
+		hostnats.WithRejectHandler(func(reason, subject string, err error) {
 			obs.FrameRejected(reason, subject, err)
 			rejectLog.Warn(reason, "frame rejected", "reason", reason, "subject", subject, "err", err)
 		}),
-		fabric.WithErrorHandler(func(err error) { p.log.Warn("transport error", "err", err) }))
+		hostnats.WithErrorHandler(func(err error) { p.log.Warn("transport error", "err", err) }))
 	if err != nil {
 		return nil, fmt.Errorf("%w: host transport: %v", errStart, err)
 	}
@@ -244,12 +245,12 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	// Its records are sealed with the frame key; one that fails is
 	// refused, counted and logged (at a bounded rate), never served.
 	records := metrics.NewRecords(p.reg)
-	h.archive, err = fabric.NewSessionArchive(ctx, p.nc, p.fabric, p.key,
-		fabric.WithRecordRejectHandler(func(reason string, err error) {
+	h.archive, err = hostnats.NewSessionArchive(ctx, p.nc, p.fabric, p.key,
+		hostnats.WithRecordRejectHandler(func(reason string, err error) {
 			records.Rejected(metrics.StoreSessionArchive, reason)
 			rejectLog.Warn("record "+reason, "stored record rejected", "store", metrics.StoreSessionArchive, "reason", reason, "err", err)
 		}),
-		fabric.WithErrorHandler(func(err error) { p.log.Warn("session archive", "err", err) }))
+		hostnats.WithErrorHandler(func(err error) { p.log.Warn("session archive", "err", err) }))
 	if err != nil {
 		_ = h.transport.Close()
 		return nil, fmt.Errorf("%w: session archive: %v", errStart, err)
@@ -257,9 +258,9 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	// Suspended sessions outlive the process in SPLASH_LEDGER, under the
 	// host's lease: its next process, or another host once the lease
 	// lapsed, carries them on.
-	ledger, err := fabric.NewLedgerLog(ctx, p.nc, p.fabric, p.key)
+	ledger, err := hostnats.NewLedgerLog(ctx, p.nc, p.fabric, p.key)
 	if err == nil {
-		h.leases, err = fabric.NewHostLeases(ctx, p.nc, p.fabric, p.key, p.limits.lease)
+		h.leases, err = hostnats.NewHostLeases(ctx, p.nc, p.fabric, p.key, p.limits.lease)
 	}
 	if err != nil {
 		_ = h.archive.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
@@ -46,7 +47,7 @@ type FabricOptions struct {
 
 // Fabric is the whole path as a [NewRunner]: each operation is one script
 // session running [NoopScript] through hostloop.Loop.Submit; the loop claims
-// and publishes the sealed invocation over a fabric.HostTransport, a
+// and publishes the sealed invocation over a hostnats.HostTransport, a
 // workeragent.Agent pulls it, consults its KV journal, runs the no-op
 // handler, stores the result and publishes the sealed terminal event; the
 // transport verifies it and the loop completes the script, which the
@@ -85,7 +86,7 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 	hostJS, err := jetstream.New(hostNC)
 	must(b, err)
 	must(b, fabric.Provision(ctx, hostJS, fcfg))
-	tr, err := fabric.NewHostTransport(ctx, hostNC, fcfg, benchHostID, key, fabric.WithEventBuffer(4096))
+	tr, err := hostnats.NewHostTransport(ctx, hostNC, fcfg, benchHostID, key, hostnats.WithEventBuffer(4096))
 	must(b, err)
 	r := &fabricRunner{ids: make(map[hostloop.SessionID]uint64), early: make(map[hostloop.SessionID]struct{}), complete: complete}
 	policy := host.NewToolPolicy(NoopTool)
@@ -96,14 +97,14 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalToolWithMetadata(policy, meta) },
 		Observer:  (*completions)(r),
 	}
-	var archive *fabric.SessionArchive
+	var archive *hostnats.SessionArchive
 	if o.Archive || o.Durable {
-		archive, err = fabric.NewSessionArchive(ctx, hostNC, fcfg, key)
+		archive, err = hostnats.NewSessionArchive(ctx, hostNC, fcfg, key)
 		must(b, err)
 		cfg.Archive = archive
 	}
 	if o.Durable {
-		ledger, err := fabric.NewLedgerLog(ctx, hostNC, fcfg, key)
+		ledger, err := hostnats.NewLedgerLog(ctx, hostNC, fcfg, key)
 		must(b, err)
 		cfg.Ledger = ledger
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -20,9 +20,9 @@ import (
 type peerHost struct {
 	id      string
 	nc      *nats.Conn
-	tr      *fabric.HostTransport
-	archive *fabric.SessionArchive
-	leases  *fabric.HostLeases
+	tr      *hostnats.HostTransport
+	archive *hostnats.SessionArchive
+	leases  *hostnats.HostLeases
 	loop    *hostloop.Loop
 	stopped bool
 }
@@ -37,13 +37,13 @@ func (c *cluster) startPeer(id string) *peerHost {
 	ctx, cancel := opCtx()
 	defer cancel()
 	var err error
-	p.tr, err = fabric.NewHostTransport(ctx, p.nc, c.fcfg, id, c.key)
+	p.tr, err = hostnats.NewHostTransport(ctx, p.nc, c.fcfg, id, c.key)
 	must(c.t, err)
-	p.archive, err = fabric.NewSessionArchive(ctx, p.nc, c.fcfg, c.key)
+	p.archive, err = hostnats.NewSessionArchive(ctx, p.nc, c.fcfg, c.key)
 	must(c.t, err)
-	ledger, err := fabric.NewLedgerLog(ctx, p.nc, c.fcfg, c.key)
+	ledger, err := hostnats.NewLedgerLog(ctx, p.nc, c.fcfg, c.key)
 	must(c.t, err)
-	p.leases, err = fabric.NewHostLeases(ctx, p.nc, c.fcfg, c.key, testLease)
+	p.leases, err = hostnats.NewHostLeases(ctx, p.nc, c.fcfg, c.key, testLease)
 	must(c.t, err)
 	p.loop, err = hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: p.tr, HostID: id, Catalog: c.catalog, Observer: c.obs,

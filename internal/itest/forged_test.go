@@ -8,6 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
@@ -80,7 +81,7 @@ func TestForgedFramesRejected(t *testing.T) {
 	c.republish(eventsSubject, wrongKeyChunk, header(nil))
 	rejected := func() uint64 {
 		r := c.tr.Rejected()
-		return r[fabric.RejectBadTag] + r[fabric.RejectMalformed]
+		return r[hostnats.RejectBadTag] + r[hostnats.RejectMalformed]
 	}
 	testwait.Until(t, 0, "the host to reject three forged frames", func() bool { return rejected() == 3 })
 	if s, _ := c.status(id); s.State != hostloop.SessionSuspended || len(s.Operations) != 1 {
@@ -103,7 +104,7 @@ func TestForgedFramesRejected(t *testing.T) {
 		t.Fatal("no genuine event captured")
 	}
 	c.republish(eventsSubject, genuineEvent.Data, header(genuineEvent.Header))
-	testwait.Until(t, 0, "the host to reject the replayed event", func() bool { return c.tr.Rejected()[fabric.RejectReplayed] == 1 })
+	testwait.Until(t, 0, "the host to reject the replayed event", func() bool { return c.tr.Rejected()[hostnats.RejectReplayed] == 1 })
 
 	if after, _ := c.status(id); after.State != s.State || after.Value != s.Value {
 		t.Fatalf("session changed: %+v, was %+v", after, s)

@@ -17,6 +17,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
@@ -82,11 +83,11 @@ type cluster struct {
 	codec  *fabric.Codec
 	hostNC *nats.Conn
 	hostJS jetstream.JetStream
-	tr     *fabric.HostTransport
+	tr     *hostnats.HostTransport
 	loop   *hostloop.Loop
 	obs    *observer
 	// archive and ledger are set for a durable cluster.
-	archive *fabric.SessionArchive
+	archive *hostnats.SessionArchive
 	gate    *gatedLog
 }
 
@@ -143,7 +144,7 @@ func (c *cluster) startHost() {
 	ctx, cancel := opCtx()
 	defer cancel()
 	var err error
-	c.tr, err = fabric.NewHostTransport(ctx, c.hostNC, c.fcfg, hostID, c.key, fabric.WithEventBuffer(c.opts.eventBuffer))
+	c.tr, err = hostnats.NewHostTransport(ctx, c.hostNC, c.fcfg, hostID, c.key, hostnats.WithEventBuffer(c.opts.eventBuffer))
 	must(c.t, err)
 	cfg := hostloop.LoopConfig{
 		Transport:    c.tr,
@@ -154,9 +155,9 @@ func (c *cluster) startHost() {
 		Observer:     c.obs,
 	}
 	if c.opts.durable {
-		c.archive, err = fabric.NewSessionArchive(ctx, c.hostNC, c.fcfg, c.key)
+		c.archive, err = hostnats.NewSessionArchive(ctx, c.hostNC, c.fcfg, c.key)
 		must(c.t, err)
-		ledger, err := fabric.NewLedgerLog(ctx, c.hostNC, c.fcfg, c.key)
+		ledger, err := hostnats.NewLedgerLog(ctx, c.hostNC, c.fcfg, c.key)
 		must(c.t, err)
 		if c.gate == nil {
 			c.gate = &gatedLog{}

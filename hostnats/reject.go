@@ -1,4 +1,4 @@
-package fabric
+package hostnats
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ const (
 	RejectReplayed = "replayed"
 )
 
-// classify names the reason of a Codec error.
+// classify names the reason of a fabric.Codec error.
 func classify(err error) string {
 	switch {
 	case errors.Is(err, protocol.ErrBadTag), errors.Is(err, protocol.ErrInvalidKey):

@@ -1,4 +1,4 @@
-package fabric_test
+package hostnats_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -111,7 +112,7 @@ func TestReconcileAnswersEachStatus(t *testing.T) {
 
 func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 	env := newEnv(t)
-	tr := newTransport(t, env, "h1", fabric.WithReconcileTimeout(300*time.Millisecond))
+	tr := newTransport(t, env, "h1", hostnats.WithReconcileTimeout(300*time.Millisecond))
 	succeeded := protocol.StatusSucceeded(protocol.TextPayload("done"))
 
 	// An honest exchange, captured: its answer is what a replay sends.
@@ -165,39 +166,39 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 	}{
 		{"forged: another key", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
 			return sealAnswer(t, otherKey, req, succeeded)
-		}, []error{fabric.ErrForged, protocol.ErrBadTag}, fabric.RejectBadTag},
+		}, []error{fabric.ErrForged, protocol.ErrBadTag}, hostnats.RejectBadTag},
 		{"forged: garbage", func(protocol.OperationReconcileRequest, []byte) []byte {
 			return []byte(`{"kind":"reconciled_operation"}`)
-		}, []error{fabric.ErrForged}, fabric.RejectMalformed},
+		}, []error{fabric.ErrForged}, hostnats.RejectMalformed},
 		{"forged: the host's own request reflected", func(_ protocol.OperationReconcileRequest, raw []byte) []byte {
 			return raw
-		}, []error{fabric.ErrForged, protocol.ErrWrongRole}, fabric.RejectWrongRole},
+		}, []error{fabric.ErrForged, protocol.ErrWrongRole}, hostnats.RejectWrongRole},
 		{"forged: an operation's result frame", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
 			data, err := newCodec(t, testKey).SealWorker(req.RequestID, 1, 1, protocol.ResultMessage(validResult(req.RequestID, 1)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return data
-		}, []error{fabric.ErrForged, protocol.ErrInvalidMessage}, fabric.RejectInvalid},
+		}, []error{fabric.ErrForged, protocol.ErrInvalidMessage}, hostnats.RejectInvalid},
 		{"forged: an operation's sequence", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
 			res, _ := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
 			return sealRaw(testKey, req.RequestID, fabric.WorkerSeq(1, 1), protocol.ReconciledMessage(res))
-		}, []error{fabric.ErrForged, protocol.ErrSequence}, fabric.RejectSequence},
+		}, []error{fabric.ErrForged, protocol.ErrSequence}, hostnats.RejectSequence},
 		{"forged: sealed for another session", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
 			res, _ := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
 			return sealRaw(testKey, "rc-other", fabric.ReconcileSeq, protocol.ReconciledMessage(res))
-		}, []error{fabric.ErrForged, protocol.ErrInvalidSession}, fabric.RejectSession},
+		}, []error{fabric.ErrForged, protocol.ErrInvalidSession}, hostnats.RejectSession},
 		{"replayed: the answer to an earlier request", func(protocol.OperationReconcileRequest, []byte) []byte {
 			return replayed
-		}, []error{fabric.ErrReconcileReplayed}, fabric.RejectReplayed},
+		}, []error{hostnats.ErrReconcileReplayed}, hostnats.RejectReplayed},
 		{"mismatched: another operation key", altered(func(r *protocol.OperationReconcileResult) { r.OperationKey = "op-other" }),
-			[]error{fabric.ErrReconcileMismatch, protocol.ErrInvalidMessage}, fabric.RejectInvalid},
+			[]error{hostnats.ErrReconcileMismatch, protocol.ErrInvalidMessage}, hostnats.RejectInvalid},
 		{"mismatched: another tool", altered(func(r *protocol.OperationReconcileResult) { r.Tool = "text.other" }),
-			[]error{fabric.ErrReconcileMismatch}, fabric.RejectInvalid},
+			[]error{hostnats.ErrReconcileMismatch}, hostnats.RejectInvalid},
 		{"mismatched: another session", altered(func(r *protocol.OperationReconcileResult) { r.SessionID = "session-2" }),
-			[]error{fabric.ErrReconcileMismatch}, fabric.RejectInvalid},
+			[]error{hostnats.ErrReconcileMismatch}, hostnats.RejectInvalid},
 		{"mismatched: another request id", altered(func(r *protocol.OperationReconcileResult) { r.RequestID = "rc-other" }),
-			[]error{fabric.ErrForged, protocol.ErrInvalidSession}, fabric.RejectSession},
+			[]error{fabric.ErrForged, protocol.ErrInvalidSession}, hostnats.RejectSession},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted %+v", res)
 			}
-			wantErrIs(t, err, append([]error{fabric.ErrNoReconcileAnswer}, tc.want...)...)
+			wantErrIs(t, err, append([]error{hostnats.ErrNoReconcileAnswer}, tc.want...)...)
 			if got := tr.Rejected()[tc.reason]; got != before+1 {
 				t.Fatalf("rejected[%s] = %d, want %d (all: %v)", tc.reason, got, before+1, tr.Rejected())
 			}
@@ -233,7 +234,7 @@ func TestReconcileForgeryDoesNotHideTheAnswer(t *testing.T) {
 	if res.Status.State != protocol.OperationCancelled {
 		t.Fatalf("status = %+v", res.Status)
 	}
-	if got := tr.Rejected()[fabric.RejectBadTag]; got != 1 {
+	if got := tr.Rejected()[hostnats.RejectBadTag]; got != 1 {
 		t.Fatalf("rejected bad tags = %d, want 1", got)
 	}
 }
@@ -241,10 +242,10 @@ func TestReconcileForgeryDoesNotHideTheAnswer(t *testing.T) {
 func TestReconcileWithoutAnAnswer(t *testing.T) {
 	env := newEnv(t)
 	const timeout = 200 * time.Millisecond
-	tr := newTransport(t, env, "h1", fabric.WithReconcileTimeout(timeout))
+	tr := newTransport(t, env, "h1", hostnats.WithReconcileTimeout(timeout))
 	t.Run("no worker listens", func(t *testing.T) {
 		_, err := tr.Reconcile(testCtx(t), "session-1", "text.nobody", "op-a")
-		wantErrIs(t, err, fabric.ErrNoReconcileAnswer)
+		wantErrIs(t, err, hostnats.ErrNoReconcileAnswer)
 	})
 	t.Run("the worker stays silent", func(t *testing.T) {
 		heard := make(chan struct{}, 1)
@@ -254,7 +255,7 @@ func TestReconcileWithoutAnAnswer(t *testing.T) {
 		})
 		start := time.Now()
 		_, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
-		wantErrIs(t, err, fabric.ErrNoReconcileAnswer)
+		wantErrIs(t, err, hostnats.ErrNoReconcileAnswer)
 		if waited := time.Since(start); waited < timeout {
 			t.Fatalf("gave up after %v, before the timeout %v", waited, timeout)
 		}
@@ -267,7 +268,7 @@ func TestReconcileWithoutAnAnswer(t *testing.T) {
 // not at the timeout.
 func TestReconcileEndsWithItsCallerOrTransport(t *testing.T) {
 	env := newEnv(t)
-	tr := newTransport(t, env, "h1", fabric.WithReconcileTimeout(time.Minute))
+	tr := newTransport(t, env, "h1", hostnats.WithReconcileTimeout(time.Minute))
 	heard := make(chan struct{}, 4)
 	respond(t, env, reconcileTool, func(protocol.OperationReconcileRequest, []byte) [][]byte {
 		heard <- struct{}{}
@@ -281,7 +282,7 @@ func TestReconcileEndsWithItsCallerOrTransport(t *testing.T) {
 	}()
 	testwait.Receive(t, 0, "the request", heard)
 	cancel()
-	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), fabric.ErrNoReconcileAnswer, context.Canceled)
+	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), hostnats.ErrNoReconcileAnswer, context.Canceled)
 
 	go func() {
 		_, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
@@ -291,7 +292,7 @@ func TestReconcileEndsWithItsCallerOrTransport(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), fabric.ErrClosed)
+	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), hostnats.ErrClosed)
 }
 
 func TestReconcileRefusesBadInputAndSendsNothing(t *testing.T) {
@@ -327,48 +328,8 @@ func TestReconcileRefusesBadInputAndSendsNothing(t *testing.T) {
 	}
 	_ = tr.Close()
 	_, err = tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
-	wantErrIs(t, err, fabric.ErrClosed)
-	if !errors.Is(fabric.WithReconcileTimeout(0)(nil), fabric.ErrInvalidConfig) {
+	wantErrIs(t, err, hostnats.ErrClosed)
+	if !errors.Is(hostnats.WithReconcileTimeout(0)(nil), fabric.ErrInvalidConfig) {
 		t.Fatal("a zero reconcile timeout was accepted")
-	}
-}
-
-// TestReconcileCodecBinding: a request opens only as what it is, and each
-// end refuses the other's frames and an operation's.
-func TestReconcileCodecBinding(t *testing.T) {
-	c := newCodec(t, testKey)
-	req, err := fabric.NewReconcileRequest("session-1", reconcileTool, "op-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := c.SealReconcile(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := c.OpenReconcile(data)
-	if err != nil || got != req {
-		t.Fatalf("OpenReconcile = %+v, %v", got, err)
-	}
-	inv, err := c.SealInvoke(validInvoke("req-1", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer := sealAnswer(t, testKey, req, protocol.StatusUnknown())
-	for _, tc := range []struct {
-		name string
-		err  error
-		want error
-	}{
-		{"an invocation as a request", func() error { _, err := c.OpenReconcile(inv); return err }(), protocol.ErrInvalidMessage},
-		{"an answer as a request", func() error { _, err := c.OpenReconcile(answer); return err }(), protocol.ErrWrongRole},
-		{"a request as an answer", func() error { _, err := c.OpenReconciled(data); return err }(), protocol.ErrWrongRole},
-		{"a request as an invocation", func() error { _, err := c.OpenInvoke(data); return err }(), protocol.ErrInvalidMessage},
-		{"a request as a control frame", func() error { _, err := c.OpenControl(data); return err }(), protocol.ErrInvalidMessage},
-		{"an answer as a worker event", func() error { _, _, err := c.OpenWorker(answer); return err }(), protocol.ErrInvalidMessage},
-	} {
-		t.Run(tc.name, func(t *testing.T) { wantErrIs(t, tc.err, fabric.ErrForged, tc.want) })
-	}
-	if _, err := c.SealReconcile(protocol.OperationReconcileRequest{}); !errors.Is(err, protocol.ErrInvalidMessage) {
-		t.Fatalf("SealReconcile(zero) = %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package fabric_test
+package hostnats_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -67,7 +68,7 @@ func publishCalls(t *testing.T, env *fabricEnv, hostID string, requests, n int) 
 
 // expectFrames reads len(want) events and checks they are exactly want, in
 // order.
-func expectFrames(t *testing.T, tr *fabric.HostTransport, want []workerFrame) {
+func expectFrames(t *testing.T, tr *hostnats.HostTransport, want []workerFrame) {
 	t.Helper()
 	for i, w := range want {
 		ev := testwait.Receive(t, 0, "worker frame", tr.Events())

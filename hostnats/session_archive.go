@@ -1,4 +1,4 @@
-package fabric
+package hostnats
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/recordauth"
@@ -36,7 +37,7 @@ import (
 //
 // Register writes an incarnation record and waits for it. A refresher
 // goroutine then rewrites every registered incarnation each quarter of
-// Config.SessionRetention, so the bucket's TTL forgets an incarnation only
+// fabric.Config.SessionRetention, so the bucket's TTL forgets an incarnation only
 // once its process has been gone that long.
 //
 // Goroutines: the writer and the refresher, both started here and stopped
@@ -45,7 +46,7 @@ type SessionArchive struct {
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	seal   recordauth.Key
-	cfg    Config
+	cfg    fabric.Config
 	opts   options
 	budget int
 
@@ -103,22 +104,22 @@ type flushWaiter struct {
 
 var _ hostloop.SessionArchive = (*SessionArchive)(nil)
 
-// NewSessionArchive binds to the splash_sessions bucket, which Provision
+// NewSessionArchive binds to the splash_sessions bucket, which fabric.Provision
 // must have created with cfg; its records are sealed and verified with a
-// key derived from key, the frame key (the zero key is ErrInvalidConfig).
+// key derived from key, the frame key (the zero key is fabric.ErrInvalidConfig).
 // Of the options, WithRecordRejectHandler hears of refused records,
 // WithErrorHandler receives failed writes, WithPublishTimeout bounds each
 // write's ack, and
 // WithMaxPending bounds the records waiting for the writer (beyond it
 // Record drops and counts). ctx bounds only the binding. The caller keeps
 // nc and must Close the archive before closing it.
-func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg Config, key protocol.SessionKey, opts ...Option) (*SessionArchive, error) {
+func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.SessionKey, opts ...Option) (*SessionArchive, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	seal, err := recordauth.Derive(key, recordauth.StoreSessions)
 	if err != nil {
-		return nil, fmt.Errorf("%w: session archive: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: session archive: %w", fabric.ErrInvalidConfig, err)
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -130,13 +131,13 @@ func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg Config, key proto
 		jetstream.WithPublishAsyncMaxPending(o.maxPending),
 		jetstream.WithPublishAsyncTimeout(o.publishTimeout))
 	if err != nil {
-		return nil, fmt.Errorf("fabric: jetstream: %w", err)
+		return nil, fmt.Errorf("hostnats: jetstream: %w", err)
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	kv, err := js.KeyValue(ctx, BucketSessions)
+	kv, err := js.KeyValue(ctx, fabric.BucketSessions)
 	if err != nil {
-		return nil, fmt.Errorf("fabric: session archive: bucket %s: %w", BucketSessions, err)
+		return nil, fmt.Errorf("hostnats: session archive: bucket %s: %w", fabric.BucketSessions, err)
 	}
 	a := &SessionArchive{
 		js:      js,
@@ -144,7 +145,7 @@ func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg Config, key proto
 		seal:    seal,
 		cfg:     cfg,
 		opts:    o,
-		budget:  int(sessionValueBytes(cfg)) - recordHeadroom - recordauth.Overhead,
+		budget:  int(cfg.SessionValueBytes()) - recordHeadroom - recordauth.Overhead,
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		pending: make(map[hostloop.SessionID]archiveWrite),
@@ -170,7 +171,7 @@ func (a *SessionArchive) Register(ctx context.Context, inc hostloop.Incarnation)
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if _, err := a.kv.Put(ctx, key, data); err != nil {
-		return fmt.Errorf("fabric: incarnation record %q: %w", inc.ID, err)
+		return fmt.Errorf("hostnats: incarnation record %q: %w", inc.ID, err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -230,7 +231,7 @@ func (a *SessionArchive) Record(s hostloop.SessionStatus) {
 	if err != nil {
 		a.stats.Dropped++
 		a.mu.Unlock()
-		a.report(fmt.Errorf("fabric: session record of %q dropped: %w", truncate(string(s.ID)), err))
+		a.report(fmt.Errorf("hostnats: session record of %q dropped: %w", truncate(string(s.ID)), err))
 		return
 	}
 	if cut {
@@ -268,7 +269,7 @@ func (a *SessionArchive) Lookup(ctx context.Context, id hostloop.SessionID) (hos
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return hostloop.SessionStatus{}, fmt.Errorf("%w: %q", hostloop.ErrUnknownSession, id)
 	case err != nil:
-		return hostloop.SessionStatus{}, fmt.Errorf("fabric: session record %q: %w", id, err)
+		return hostloop.SessionStatus{}, fmt.Errorf("hostnats: session record %q: %w", id, err)
 	}
 	return a.openSession(key, id, e.Value())
 }
@@ -311,7 +312,7 @@ func (a *SessionArchive) Incarnation(ctx context.Context, id string) (hostloop.I
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return hostloop.Incarnation{}, fmt.Errorf("%w: %q", hostloop.ErrUnknownIncarnation, id)
 	case err != nil:
-		return hostloop.Incarnation{}, fmt.Errorf("fabric: incarnation record %q: %w", id, err)
+		return hostloop.Incarnation{}, fmt.Errorf("hostnats: incarnation record %q: %w", id, err)
 	}
 	body, err := a.open(key, e.Value())
 	if err != nil {
@@ -319,7 +320,7 @@ func (a *SessionArchive) Incarnation(ctx context.Context, id string) (hostloop.I
 	}
 	var rec incarnationRecord
 	if err := json.Unmarshal(body, &rec); err != nil {
-		return hostloop.Incarnation{}, fmt.Errorf("fabric: incarnation record %q: %w", id, err)
+		return hostloop.Incarnation{}, fmt.Errorf("hostnats: incarnation record %q: %w", id, err)
 	}
 	return hostloop.Incarnation{ID: rec.ID, HostID: rec.HostID, Started: rec.Started}, nil
 }
@@ -439,7 +440,7 @@ func (a *SessionArchive) resolve(w archiveWrite, err error) {
 	a.waiters = kept
 	a.mu.Unlock()
 	if err != nil {
-		a.report(fmt.Errorf("fabric: session record of %q not stored: %w", truncate(string(w.id)), err))
+		a.report(fmt.Errorf("hostnats: session record of %q not stored: %w", truncate(string(w.id)), err))
 	}
 }
 
@@ -463,7 +464,7 @@ func (a *SessionArchive) refresh() {
 			_, err := a.kv.Put(ctx, inc.key, inc.data)
 			cancel()
 			if err != nil {
-				a.report(fmt.Errorf("fabric: refreshing %s: %w", inc.key, err))
+				a.report(fmt.Errorf("hostnats: refreshing %s: %w", inc.key, err))
 			}
 		}
 	}

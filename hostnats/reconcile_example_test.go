@@ -1,4 +1,4 @@
-package fabric_test
+package hostnats_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -67,7 +68,7 @@ func ExampleHostTransport_Reconcile() {
 	defer func() { _ = sub.Unsubscribe() }()
 
 	// The host.
-	tr, err := fabric.NewHostTransport(ctx, nc, cfg, "h1", key)
+	tr, err := hostnats.NewHostTransport(ctx, nc, cfg, "h1", key)
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package fabric_test
+package hostnats_test
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
@@ -36,9 +37,9 @@ func (e *errorLog) count() int {
 	return len(e.errs)
 }
 
-func newArchive(t *testing.T, env *fabricEnv, opts ...fabric.Option) *fabric.SessionArchive {
+func newArchive(t *testing.T, env *fabricEnv, opts ...hostnats.Option) *hostnats.SessionArchive {
 	t.Helper()
-	a, err := fabric.NewSessionArchive(testCtx(t), env.nc, env.cfg, testKey, opts...)
+	a, err := hostnats.NewSessionArchive(testCtx(t), env.nc, env.cfg, testKey, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestSessionArchiveTruncatesToTheBucketBound(t *testing.T) {
 func TestSessionArchiveRefusesBadIDs(t *testing.T) {
 	env := newEnv(t)
 	errs := &errorLog{}
-	a := newArchive(t, env, fabric.WithErrorHandler(errs.add))
+	a := newArchive(t, env, hostnats.WithErrorHandler(errs.add))
 	ctx := testCtx(t)
 	bad := []string{"", "s.x", "s-*", "s->", "a b", "s-h1\x00", "s-ü", strings.Repeat("s", 300)}
 	for _, id := range bad {
@@ -233,7 +234,7 @@ func TestSessionArchiveRefreshesItsIncarnations(t *testing.T) {
 func TestSessionArchiveAfterClose(t *testing.T) {
 	env := newEnv(t)
 	errs := &errorLog{}
-	a := newArchive(t, env, fabric.WithErrorHandler(errs.add))
+	a := newArchive(t, env, hostnats.WithErrorHandler(errs.add))
 	_ = a.Close()
 	_ = a.Close()
 	a.Record(hostloop.SessionStatus{ID: "s-h1-0123456789ab-1", State: hostloop.SessionCompleted})
@@ -241,17 +242,17 @@ func TestSessionArchiveAfterClose(t *testing.T) {
 		t.Fatalf("stats %+v, %d errors", st, errs.count())
 	}
 	wantErrIs(t, a.Flush(testCtx(t)), nil)
-	wantErrIs(t, a.Register(testCtx(t), hostloop.Incarnation{ID: "h1-0123456789ab"}), fabric.ErrClosed)
+	wantErrIs(t, a.Register(testCtx(t), hostloop.Incarnation{ID: "h1-0123456789ab"}), hostnats.ErrClosed)
 }
 
 func TestNewSessionArchiveNeedsTheBucket(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := srv.Connect()
-	_, err := fabric.NewSessionArchive(testCtx(t), nc, fabric.DefaultConfig(), testKey)
+	_, err := hostnats.NewSessionArchive(testCtx(t), nc, fabric.DefaultConfig(), testKey)
 	wantErrIs(t, err, jetstream.ErrBucketNotFound)
 	bad := fabric.DefaultConfig()
 	bad.SessionRetention = 0
-	_, err = fabric.NewSessionArchive(testCtx(t), nc, bad, testKey)
+	_, err = hostnats.NewSessionArchive(testCtx(t), nc, bad, testKey)
 	wantErrIs(t, err, fabric.ErrInvalidConfig)
 }
 
@@ -262,12 +263,12 @@ func TestNewSessionArchiveNeedsTheBucket(t *testing.T) {
 func TestSessionArchiveAcrossLoops(t *testing.T) {
 	env := newEnv(t)
 	ctx := testCtx(t)
-	start := func() (*hostloop.Loop, *fabric.SessionArchive, func()) {
-		tr, err := fabric.NewHostTransport(ctx, env.nc, env.cfg, "h1", testKey)
+	start := func() (*hostloop.Loop, *hostnats.SessionArchive, func()) {
+		tr, err := hostnats.NewHostTransport(ctx, env.nc, env.cfg, "h1", testKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := fabric.NewSessionArchive(ctx, env.nc, env.cfg, testKey)
+		a, err := hostnats.NewSessionArchive(ctx, env.nc, env.cfg, testKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,29 +315,13 @@ func TestSessionArchiveAcrossLoops(t *testing.T) {
 	}
 }
 
-func TestProvisionCreatesTheSessionBucket(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
-	changed := env.cfg
-	changed.SessionRetention = time.Hour
-	changed.MaxMsgSize = 16 << 10
-	if err := fabric.Provision(ctx, env.js, changed); err != nil {
-		t.Fatal(err)
-	}
-	st := sessionBucketStatus(t, env)
-	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
-	if st.TTL() != time.Hour || st.History() != 1 || info.Config.MaxMsgSize != 16<<10 || info.Config.Storage != jetstream.FileStorage {
-		t.Fatalf("bucket ttl %v history %d max %d", st.TTL(), st.History(), info.Config.MaxMsgSize)
-	}
-}
-
 // A graceful stop records every suspended session, however many there
 // are: the archive's queue is bounded, so the loop waits for a batch to
 // be stored before it queues the next, within its ArchiveTimeout.
 func TestLoopStopArchivesEverySuspendedSession(t *testing.T) {
 	const sessions = 600
 	env := newEnv(t)
-	a := newArchive(t, env, fabric.WithMaxPending(64))
+	a := newArchive(t, env, hostnats.WithMaxPending(64))
 	l, err := hostloop.StartLoop(hostloop.LoopConfig{
 		// Nobody answers: every session stays suspended.
 		Transport: hostloop.NewMemTransport(sessions),

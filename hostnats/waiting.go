@@ -1,4 +1,4 @@
-package fabric
+package hostnats
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/splashfabric/splashfabric/fabric"
 )
 
 // A claimed operation is either still in SPLASH_INVOKE, waiting for a
@@ -131,14 +133,14 @@ func (t *HostTransport) Waiting(ctx context.Context, requestIDs []string) (map[s
 		}
 		last, known := delivered[p.tool]
 		if !known {
-			c, err := t.js.Consumer(ctx, StreamInvoke, ConsumerName(p.tool))
+			c, err := t.js.Consumer(ctx, fabric.StreamInvoke, fabric.ConsumerName(p.tool))
 			switch {
 			case err == nil:
 				last = c.CachedInfo().Delivered.Stream
 			case errors.Is(err, jetstream.ErrConsumerNotFound):
 				// No pool has ever bound the tool: nothing was delivered.
 			default:
-				return nil, fmt.Errorf("fabric: consumer of %q: %w", p.tool, err)
+				return nil, fmt.Errorf("hostnats: consumer of %q: %w", p.tool, err)
 			}
 			delivered[p.tool] = last
 		}

@@ -1,12 +1,14 @@
-package fabric
+package hostnats
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/splashfabric/splashfabric/fabric"
 )
 
 // Option tunes client-side behaviour of a HostTransport or a
-// SessionArchive; server-side resources are set by Config. An option that
+// SessionArchive; server-side resources are set by fabric.Config. An option that
 // does not apply to one of them (the event buffer and replay memory, for
 // an archive) is accepted and ignored.
 type Option func(*options) error
@@ -40,7 +42,7 @@ func defaultOptions() options {
 func WithEventBuffer(n int) Option {
 	return func(o *options) error {
 		if n < 0 {
-			return fmt.Errorf("%w: event buffer %d", ErrInvalidConfig, n)
+			return fmt.Errorf("%w: event buffer %d", fabric.ErrInvalidConfig, n)
 		}
 		o.eventBuffer = n
 		return nil
@@ -54,7 +56,7 @@ func WithEventBuffer(n int) Option {
 func WithMaxPending(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
-			return fmt.Errorf("%w: max pending %d", ErrInvalidConfig, n)
+			return fmt.Errorf("%w: max pending %d", fabric.ErrInvalidConfig, n)
 		}
 		o.maxPending = n
 		return nil
@@ -66,7 +68,7 @@ func WithMaxPending(n int) Option {
 func WithPublishTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: publish timeout %v", ErrInvalidConfig, d)
+			return fmt.Errorf("%w: publish timeout %v", fabric.ErrInvalidConfig, d)
 		}
 		o.publishTimeout = d
 		return nil
@@ -79,7 +81,7 @@ func WithPublishTimeout(d time.Duration) Option {
 func WithReplayMemory(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
-			return fmt.Errorf("%w: replay memory %d", ErrInvalidConfig, n)
+			return fmt.Errorf("%w: replay memory %d", fabric.ErrInvalidConfig, n)
 		}
 		o.replayMemory = n
 		return nil

@@ -1,4 +1,4 @@
-package fabric_test
+package hostnats_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -27,7 +28,7 @@ func BenchmarkReconcile(b *testing.B) {
 	if err := fabric.Provision(ctx, js, cfg); err != nil {
 		b.Fatal(err)
 	}
-	tr, err := fabric.NewHostTransport(ctx, nc, cfg, "h1", testKey)
+	tr, err := hostnats.NewHostTransport(ctx, nc, cfg, "h1", testKey)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package fabric_test
+package hostnats_test
 
 import (
 	"errors"
@@ -11,14 +11,15 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
 var ledgerT0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func newLedgerLog(t *testing.T, env *fabricEnv) *fabric.LedgerLog {
+func newLedgerLog(t *testing.T, env *fabricEnv) *hostnats.LedgerLog {
 	t.Helper()
-	l, err := fabric.NewLedgerLog(testCtx(t), env.nc, env.cfg, testKey)
+	l, err := hostnats.NewLedgerLog(testCtx(t), env.nc, env.cfg, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestLedgerLogRefusesForgedRecords(t *testing.T) {
 	if err := l.Append(ctx, "s-a", 0, ledgerEntries(2)); err != nil {
 		t.Fatal(err)
 	}
-	other, err := fabric.NewLedgerLog(ctx, env.nc, env.cfg, otherKey)
+	other, err := hostnats.NewLedgerLog(ctx, env.nc, env.cfg, otherKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestLedgerLogRefusesForgedRecords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := l.Load(ctx, tt.session); !errors.Is(err, fabric.ErrLedgerRejected) {
+			if _, err := l.Load(ctx, tt.session); !errors.Is(err, hostnats.ErrLedgerRejected) {
 				t.Fatalf("Load = %v, want ErrLedgerRejected", err)
 			}
 		})

@@ -1,4 +1,4 @@
-package fabric
+package hostnats
 
 import (
 	"context"
@@ -8,26 +8,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/recordauth"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workflow"
 )
-
-// LedgerMaxAge is how long SPLASH_LEDGER keeps a ledger nobody removed: a
-// session whose hosts were all gone that long is past resuming.
-const LedgerMaxAge = 7 * 24 * time.Hour
 
 // ledgerIndexHeader carries the index of a message's first entry, so a
 // writer that did not read the ledger itself can learn where it ends.
 const ledgerIndexHeader = "Splash-Ledger-Index"
 
 // LedgerLog is workflow.Log on the SPLASH_LEDGER stream: the ledger of a
-// session is the messages on LedgerSubject(session), each a sealed batch
+// session is the messages on fabric.LedgerSubject(session), each a sealed batch
 // of consecutive entries.
 //
 // Append is fenced with JetStream's expected last subject sequence: a
@@ -63,25 +59,25 @@ type ledgerBatch struct {
 
 var _ workflow.Log = (*LedgerLog)(nil)
 
-// NewLedgerLog binds to SPLASH_LEDGER, which Provision must have created
+// NewLedgerLog binds to SPLASH_LEDGER, which fabric.Provision must have created
 // with cfg; key is the frame key its records are sealed under.
-func NewLedgerLog(ctx context.Context, nc *nats.Conn, cfg Config, key protocol.SessionKey) (*LedgerLog, error) {
+func NewLedgerLog(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.SessionKey) (*LedgerLog, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	seal, err := recordauth.Derive(key, recordauth.StoreLedger)
 	if err != nil {
-		return nil, fmt.Errorf("%w: ledger: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: ledger: %w", fabric.ErrInvalidConfig, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("fabric: jetstream: %w", err)
+		return nil, fmt.Errorf("hostnats: jetstream: %w", err)
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	st, err := js.Stream(ctx, StreamLedger)
+	st, err := js.Stream(ctx, fabric.StreamLedger)
 	if err != nil {
-		return nil, fmt.Errorf("fabric: ledger: stream %s: %w", StreamLedger, err)
+		return nil, fmt.Errorf("hostnats: ledger: stream %s: %w", fabric.StreamLedger, err)
 	}
 	return &LedgerLog{
 		js: js, stream: st, seal: seal,
@@ -91,34 +87,19 @@ func NewLedgerLog(ctx context.Context, nc *nats.Conn, cfg Config, key protocol.S
 	}, nil
 }
 
-// LedgerSubject is the subject of session's ledger. A session id is one
+// ledgerSubject is the subject of session's ledger. A session id is one
 // subject token: the loop makes them of [A-Za-z0-9_-].
-func LedgerSubject(session string) (string, error) {
-	if err := ValidateHostID(session); err != nil {
-		return "", fmt.Errorf("%w: session %q is not one subject token", workflow.ErrInvalidEntry, session)
+func ledgerSubject(session string) (string, error) {
+	if err := fabric.ValidateHostID(session); err != nil {
+		return "", fmt.Errorf("%w: session %q is not one subject token", workflow.ErrInvalidEntry, truncate(session))
 	}
-	return ledgerPrefix + session, nil
-}
-
-func ledgerStreamConfig(cfg Config) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:        StreamLedger,
-		Description: "Splash session ledgers, one subject per session",
-		Subjects:    []string{ledgerPrefix + ">"},
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     cfg.Storage,
-		Replicas:    cfg.Replicas,
-		MaxAge:      LedgerMaxAge,
-		MaxMsgSize:  cfg.MaxMsgSize,
-		// Remove purges a session's subject; nothing else may delete.
-		DenyDelete: true,
-	}
+	return fabric.LedgerSubject(session), nil
 }
 
 // Append implements workflow.Log: entries land at index from, in as few
 // messages as MaxMsgSize allows, each fenced on the one before.
 func (l *LedgerLog) Append(ctx context.Context, session string, from int, entries []workflow.Entry) error {
-	subject, err := LedgerSubject(session)
+	subject, err := ledgerSubject(session)
 	if err != nil {
 		return err
 	}
@@ -144,7 +125,7 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 			if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 				return fmt.Errorf("%w: %s: %v", workflow.ErrLedgerConflict, session, err)
 			}
-			return fmt.Errorf("fabric: ledger %s: %w", session, err)
+			return fmt.Errorf("hostnats: ledger %s: %w", session, err)
 		}
 		tail = ledgerTail{n: b.From + len(b.Entries), seq: ack.Sequence}
 		l.setTail(session, tail)
@@ -205,7 +186,7 @@ func (l *LedgerLog) tailOf(ctx context.Context, session, subject string, from in
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			t = ledgerTail{}
 		case err != nil:
-			return ledgerTail{}, fmt.Errorf("fabric: ledger %s: %w", session, err)
+			return ledgerTail{}, fmt.Errorf("hostnats: ledger %s: %w", session, err)
 		default:
 			b, err := l.open(session, m.Header.Get(ledgerIndexHeader), m.Data)
 			if err != nil {
@@ -236,7 +217,7 @@ func (l *LedgerLog) forget(session string) {
 // message's header: cheaper than Load, for a host asked about a session it
 // does not drive.
 func (l *LedgerLog) Has(ctx context.Context, session string) (bool, error) {
-	subject, err := LedgerSubject(session)
+	subject, err := ledgerSubject(session)
 	if err != nil {
 		return false, err
 	}
@@ -247,7 +228,7 @@ func (l *LedgerLog) Has(ctx context.Context, session string) (bool, error) {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("fabric: ledger %s: %w", session, err)
+		return false, fmt.Errorf("hostnats: ledger %s: %w", session, err)
 	}
 	return true, nil
 }
@@ -256,7 +237,7 @@ func (l *LedgerLog) Has(ctx context.Context, session string) (bool, error) {
 // a message that fails, or whose batches do not follow on, is refused with
 // ErrLedgerRejected rather than replayed in part.
 func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry, error) {
-	subject, err := LedgerSubject(session)
+	subject, err := ledgerSubject(session)
 	if err != nil {
 		return nil, err
 	}
@@ -267,11 +248,11 @@ func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fabric: ledger %s: %w", session, err)
+		return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("fabric: ledger %s: %w", session, err)
+		return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
 	}
 	left := info.NumPending
 	if left == 0 {
@@ -282,7 +263,7 @@ func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry,
 	for left > 0 {
 		batch, err := cons.Fetch(int(min(left, 256)), jetstream.FetchContext(ctx))
 		if err != nil {
-			return nil, fmt.Errorf("fabric: ledger %s: %w", session, err)
+			return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
 		}
 		got := 0
 		for m := range batch.Messages() {
@@ -300,10 +281,10 @@ func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry,
 			}
 		}
 		if err := batch.Error(); err != nil {
-			return nil, fmt.Errorf("fabric: ledger %s: %w", session, err)
+			return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
 		}
 		if got == 0 {
-			return nil, fmt.Errorf("fabric: ledger %s: %w", session, context.DeadlineExceeded)
+			return nil, fmt.Errorf("hostnats: ledger %s: %w", session, context.DeadlineExceeded)
 		}
 		left -= uint64(got)
 	}
@@ -336,7 +317,7 @@ func sealName(session string, from int) string {
 
 // Remove implements workflow.Log by purging the session's subject.
 func (l *LedgerLog) Remove(ctx context.Context, session string) error {
-	subject, err := LedgerSubject(session)
+	subject, err := ledgerSubject(session)
 	if err != nil {
 		return err
 	}
@@ -344,7 +325,7 @@ func (l *LedgerLog) Remove(ctx context.Context, session string) error {
 	defer cancel()
 	l.forget(session)
 	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-		return fmt.Errorf("fabric: ledger %s: %w", session, err)
+		return fmt.Errorf("hostnats: ledger %s: %w", session, err)
 	}
 	return nil
 }
@@ -354,13 +335,13 @@ func (l *LedgerLog) Remove(ctx context.Context, session string) error {
 func (l *LedgerLog) Sessions(ctx context.Context) ([]string, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	info, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(ledgerPrefix+">"))
+	info, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(fabric.LedgerSubjects))
 	if err != nil {
-		return nil, fmt.Errorf("fabric: ledger: %w", err)
+		return nil, fmt.Errorf("hostnats: ledger: %w", err)
 	}
 	out := make([]string, 0, len(info.State.Subjects))
 	for subj := range info.State.Subjects {
-		out = append(out, strings.TrimPrefix(subj, ledgerPrefix))
+		out = append(out, strings.TrimPrefix(subj, fabric.LedgerSubject("")))
 	}
 	return out, nil
 }

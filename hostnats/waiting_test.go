@@ -1,4 +1,4 @@
-package fabric_test
+package hostnats_test
 
 import (
 	"maps"

@@ -1,4 +1,4 @@
-package fabric
+package hostnats
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -29,7 +30,7 @@ func adoptConsumerName(hostID, adopter string) string { return "adopt_" + hostID
 // recognised by the loop as settled. A second call for the same host is
 // a no-op.
 func (t *HostTransport) AdoptEvents(ctx context.Context, hostID string) error {
-	if err := ValidateHostID(hostID); err != nil {
+	if err := fabric.ValidateHostID(hostID); err != nil {
 		return err
 	}
 	if !t.enter() {
@@ -44,22 +45,22 @@ func (t *HostTransport) AdoptEvents(ctx context.Context, hostID string) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	cfg := t.eventsConsumer(adoptConsumerName(hostID, t.hostID), "Splash host "+t.hostID+" adopting the sessions of "+hostID, hostID)
-	if own, err := t.js.Consumer(ctx, StreamEvents, hostConsumerName(hostID)); err == nil {
+	if own, err := t.js.Consumer(ctx, fabric.StreamEvents, hostConsumerName(hostID)); err == nil {
 		if info, err := own.Info(ctx); err == nil && info.AckFloor.Stream > 0 {
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, info.AckFloor.Stream+1
 		}
 	}
-	cons, err := t.js.CreateOrUpdateConsumer(ctx, StreamEvents, cfg)
+	cons, err := t.js.CreateOrUpdateConsumer(ctx, fabric.StreamEvents, cfg)
 	if err != nil && cfg.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
 		// An existing durable of ours keeps its own position.
-		cons, err = t.js.Consumer(ctx, StreamEvents, cfg.Durable)
+		cons, err = t.js.Consumer(ctx, fabric.StreamEvents, cfg.Durable)
 	}
 	if err != nil {
-		return fmt.Errorf("fabric: adopting the events of %q: %w", hostID, err)
+		return fmt.Errorf("hostnats: adopting the events of %q: %w", hostID, err)
 	}
 	cc, err := t.consumeEvents(cons)
 	if err != nil {
-		return fmt.Errorf("fabric: consume the events of %q: %w", hostID, err)
+		return fmt.Errorf("hostnats: consume the events of %q: %w", hostID, err)
 	}
 	t.adopted[hostID] = cc
 	return nil
@@ -78,8 +79,8 @@ func (t *HostTransport) ReleaseEvents(ctx context.Context, hostID string) error 
 	stopConsume(cc)
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	if err := t.js.DeleteConsumer(ctx, StreamEvents, adoptConsumerName(hostID, t.hostID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("fabric: releasing the events of %q: %w", hostID, err)
+	if err := t.js.DeleteConsumer(ctx, fabric.StreamEvents, adoptConsumerName(hostID, t.hostID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("hostnats: releasing the events of %q: %w", hostID, err)
 	}
 	return nil
 }
@@ -98,7 +99,7 @@ func stopConsume(cc jetstream.ConsumeContext) {
 // host reads since it adopted them (and which any later driver of the
 // session reads too).
 func (t *HostTransport) PublishFor(ctx context.Context, hostID string, inv protocol.Invoke) error {
-	if err := ValidateHostID(hostID); err != nil {
+	if err := fabric.ValidateHostID(hostID); err != nil {
 		return err
 	}
 	return t.publish(ctx, hostID, inv)
@@ -108,7 +109,7 @@ func (t *HostTransport) PublishFor(ctx context.Context, hostID string, inv proto
 // take its answers.
 func publishHeader(key string, attempt uint32, host string) nats.Header {
 	return nats.Header{
-		HeaderMsgID: []string{MsgID(key, attempt)},
-		HeaderHost:  []string{host},
+		fabric.HeaderMsgID: []string{fabric.MsgID(key, attempt)},
+		fabric.HeaderHost:  []string{host},
 	}
 }

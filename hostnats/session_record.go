@@ -1,4 +1,4 @@
-package fabric
+package hostnats
 
 import (
 	"encoding/json"
@@ -21,17 +21,9 @@ const (
 // host's own ids ("s-" + a 128-byte host id + 29 bytes) stay well inside.
 const maxArchiveIDBytes = 256
 
-// maxSessionValueBytes caps one record of the session bucket: the bucket
-// keeps a record per finished session for SessionRetention, so a script
-// value larger than this is cut rather than stored whole.
-const maxSessionValueBytes = 64 << 10
-
 // recordHeadroom is left free in a record for the headers of its publish
 // (Nats-Expected-Stream), which JetStream counts against MaxValueSize.
 const recordHeadroom = 256
-
-// sessionValueBytes is the bucket's MaxValueSize for cfg.
-func sessionValueBytes(cfg Config) int32 { return min(cfg.MaxMsgSize, maxSessionValueBytes) }
 
 // truncatedMark ends an Error that was cut to fit.
 const truncatedMark = " [truncated]"
@@ -158,13 +150,13 @@ func encodeSession(s hostloop.SessionStatus, limit int) (data []byte, cut bool, 
 			return b, true, err
 		}
 	}
-	return nil, false, fmt.Errorf("fabric: session record of %q does not fit in %d bytes", truncate(string(s.ID)), limit)
+	return nil, false, fmt.Errorf("hostnats: session record of %q does not fit in %d bytes", truncate(string(s.ID)), limit)
 }
 
 func decodeSession(data []byte) (hostloop.SessionStatus, error) {
 	var rec sessionRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return hostloop.SessionStatus{}, fmt.Errorf("fabric: session record: %w", err)
+		return hostloop.SessionStatus{}, fmt.Errorf("hostnats: session record: %w", err)
 	}
 	s := hostloop.SessionStatus{
 		ID: hostloop.SessionID(rec.ID), State: hostloop.SessionState(rec.State), Value: rec.Value,

@@ -1,4 +1,4 @@
-package fabric
+package hostnats
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/recordauth"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -69,11 +70,11 @@ var (
 	_ hostloop.LeaseHolders = (*HostLeases)(nil)
 )
 
-// NewHostLeases binds to the splash_sessions bucket (Provision must have
+// NewHostLeases binds to the splash_sessions bucket (fabric.Provision must have
 // created it with cfg); lease is how long a lease lasts unrenewed, zero
 // picking DefaultHostLease. Its records are sealed with a key derived from
 // the frame key, as the archive's are.
-func NewHostLeases(ctx context.Context, nc *nats.Conn, cfg Config, key protocol.SessionKey, lease time.Duration) (*HostLeases, error) {
+func NewHostLeases(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.SessionKey, lease time.Duration) (*HostLeases, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -81,21 +82,21 @@ func NewHostLeases(ctx context.Context, nc *nats.Conn, cfg Config, key protocol.
 		lease = DefaultHostLease
 	}
 	if lease < 3*time.Second/10 {
-		return nil, fmt.Errorf("%w: host lease %v, want at least 300ms", ErrInvalidConfig, lease)
+		return nil, fmt.Errorf("%w: host lease %v, want at least 300ms", fabric.ErrInvalidConfig, lease)
 	}
 	seal, err := recordauth.Derive(key, recordauth.StoreSessions)
 	if err != nil {
-		return nil, fmt.Errorf("%w: host leases: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: host leases: %w", fabric.ErrInvalidConfig, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("fabric: jetstream: %w", err)
+		return nil, fmt.Errorf("hostnats: jetstream: %w", err)
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	kv, err := js.KeyValue(ctx, BucketSessions)
+	kv, err := js.KeyValue(ctx, fabric.BucketSessions)
 	if err != nil {
-		return nil, fmt.Errorf("fabric: host leases: bucket %s: %w", BucketSessions, err)
+		return nil, fmt.Errorf("hostnats: host leases: bucket %s: %w", fabric.BucketSessions, err)
 	}
 	h := &HostLeases{kv: kv, seal: seal, lease: lease, now: time.Now, held: make(map[string]heldLease), done: make(chan struct{})}
 	h.wg.Add(1)
@@ -107,7 +108,7 @@ func NewHostLeases(ctx context.Context, nc *nats.Conn, cfg Config, key protocol.
 func (h *HostLeases) Take(ctx context.Context, incarnation, holder string) error {
 	key, ok := archiveKey(leaseKeyPrefix, incarnation)
 	if !ok {
-		return fmt.Errorf("%w: %q is not an incarnation", ErrInvalidConfig, truncate(incarnation))
+		return fmt.Errorf("%w: %q is not an incarnation", fabric.ErrInvalidConfig, truncate(incarnation))
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -131,7 +132,7 @@ func (h *HostLeases) Take(ctx context.Context, incarnation, holder string) error
 		if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
 			return fmt.Errorf("%w: %s was taken meanwhile", hostloop.ErrLeaseHeld, incarnation)
 		}
-		return fmt.Errorf("fabric: lease %s: %w", incarnation, err)
+		return fmt.Errorf("hostnats: lease %s: %w", incarnation, err)
 	}
 	h.mu.Lock()
 	h.held[key] = heldLease{holder: holder, rev: rev}
@@ -156,7 +157,7 @@ func (h *HostLeases) Release(ctx context.Context, incarnation string) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if err := h.kv.Delete(ctx, key, jetstream.LastRevision(l.rev)); err != nil && !isWrongSequence(err) {
-		return fmt.Errorf("fabric: releasing lease %s: %w", incarnation, err)
+		return fmt.Errorf("hostnats: releasing lease %s: %w", incarnation, err)
 	}
 	return nil
 }
@@ -185,7 +186,7 @@ func (h *HostLeases) read(ctx context.Context, key string) (*leaseRecord, uint64
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		return nil, 0, nil
 	case err != nil:
-		return nil, 0, fmt.Errorf("fabric: lease %s: %w", key, err)
+		return nil, 0, fmt.Errorf("hostnats: lease %s: %w", key, err)
 	}
 	body, err := h.seal.Open(key, e.Value())
 	if err != nil {

@@ -1,4 +1,4 @@
-package fabric
+package hostnats
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -29,7 +30,7 @@ import (
 // them over in publish order and a chunk never trails its result.
 type HostTransport struct {
 	hostID string
-	codec  *Codec
+	codec  *fabric.Codec
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	opts   options
@@ -61,7 +62,7 @@ type HostTransport struct {
 	// (AdoptEvents); cfg shapes them as it does the host's own.
 	adoptMu sync.Mutex
 	adopted map[string]jetstream.ConsumeContext
-	cfg     Config
+	cfg     fabric.Config
 
 	closeOnce sync.Once
 }
@@ -77,14 +78,14 @@ type pendingAck struct {
 
 var _ hostloop.Transport = (*HostTransport)(nil)
 
-// NewHostTransport starts a transport for hostID on nc. Provision must have
+// NewHostTransport starts a transport for hostID on nc. fabric.Provision must have
 // run with cfg. ctx bounds only the setup calls. The caller keeps ownership
 // of nc and must Close the transport before closing nc.
-func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID string, key protocol.SessionKey, opts ...Option) (*HostTransport, error) {
+func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hostID string, key protocol.SessionKey, opts ...Option) (*HostTransport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ValidateHostID(hostID); err != nil {
+	if err := fabric.ValidateHostID(hostID); err != nil {
 		return nil, err
 	}
 	o := defaultOptions()
@@ -93,7 +94,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 			return nil, err
 		}
 	}
-	codec, err := NewCodec(key)
+	codec, err := fabric.NewCodec(key)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 		jetstream.WithPublishAsyncMaxPending(o.maxPending),
 		jetstream.WithPublishAsyncTimeout(o.publishTimeout))
 	if err != nil {
-		return nil, fmt.Errorf("fabric: jetstream: %w", err)
+		return nil, fmt.Errorf("hostnats: jetstream: %w", err)
 	}
 	t := &HostTransport{
 		hostID:      hostID,
@@ -120,13 +121,13 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg Config, hostID str
 	}
 	sctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	cons, err := js.CreateOrUpdateConsumer(sctx, StreamEvents, t.eventsConsumer(hostConsumerName(hostID), "Splash host "+hostID, hostID))
+	cons, err := js.CreateOrUpdateConsumer(sctx, fabric.StreamEvents, t.eventsConsumer(hostConsumerName(hostID), "Splash host "+hostID, hostID))
 	if err != nil {
-		return nil, fmt.Errorf("fabric: events consumer of %q: %w", hostID, err)
+		return nil, fmt.Errorf("hostnats: events consumer of %q: %w", hostID, err)
 	}
 	t.cc, err = t.consumeEvents(cons)
 	if err != nil {
-		return nil, fmt.Errorf("fabric: consume events of %q: %w", hostID, err)
+		return nil, fmt.Errorf("hostnats: consume events of %q: %w", hostID, err)
 	}
 	go t.watch()
 	return t, nil
@@ -138,7 +139,7 @@ func (t *HostTransport) eventsConsumer(durable, description, eventsHost string) 
 	return jetstream.ConsumerConfig{
 		Durable:       durable,
 		Description:   description,
-		FilterSubject: EventsSubject(eventsHost),
+		FilterSubject: fabric.EventsSubject(eventsHost),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       t.cfg.AckWait,
@@ -153,7 +154,7 @@ func (t *HostTransport) eventsConsumer(durable, description, eventsHost string) 
 func (t *HostTransport) consumeEvents(cons jetstream.Consumer) (jetstream.ConsumeContext, error) {
 	return cons.Consume(t.onEvent,
 		jetstream.PullMaxMessages(500),
-		jetstream.PullHeartbeat(PullHeartbeat),
+		jetstream.PullHeartbeat(fabric.PullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { t.reportError(err) }))
 }
 
@@ -176,7 +177,7 @@ func (t *HostTransport) Forget(requestID string) {
 }
 
 // Publish seals inv and publishes it to its tool's subject with
-// Nats-Msg-Id = MsgID(inv.IdempotencyKey, inv.Attempt), so a republish of
+// Nats-Msg-Id = fabric.MsgID(inv.IdempotencyKey, inv.Attempt), so a republish of
 // the same attempt is stored once. It returns once the publish is queued;
 // a failure after that arrives on Events as hostloop.EventPublishFailed.
 func (t *HostTransport) Publish(ctx context.Context, inv protocol.Invoke) error {
@@ -188,7 +189,7 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 		return ErrClosed
 	}
 	defer t.active.Done()
-	subject, err := InvokeSubject(inv.Tool)
+	subject, err := fabric.InvokeSubject(inv.Tool)
 	if err != nil {
 		return err
 	}
@@ -198,9 +199,9 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 	}
 	m := &nats.Msg{Subject: subject, Data: data, Header: publishHeader(inv.IdempotencyKey, inv.Attempt, host)}
 	t.seqs.published(inv.RequestID, inv.Tool, inv.Attempt, inv.AttemptLimit)
-	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(StreamInvoke))
+	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(fabric.StreamInvoke))
 	if err != nil {
-		return fmt.Errorf("fabric: publish %q: %w", truncate(inv.RequestID), err)
+		return fmt.Errorf("hostnats: publish %q: %w", truncate(inv.RequestID), err)
 	}
 	return t.track(ctx, pendingAck{fut: fut, inv: inv})
 }
@@ -221,12 +222,12 @@ func (t *HostTransport) Cancel(ctx context.Context, c protocol.Cancel) error {
 	if err != nil {
 		return err
 	}
-	record := &nats.Msg{Subject: cancelKVPrefix + CancelKey(c.RequestID), Data: data}
+	record := &nats.Msg{Subject: cancelKVPrefix + fabric.CancelKey(c.RequestID), Data: data}
 	fut, err := t.js.PublishMsgAsync(record, jetstream.WithExpectStream(streamCancel))
 	if err != nil {
-		return fmt.Errorf("fabric: cancel record of %q: %w", truncate(c.RequestID), err)
+		return fmt.Errorf("hostnats: cancel record of %q: %w", truncate(c.RequestID), err)
 	}
-	broadcast := &nats.Msg{Subject: CancelSubject(c.Tool), Data: data, Header: nats.Header{HeaderHost: []string{t.hostID}}}
+	broadcast := &nats.Msg{Subject: fabric.CancelSubject(c.Tool), Data: data, Header: nats.Header{fabric.HeaderHost: []string{t.hostID}}}
 	return t.track(ctx, pendingAck{fut: fut, broadcast: broadcast})
 }
 
@@ -247,7 +248,7 @@ func (t *HostTransport) DenyStream(_ context.Context, d protocol.StreamDenied) e
 	if err != nil {
 		return err
 	}
-	return t.nc.PublishMsg(&nats.Msg{Subject: CancelSubject(d.Tool), Data: data, Header: nats.Header{HeaderHost: []string{t.hostID}}})
+	return t.nc.PublishMsg(&nats.Msg{Subject: fabric.CancelSubject(d.Tool), Data: data, Header: nats.Header{fabric.HeaderHost: []string{t.hostID}}})
 }
 
 var _ hostloop.StreamDenier = (*HostTransport)(nil)
@@ -287,12 +288,12 @@ func (t *HostTransport) watch() {
 		}
 		if p.broadcast != nil {
 			if err != nil {
-				t.reportError(fmt.Errorf("fabric: cancel record not stored: %w", err))
+				t.reportError(fmt.Errorf("hostnats: cancel record not stored: %w", err))
 			}
 			// Broadcast even without the record: a running worker can
 			// still stop.
 			if perr := t.nc.PublishMsg(p.broadcast); perr != nil {
-				t.reportError(fmt.Errorf("fabric: cancel broadcast: %w", perr))
+				t.reportError(fmt.Errorf("hostnats: cancel broadcast: %w", perr))
 			}
 			continue
 		}
@@ -323,7 +324,7 @@ func (t *HostTransport) onEvent(m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	worker := m.Headers().Get(HeaderWorker)
+	worker := m.Headers().Get(fabric.HeaderWorker)
 	// Acked when the loop has taken it for good (see hostloop.Event.Ack);
 	// until then a redelivery is refused by the replay window, and after
 	// a restart it reaches the next process.
@@ -339,10 +340,10 @@ func (t *HostTransport) open(data []byte, subject string) (protocol.WorkerMessag
 		t.reject(classify(err), subject, err)
 		return protocol.WorkerMessage{}, false
 	}
-	reqID, attempt, _ := workerBinding(msg)
-	terminal := IsTerminal(msg)
+	reqID, attempt, _ := fabric.WorkerBinding(msg)
+	terminal := fabric.IsTerminal(msg)
 	if !t.window.accept(reqID, seq, terminal) {
-		t.reject(RejectReplayed, subject, forged(fmt.Errorf("%w: request %q seq %d already seen", protocol.ErrSequence, truncate(reqID), seq)))
+		t.reject(RejectReplayed, subject, fmt.Errorf("%w: %w: request %q seq %d already seen", fabric.ErrForged, protocol.ErrSequence, truncate(reqID), seq))
 		return protocol.WorkerMessage{}, false
 	}
 	t.seqs.heard(reqID, attempt, terminal, retryable(msg))

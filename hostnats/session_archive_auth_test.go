@@ -1,4 +1,4 @@
-package fabric_test
+package hostnats_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -37,7 +38,7 @@ func TestSessionArchiveRefusesForgedRecords(t *testing.T) {
 	env := newEnv(t)
 	ctx := testCtx(t)
 	rejects := &rejectLog{}
-	a := newArchive(t, env, fabric.WithRecordRejectHandler(rejects.add))
+	a := newArchive(t, env, hostnats.WithRecordRejectHandler(rejects.add))
 	kv := sessionBucket(t, env)
 
 	// Genuine records to copy and alter.
@@ -60,7 +61,7 @@ func TestSessionArchiveRefusesForgedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := fabric.NewSessionArchive(ctx, env.nc, env.cfg, otherKey)
+	stranger, err := hostnats.NewSessionArchive(ctx, env.nc, env.cfg, otherKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +157,6 @@ func TestLoopDoesNotServeAForgedRecord(t *testing.T) {
 
 func TestNewSessionArchiveNeedsAKey(t *testing.T) {
 	env := newEnv(t)
-	_, err := fabric.NewSessionArchive(testCtx(t), env.nc, env.cfg, protocol.SessionKey{})
+	_, err := hostnats.NewSessionArchive(testCtx(t), env.nc, env.cfg, protocol.SessionKey{})
 	wantErrIs(t, err, fabric.ErrInvalidConfig)
 }

@@ -1,4 +1,4 @@
-package fabric_test
+package hostnats_test
 
 import (
 	"errors"
@@ -11,13 +11,14 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
-func newTransport(t *testing.T, env *fabricEnv, hostID string, opts ...fabric.Option) *fabric.HostTransport {
+func newTransport(t *testing.T, env *fabricEnv, hostID string, opts ...hostnats.Option) *hostnats.HostTransport {
 	t.Helper()
-	tr, err := fabric.NewHostTransport(testCtx(t), env.nc, env.cfg, hostID, testKey, opts...)
+	tr, err := hostnats.NewHostTransport(testCtx(t), env.nc, env.cfg, hostID, testKey, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestForgedFramesAreRejectedAndCounted(t *testing.T) {
 	env := newEnv(t)
 	var mu sync.Mutex
 	hooked := map[string]int{}
-	tr := newTransport(t, env, "h1", fabric.WithRejectHandler(func(reason, _ string, err error) {
+	tr := newTransport(t, env, "h1", hostnats.WithRejectHandler(func(reason, _ string, err error) {
 		if !errors.Is(err, fabric.ErrForged) {
 			t.Errorf("reject %s: %v does not wrap ErrForged", reason, err)
 		}
@@ -216,10 +217,10 @@ func TestForgedFramesAreRejectedAndCounted(t *testing.T) {
 	// The loop acks what it took once it is stored.
 	ev.Ack()
 	want := map[string]uint64{
-		fabric.RejectMalformed: 2,
-		fabric.RejectBadTag:    2,
-		fabric.RejectWrongRole: 1,
-		fabric.RejectReplayed:  2,
+		hostnats.RejectMalformed: 2,
+		hostnats.RejectBadTag:    2,
+		hostnats.RejectWrongRole: 1,
+		hostnats.RejectReplayed:  2,
 	}
 	testwait.Until(t, 0, "all rejections counted", func() bool { return total(tr.Rejected()) == total(want) })
 	got := tr.Rejected()
@@ -327,8 +328,8 @@ func TestClosedTransportRefusesWork(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	wantErrIs(t, tr.Publish(testCtx(t), validInvoke("req-1", 1)), fabric.ErrClosed)
-	wantErrIs(t, tr.Cancel(testCtx(t), protocol.Cancel{RequestID: "r", Tool: "t", Attempt: 1, IdempotencyKey: "k"}), fabric.ErrClosed)
+	wantErrIs(t, tr.Publish(testCtx(t), validInvoke("req-1", 1)), hostnats.ErrClosed)
+	wantErrIs(t, tr.Cancel(testCtx(t), protocol.Cancel{RequestID: "r", Tool: "t", Attempt: 1, IdempotencyKey: "k"}), hostnats.ErrClosed)
 }
 
 func TestNewHostTransportRejectsBadInput(t *testing.T) {
@@ -340,17 +341,17 @@ func TestNewHostTransportRejectsBadInput(t *testing.T) {
 		cfg     fabric.Config
 		hostID  string
 		key     protocol.SessionKey
-		opts    []fabric.Option
+		opts    []hostnats.Option
 		wantErr error
 	}{
 		{"bad config", bad, "h1", testKey, nil, fabric.ErrInvalidConfig},
 		{"bad host id", env.cfg, "h.1", testKey, nil, fabric.ErrInvalidHostID},
 		{"zero key", env.cfg, "h1", protocol.SessionKey{}, nil, protocol.ErrInvalidKey},
-		{"bad option", env.cfg, "h1", testKey, []fabric.Option{fabric.WithMaxPending(0)}, fabric.ErrInvalidConfig},
+		{"bad option", env.cfg, "h1", testKey, []hostnats.Option{hostnats.WithMaxPending(0)}, fabric.ErrInvalidConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := fabric.NewHostTransport(testCtx(t), env.nc, tt.cfg, tt.hostID, tt.key, tt.opts...)
+			_, err := hostnats.NewHostTransport(testCtx(t), env.nc, tt.cfg, tt.hostID, tt.key, tt.opts...)
 			wantErrIs(t, err, tt.wantErr)
 		})
 	}

@@ -1,0 +1,63 @@
+package fabric_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/protocol"
+)
+
+// sealAnswer seals status as the worker's answer to req under key.
+func sealAnswer(t *testing.T, key protocol.SessionKey, req protocol.OperationReconcileRequest, status protocol.OperationStatus) []byte {
+	t.Helper()
+	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := newCodec(t, key).SealReconciled(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestReconcileCodecBinding: a request opens only as what it is, and each
+// end refuses the other's frames and an operation's.
+func TestReconcileCodecBinding(t *testing.T) {
+	c := newCodec(t, testKey)
+	req, err := fabric.NewReconcileRequest("session-1", "text.remote", "op-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := c.SealReconcile(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.OpenReconcile(data)
+	if err != nil || got != req {
+		t.Fatalf("OpenReconcile = %+v, %v", got, err)
+	}
+	inv, err := c.SealInvoke(validInvoke("req-1", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := sealAnswer(t, testKey, req, protocol.StatusUnknown())
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"an invocation as a request", func() error { _, err := c.OpenReconcile(inv); return err }(), protocol.ErrInvalidMessage},
+		{"an answer as a request", func() error { _, err := c.OpenReconcile(answer); return err }(), protocol.ErrWrongRole},
+		{"a request as an answer", func() error { _, err := c.OpenReconciled(data); return err }(), protocol.ErrWrongRole},
+		{"a request as an invocation", func() error { _, err := c.OpenInvoke(data); return err }(), protocol.ErrInvalidMessage},
+		{"a request as a control frame", func() error { _, err := c.OpenControl(data); return err }(), protocol.ErrInvalidMessage},
+		{"an answer as a worker event", func() error { _, _, err := c.OpenWorker(answer); return err }(), protocol.ErrInvalidMessage},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantErrIs(t, tc.err, fabric.ErrForged, tc.want) })
+	}
+	if _, err := c.SealReconcile(protocol.OperationReconcileRequest{}); !errors.Is(err, protocol.ErrInvalidMessage) {
+		t.Fatalf("SealReconcile(zero) = %v", err)
+	}
+}
