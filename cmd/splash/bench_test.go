@@ -53,3 +53,32 @@ func TestBenchSecured(t *testing.T) {
 		t.Errorf("%d secured rows, want (b) and splash:\n%s", rows, secured)
 	}
 }
+
+// TestBenchDev runs one cell with --dev: the in-process durable row joins
+// the first table, and dev's own table follows with its ratios to both
+// in-process rows.
+func TestBenchDev(t *testing.T) {
+	code, stdout, stderr := invoke(t, nil, "bench", "--ops", "20", "--inflight", "2", "--workers", "1", "--dev")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	main, dev, ok := strings.Cut(stdout, "splash dev: submit and event stream over its HTTP API")
+	if !ok {
+		t.Fatalf("no dev table:\n%s", stdout)
+	}
+	if !strings.Contains(main, "splash durable") {
+		t.Errorf("first table lacks the durable in-process row:\n%s", main)
+	}
+	want := map[string]int{"splash dev": 6, "÷ splash": 6, "÷ splash durable": 7}
+	for _, line := range strings.Split(dev, "\n") {
+		f := strings.Fields(line)
+		for name, n := range want {
+			if strings.HasPrefix(strings.TrimSpace(line), name) && len(f) == n {
+				delete(want, name)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("dev table lacks rows %v:\n%s", want, dev)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ type benchConfig struct {
 	workers  []string
 	claimed  bool
 	secure   bool
+	dev      bool
 }
 
 func (c *benchConfig) flags(fs *flagSet) {
@@ -34,6 +36,7 @@ func (c *benchConfig) flags(fs *flagSet) {
 	fs.listVar(&c.workers, "workers", "SPLASH_BENCH_WORKERS", []string{"1", "4"}, "comma-separated worker counts, one cell each")
 	fs.boolVar(&c.claimed, "claimed", "SPLASH_BENCH_CLAIMED", false, "also run a tool that is not idempotent (claimed in the journal before it runs)")
 	fs.boolVar(&c.secure, "secure", "SPLASH_BENCH_SECURE", false, "also run (b) and splash over TLS with the JetStream store encrypted, as the compose cluster runs, with ratios to the same runner in plaintext")
+	fs.boolVar(&c.dev, "dev", "SPLASH_BENCH_DEV", false, "also run the stack `splash dev` starts, each operation a submit and an event stream over its HTTP API, beside an in-process splash with durable sessions as dev runs them; with ratios of dev to both")
 }
 
 // benchRunner is one row of a cell: a name and what it measures.
@@ -75,6 +78,11 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 			{"splash", benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Security: benchharness.Secured})},
 		}
 	}
+	var dev benchRunner
+	if c.dev {
+		runners = append(runners, benchRunner{devDurableRow, benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Archive: true, Durable: true})})
+		dev = benchRunner{devRow, devBench(slices.Max(inFlight) + 16)}
+	}
 	fmt.Fprintf(a.stdout, "%d operations per row; ratios are splash against (b) measured just before it\n\n", c.ops)
 	for _, f := range inFlight {
 		for _, w := range workers {
@@ -84,6 +92,11 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 			plain, err := benchCell(a.stdout, f, w, runners)
 			if err != nil {
 				return err
+			}
+			if c.dev {
+				if err := benchDev(a.stdout, f, w, dev, plain); err != nil {
+					return err
+				}
 			}
 			if len(secured) > 0 {
 				if err := benchSecured(a.stdout, f, w, secured, plain); err != nil {
@@ -153,6 +166,42 @@ func benchSecured(w io.Writer, inFlight, workers int, runners []benchRunner, pla
 		return err
 	}
 	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// The rows `splash bench --dev` adds: dev itself, and the in-process
+// runner with the session stores dev turns on.
+const (
+	devRow        = "splash dev"
+	devDurableRow = "splash durable"
+)
+
+// benchDev runs dev's stack in the same cell, right after the in-process
+// runners in plain, and prints it with its ratios to the in-process
+// splash (the figure the bench's targets are stated for) and to the
+// in-process splash with durable sessions (the same work dev does, minus
+// HTTP).
+func benchDev(w io.Writer, inFlight, workers int, dev benchRunner, plain map[string]testing.BenchmarkResult) error {
+	fmt.Fprintf(w, "in flight %d, workers %d, %s: submit and event stream over its HTTP API; ratios of dev to the runners above\n", inFlight, workers, devRow)
+	res, err := benchOne(dev, inFlight, workers)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\t")
+	x := res.Extra
+	fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t\n", dev.name, x["ops/s"], x["p50_µs"], x["p99_µs"], x["cpu_µs/op"])
+	for _, against := range []string{"splash", devDurableRow} {
+		p := plain[against].Extra
+		if p == nil {
+			continue
+		}
+		fmt.Fprintf(tw, "÷ %s\t%.2f\t%.2f\t%.2f\t%.2f\t\n", against, x["ops/s"]/p["ops/s"], x["p50_µs"]/p["p50_µs"], x["p99_µs"]/p["p99_µs"], x["cpu_µs/op"]/p["cpu_µs/op"])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w)
 	return err
 }
 
