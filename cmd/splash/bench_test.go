@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/splashfabric/splashfabric/internal/benchharness"
 )
 
 // TestBenchPrintsRatios runs the smallest matrix: one cell, a few
@@ -80,5 +84,16 @@ func TestBenchDev(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("dev table lacks rows %v:\n%s", want, dev)
+	}
+}
+
+// BenchmarkDev is the dev row of `splash bench --dev` as a Go benchmark,
+// for -cpuprofile and benchstat: go test ./cmd/splash -run '^$' -bench Dev
+// -benchtime 3000x -cpuprofile dev.pprof.
+func BenchmarkDev(b *testing.B) {
+	for _, inFlight := range []int{1, 64, 512} {
+		b.Run(fmt.Sprintf("inflight=%d", inFlight), func(b *testing.B) {
+			benchharness.InFlight(b, inFlight, 1, devBench(inFlight+16, os.Stderr), benchharness.Submitters(inFlight), benchharness.ReportCPU())
+		})
 	}
 }

@@ -31,12 +31,16 @@ const devBenchScript = `const r = await tool.start("` + demotools.Echo + `", "x"
 // the host's stream limits must admit: they are the only defaults the
 // runner changes, since the default per-token bound (64) would refuse a
 // single client with more operations in flight than that.
-func devBench(streams int) benchharness.NewRunner {
+// The first error of a failed run is written to errs, since
+// testing.Benchmark keeps a benchmark's failure message to itself.
+func devBench(streams int, errs io.Writer) benchharness.NewRunner {
 	return func(b *testing.B, workers int, complete func(id uint64)) benchharness.RoundTripper {
 		r, err := startDevRunner(b.TempDir(), workers, streams, complete)
 		if err != nil {
+			fmt.Fprintln(errs, err)
 			b.Fatal(err)
 		}
+		r.errs = errs
 		return r
 	}
 }
@@ -56,6 +60,7 @@ type devRunner struct {
 	// returns it, so a broken run stops rather than waiting out the
 	// harness's timeout.
 	failed atomic.Pointer[error]
+	errs   io.Writer
 }
 
 func startDevRunner(dataDir string, workers, streams int, complete func(uint64)) (*devRunner, error) {
@@ -115,17 +120,21 @@ func (r *devRunner) Submit(id uint64) error {
 	}
 	s, err := r.client.Submit(r.ctx, apiclient.SubmitRequest{Source: devBenchScript})
 	if err != nil {
-		return fmt.Errorf("bench: dev submit: %w", err)
+		return r.fail(fmt.Errorf("bench: dev submit: %w", err))
 	}
 	if s.State != apiclient.StateSuspended {
-		return r.finished(id, s)
+		return r.fail(r.finished(id, s))
 	}
-	r.waits.Go(func() {
-		if err := r.await(id, s.ID); err != nil {
-			r.failed.CompareAndSwap(nil, &err)
-		}
-	})
+	r.waits.Go(func() { _ = r.fail(r.await(id, s.ID)) })
 	return nil
+}
+
+// fail keeps and reports the first error of the run.
+func (r *devRunner) fail(err error) error {
+	if err != nil && r.failed.CompareAndSwap(nil, &err) {
+		fmt.Fprintln(r.errs, err)
+	}
+	return err
 }
 
 // await reads the session's event stream to its terminal state.
