@@ -33,9 +33,10 @@ const devBenchScript = `const r = await tool.start("` + demotools.Echo + `", "x"
 // single client with more operations in flight than that.
 // The first error of a failed run is written to errs, since
 // testing.Benchmark keeps a benchmark's failure message to itself.
-func devBench(streams int, errs io.Writer) benchharness.NewRunner {
+// flags are more of dev's flags.
+func devBench(streams int, errs io.Writer, flags ...string) benchharness.NewRunner {
 	return func(b *testing.B, workers int, complete func(id uint64)) benchharness.RoundTripper {
-		r, err := startDevRunner(b.TempDir(), workers, streams, complete)
+		r, err := startDevRunner(b.TempDir(), workers, streams, complete, flags)
 		if err != nil {
 			fmt.Fprintln(errs, err)
 			b.Fatal(err)
@@ -63,7 +64,7 @@ type devRunner struct {
 	errs   io.Writer
 }
 
-func startDevRunner(dataDir string, workers, streams int, complete func(uint64)) (*devRunner, error) {
+func startDevRunner(dataDir string, workers, streams int, complete func(uint64), flags []string) (*devRunner, error) {
 	token, err := randomToken()
 	if err != nil {
 		return nil, err
@@ -73,12 +74,12 @@ func startDevRunner(dataDir string, workers, streams int, complete func(uint64))
 	fs := devCommand.newFlagSet(&cfg, &lf)
 	// Flags only, no environment: the runner measures dev's defaults
 	// whatever the shell running the bench exports.
-	_, err = fs.parse([]string{
+	_, err = fs.parse(append([]string{
 		"--data-dir", dataDir, "--api-addr", "127.0.0.1:0", "--api-token", token,
 		"--workers", strconv.Itoa(workers),
 		"--max-streams", strconv.Itoa(streams), "--max-streams-per-token", strconv.Itoa(streams),
 		"--http-max-conns", strconv.Itoa(2*streams + 64),
-	}, func(string) (string, bool) { return "", false })
+	}, flags...), func(string) (string, bool) { return "", false })
 	if err != nil {
 		return nil, fmt.Errorf("bench: dev flags: %w", err)
 	}

@@ -84,11 +84,15 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 			{name: "splash", mk: benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Security: benchharness.Secured})},
 		}
 	}
-	var dev benchRunner
+	var dev []devCase
 	if c.dev {
 		runners = append(runners, benchRunner{name: devDurableRow, submitEach: true,
 			mk: benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Archive: true, Durable: true})})
-		dev = benchRunner{name: devRow, mk: devBench(slices.Max(inFlight)+16, a.stderr), submitEach: true}
+		streams := slices.Max(inFlight) + 16
+		dev = []devCase{
+			{benchRunner{name: devRow, mk: devBench(streams, a.stderr), submitEach: true}, []string{"splash", devDurableRow}},
+			{benchRunner{name: devRow + " --restart fail", mk: devBench(streams, a.stderr, "--restart", "fail"), submitEach: true}, []string{"splash"}},
+		}
 	}
 	fmt.Fprintf(a.stdout, "%d operations per row; ratios are splash against (b) measured just before it\n\n", c.ops)
 	for _, f := range inFlight {
@@ -183,32 +187,42 @@ const (
 	devDurableRow = "splash durable"
 )
 
+// devCase is a row of dev's table and the in-process rows it is
+// compared with.
+type devCase struct {
+	benchRunner
+	against []string
+}
+
 // benchDev runs dev's stack in the same cell, right after the in-process
-// runners in plain, and prints it with its ratios to the in-process
-// splash (the figure the bench's targets are stated for) and to the
-// in-process splash with durable sessions (the same work dev does, minus
-// HTTP).
-func benchDev(w io.Writer, inFlight, workers int, dev benchRunner, plain map[string]testing.BenchmarkResult) error {
-	fmt.Fprintf(w, "in flight %d, workers %d, %s: submit and event stream over its HTTP API; ratios of dev to the runners above\n", inFlight, workers, devRow)
-	res, err := benchOne(dev, inFlight, workers)
-	if err != nil {
-		return err
-	}
+// runners in plain, and prints each case with its ratios to the
+// in-process splash (the figure the bench's targets are stated for) and,
+// for dev's default of durable sessions, to the in-process splash with
+// durable sessions (the same work dev does, minus HTTP). Dev with
+// --restart fail keeps no ledger, as the in-process splash keeps none.
+func benchDev(w io.Writer, inFlight, workers int, cases []devCase, plain map[string]testing.BenchmarkResult) error {
+	fmt.Fprintf(w, "in flight %d, workers %d, %s: submit and event stream over its HTTP API; ratios to the in-process runners above\n", inFlight, workers, devRow)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\t")
-	x := res.Extra
-	fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t\n", dev.name, x["ops/s"], x["p50_µs"], x["p99_µs"], x["cpu_µs/op"])
-	for _, against := range []string{"splash", devDurableRow} {
-		p := plain[against].Extra
-		if p == nil {
-			continue
+	for _, c := range cases {
+		res, err := benchOne(c.benchRunner, inFlight, workers)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "÷ %s\t%.2f\t%.2f\t%.2f\t%.2f\t\n", against, x["ops/s"]/p["ops/s"], x["p50_µs"]/p["p50_µs"], x["p99_µs"]/p["p99_µs"], x["cpu_µs/op"]/p["cpu_µs/op"])
+		x := res.Extra
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t\n", c.name, x["ops/s"], x["p50_µs"], x["p99_µs"], x["cpu_µs/op"])
+		for _, against := range c.against {
+			p := plain[against].Extra
+			if p == nil {
+				continue
+			}
+			fmt.Fprintf(tw, "÷ %s\t%.2f\t%.2f\t%.2f\t%.2f\t\n", against, x["ops/s"]/p["ops/s"], x["p50_µs"]/p["p50_µs"], x["p99_µs"]/p["p99_µs"], x["cpu_µs/op"]/p["cpu_µs/op"])
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(w)
+	_, err := fmt.Fprintln(w)
 	return err
 }
 
