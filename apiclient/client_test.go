@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 
@@ -367,5 +368,41 @@ func TestBaseURLKeepsPrefix(t *testing.T) {
 	}
 	if got != "/splash/v1/operations" {
 		t.Fatalf("path %q", got)
+	}
+}
+
+// TestEventStreamReturnsItsConnection follows a session to its terminal
+// state and checks the next request reuses the stream's connection
+// rather than opening one: a client following many sessions would
+// otherwise open a connection for each. Closing the body right after the
+// terminal event kept the connection only when the response's end had
+// already arrived with it, so this failed some of the time (-count=30).
+func TestEventStreamReturnsItsConnection(t *testing.T) {
+	srv := apitest.Start(t)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c, err := apiclient.New(srv.URL, srv.Token, apiclient.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := c.Submit(ctx, apiclient.SubmitRequest{Source: `await tool.start("demo.echo", "a")`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := c.Events(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(t, stream); !errors.Is(err, io.EOF) {
+		t.Fatalf("stream ended with %v, want io.EOF after the terminal state", err)
+	}
+	var reused bool
+	traced := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
+	if _, err := c.Session(traced, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !reused {
+		t.Error("the request after a finished event stream opened a new connection")
 	}
 }

@@ -105,12 +105,20 @@ func (s *EventStream) Next() (Event, error) {
 		return Event{}, s.err
 	}
 	if ev.Terminal() {
-		// Nothing follows the terminal state; do not wait for the host
-		// to close the connection.
+		// Nothing follows the terminal state but the end of the
+		// response, which the host sends right after it. Reading that
+		// end (a few bytes at most) returns the connection to the
+		// client's pool: closing the body before it would close the
+		// connection, and a client following many sessions would open
+		// one for each. Anything longer is not read.
+		_, _ = io.Copy(io.Discard, io.LimitReader(s.body, maxTrailingBytes))
 		s.fail(io.EOF)
 	}
 	return ev, nil
 }
+
+// maxTrailingBytes bounds what Next reads after the terminal state.
+const maxTrailingBytes = 512
 
 // Close ends the stream and releases its connection.
 func (s *EventStream) Close() error {

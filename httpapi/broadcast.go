@@ -112,8 +112,11 @@ type Broadcaster struct {
 
 // topic is one session's subscribers and recent events.
 type topic struct {
-	subs    map[*subscriber]struct{}
-	backlog []Event
+	subs map[*subscriber]struct{}
+	// backlog and the subscribers' channels share each event: one
+	// pointer a slot rather than a copy, since a buffer of a few hundred
+	// slots is allocated for every stream opened.
+	backlog []*Event
 	// last is the last state sent, so an unchanged status (every step
 	// reports one) is not repeated.
 	last *hostloop.SessionStatus
@@ -122,7 +125,7 @@ type topic struct {
 }
 
 type subscriber struct {
-	ch chan Event
+	ch chan *Event
 }
 
 var _ hostloop.Observer = (*Broadcaster)(nil)
@@ -146,8 +149,9 @@ func NewBroadcaster(cfg BroadcasterConfig) *Broadcaster {
 // Subscribe returns a channel of session's events: first the retained
 // backlog, then live events. The channel is closed after the session's
 // terminal state event, after an EventLagged, on cancel, or on Close.
-// cancel may be called more than once.
-func (b *Broadcaster) Subscribe(session hostloop.SessionID) (<-chan Event, func()) {
+// cancel may be called more than once. An event is shared by every
+// subscriber and the backlog: read it, never change it.
+func (b *Broadcaster) Subscribe(session hostloop.SessionID) (<-chan *Event, func()) {
 	ch, cancel, _ := b.SubscribeAfter(session, 0)
 	return ch, cancel
 }
@@ -155,12 +159,12 @@ func (b *Broadcaster) Subscribe(session hostloop.SessionID) (<-chan Event, func(
 // SubscribeAfter is Subscribe for a client that already has the session's
 // events up to Seq after: the backlog starts past it. gap reports that
 // events after it are no longer retained, so the client missed some.
-func (b *Broadcaster) SubscribeAfter(session hostloop.SessionID, after uint64) (events <-chan Event, cancel func(), gap bool) {
+func (b *Broadcaster) SubscribeAfter(session hostloop.SessionID, after uint64) (events <-chan *Event, cancel func(), gap bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.topic(session)
 	// One slot beyond the buffer is kept for the lagged notice.
-	sub := &subscriber{ch: make(chan Event, max(b.cfg.Buffer, len(t.backlog))+1)}
+	sub := &subscriber{ch: make(chan *Event, max(b.cfg.Buffer, len(t.backlog))+1)}
 	gap = after < t.seq && (len(t.backlog) == 0 || t.backlog[0].Seq > after+1)
 	for _, ev := range t.backlog {
 		if ev.Seq > after {
@@ -293,9 +297,10 @@ func (b *Broadcaster) event(ev Event) {
 
 // publish records ev in t's backlog and offers it to every subscriber;
 // b.mu must be held.
-func (b *Broadcaster) publish(t *topic, ev Event) {
+func (b *Broadcaster) publish(t *topic, e Event) {
 	t.seq++
-	ev.Seq = t.seq
+	e.Seq = t.seq
+	ev := &e
 	if b.cfg.Backlog > 0 {
 		if len(t.backlog) >= b.cfg.Backlog {
 			t.backlog = slices.Delete(t.backlog, 0, len(t.backlog)-b.cfg.Backlog+1)
@@ -304,7 +309,7 @@ func (b *Broadcaster) publish(t *topic, ev Event) {
 	}
 	for sub := range t.subs {
 		if len(sub.ch) >= cap(sub.ch)-1 {
-			sub.ch <- Event{Kind: EventLagged, Session: ev.Session}
+			sub.ch <- &Event{Kind: EventLagged, Session: ev.Session}
 			close(sub.ch)
 			delete(t.subs, sub)
 			continue

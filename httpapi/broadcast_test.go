@@ -9,10 +9,10 @@ import (
 	"github.com/splashfabric/splashfabric/httpapi"
 )
 
-func drain(ch <-chan httpapi.Event) []httpapi.Event {
+func drain(ch <-chan *httpapi.Event) []httpapi.Event {
 	var out []httpapi.Event
 	for ev := range ch {
-		out = append(out, ev)
+		out = append(out, *ev)
 	}
 	return out
 }
@@ -35,7 +35,7 @@ func TestBroadcasterDropsSlowSubscriberWithLagged(t *testing.T) {
 	// Neither call may block, however far behind slow is.
 	for i := range 10 {
 		b.Chunk("s", host.ExternalToolStreamChunk{ID: 1, Index: i})
-		fastGot = append(fastGot, <-fast)
+		fastGot = append(fastGot, *<-fast)
 	}
 	got := drain(slow)
 	if len(got) != 5 || got[4].Kind != httpapi.EventLagged {
@@ -63,7 +63,7 @@ func TestBroadcasterReplaysBoundedBacklog(t *testing.T) {
 	}
 }
 
-func mustSubscribe(b *httpapi.Broadcaster, s hostloop.SessionID) <-chan httpapi.Event {
+func mustSubscribe(b *httpapi.Broadcaster, s hostloop.SessionID) <-chan *httpapi.Event {
 	ch, _ := b.Subscribe(s)
 	return ch
 }
@@ -152,7 +152,7 @@ func TestTeeForwardsToEveryObserver(t *testing.T) {
 
 // closeAfterReplay subscribes and cancels at once, leaving the replay in
 // the channel.
-func closeAfterReplay(b *httpapi.Broadcaster, s hostloop.SessionID) <-chan httpapi.Event {
+func closeAfterReplay(b *httpapi.Broadcaster, s hostloop.SessionID) <-chan *httpapi.Event {
 	ch, cancel := b.Subscribe(s)
 	cancel()
 	return ch

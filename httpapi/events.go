@@ -82,7 +82,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if resync {
-		if err := frame(func() error { return writeEvent(w, "", Event{Kind: EventState, Session: id, Status: st}) }); err != nil {
+		if err := frame(func() error { return writeEvent(w, "", &Event{Kind: EventState, Session: id, Status: st}) }); err != nil {
 			s.streamEnded(err, false)
 			return
 		}
@@ -141,7 +141,7 @@ func (s *server) streamEnded(err error, lagged bool) {
 // replayFinished writes a finished session's retained events up to its
 // terminal state, or, when the backlog is gone (or was never kept), the
 // state the loop holds.
-func replayFinished(w io.Writer, epoch string, ch <-chan Event, id hostloop.SessionID, st hostloop.SessionStatus) error {
+func replayFinished(w io.Writer, epoch string, ch <-chan *Event, id hostloop.SessionID, st hostloop.SessionStatus) error {
 	for {
 		select {
 		case ev, ok := <-ch:
@@ -152,7 +152,7 @@ func replayFinished(w io.Writer, epoch string, ch <-chan Event, id hostloop.Sess
 				return err
 			}
 		default:
-			return writeEvent(w, epoch, Event{Kind: EventState, Session: id, Status: st})
+			return writeEvent(w, epoch, &Event{Kind: EventState, Session: id, Status: st})
 		}
 	}
 }
@@ -160,7 +160,7 @@ func replayFinished(w io.Writer, epoch string, ch <-chan Event, id hostloop.Sess
 // writeQueued writes ev and every event already queued behind it, for one
 // flush; more is false once the channel is closed, lagged true when the
 // broadcaster dropped the subscriber for falling behind.
-func writeQueued(w io.Writer, epoch string, ch <-chan Event, ev Event) (more, lagged bool, err error) {
+func writeQueued(w io.Writer, epoch string, ch <-chan *Event, ev *Event) (more, lagged bool, err error) {
 	for {
 		lagged = lagged || ev.Kind == EventLagged
 		if err := writeEvent(w, epoch, ev); err != nil {
@@ -194,7 +194,7 @@ func lastEventID(h, epoch string) (uint64, bool) {
 
 // writeEvent writes ev as one SSE event whose data is a single JSON line,
 // with its id when it has one.
-func writeEvent(w io.Writer, epoch string, ev Event) error {
+func writeEvent(w io.Writer, epoch string, ev *Event) error {
 	var data any
 	switch ev.Kind {
 	case EventState:

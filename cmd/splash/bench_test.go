@@ -1,8 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/splashfabric/splashfabric/internal/benchharness"
 )
 
 // TestBenchPrintsRatios runs the smallest matrix: one cell, a few
@@ -51,5 +56,44 @@ func TestBenchSecured(t *testing.T) {
 	}
 	if rows != 2 {
 		t.Errorf("%d secured rows, want (b) and splash:\n%s", rows, secured)
+	}
+}
+
+// TestBenchDev runs one cell with --dev: the in-process durable row joins
+// the first table, and dev's own table follows with its ratios to both
+// in-process rows.
+func TestBenchDev(t *testing.T) {
+	code, stdout, stderr := invoke(t, nil, "bench", "--ops", "20", "--inflight", "2", "--workers", "1", "--dev")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	main, dev, ok := strings.Cut(stdout, "splash dev: submit and event stream over its HTTP API")
+	if !ok {
+		t.Fatalf("no dev table:\n%s", stdout)
+	}
+	if !strings.Contains(main, "splash durable") {
+		t.Errorf("first table lacks the durable in-process row:\n%s", main)
+	}
+	// Each dev row, then its ratios, by the fields of each line.
+	want := []string{"splash dev/6", "÷ splash/6", "÷ splash durable/7", "splash dev --restart fail/8", "÷ splash/6"}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(dev), "\n")[2:] {
+		f := strings.Fields(line)
+		name := strings.Join(f[:len(f)-4], " ")
+		got = append(got, fmt.Sprintf("%s/%d", name, len(f)))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("dev rows %q, want %q:\n%s", got, want, dev)
+	}
+}
+
+// BenchmarkDev is the dev row of `splash bench --dev` as a Go benchmark,
+// for -cpuprofile and benchstat: go test ./cmd/splash -run '^$' -bench Dev
+// -benchtime 3000x -cpuprofile dev.pprof.
+func BenchmarkDev(b *testing.B) {
+	for _, inFlight := range []int{1, 64, 512} {
+		b.Run(fmt.Sprintf("inflight=%d", inFlight), func(b *testing.B) {
+			benchharness.InFlight(b, inFlight, 1, devBench(inFlight+16, os.Stderr), benchharness.Submitters(inFlight), benchharness.ReportCPU())
+		})
 	}
 }

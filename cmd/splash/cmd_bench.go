@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ type benchConfig struct {
 	workers  []string
 	claimed  bool
 	secure   bool
+	dev      bool
 }
 
 func (c *benchConfig) flags(fs *flagSet) {
@@ -34,12 +36,19 @@ func (c *benchConfig) flags(fs *flagSet) {
 	fs.listVar(&c.workers, "workers", "SPLASH_BENCH_WORKERS", []string{"1", "4"}, "comma-separated worker counts, one cell each")
 	fs.boolVar(&c.claimed, "claimed", "SPLASH_BENCH_CLAIMED", false, "also run a tool that is not idempotent (claimed in the journal before it runs)")
 	fs.boolVar(&c.secure, "secure", "SPLASH_BENCH_SECURE", false, "also run (b) and splash over TLS with the JetStream store encrypted, as the compose cluster runs, with ratios to the same runner in plaintext")
+	fs.boolVar(&c.dev, "dev", "SPLASH_BENCH_DEV", false, "also run the stack `splash dev` starts, each operation a submit and an event stream over its HTTP API, beside an in-process splash with durable sessions as dev runs them; with ratios of dev to both")
 }
 
 // benchRunner is one row of a cell: a name and what it measures.
 type benchRunner struct {
 	name string
 	mk   benchharness.NewRunner
+	// submitEach submits every operation in flight from its own
+	// goroutine. A durable session's submission returns only once its
+	// ledger's first write is stored (as a POST to dev's API does): with
+	// the four submitters of the other rows, at most four operations
+	// would be in flight however many the cell names.
+	submitEach bool
 }
 
 func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
@@ -61,18 +70,28 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	runners := []benchRunner{
-		{"(a) core reply", benchharness.CoreReply},
-		{"(b) durable reply", benchharness.DurableReply},
-		{"splash", benchharness.Fabric(benchharness.FabricOptions{Idempotent: true})},
+		{name: "(a) core reply", mk: benchharness.CoreReply},
+		{name: "(b) durable reply", mk: benchharness.DurableReply},
+		{name: "splash", mk: benchharness.Fabric(benchharness.FabricOptions{Idempotent: true})},
 	}
 	if c.claimed {
-		runners = append(runners, benchRunner{"splash claimed", benchharness.Fabric(benchharness.FabricOptions{})})
+		runners = append(runners, benchRunner{name: "splash claimed", mk: benchharness.Fabric(benchharness.FabricOptions{})})
 	}
 	var secured []benchRunner
 	if c.secure {
 		secured = []benchRunner{
-			{"(b) durable reply", benchharness.DurableReplyWith(benchharness.Secured)},
-			{"splash", benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Security: benchharness.Secured})},
+			{name: "(b) durable reply", mk: benchharness.DurableReplyWith(benchharness.Secured)},
+			{name: "splash", mk: benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Security: benchharness.Secured})},
+		}
+	}
+	var dev []devCase
+	if c.dev {
+		runners = append(runners, benchRunner{name: devDurableRow, submitEach: true,
+			mk: benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Archive: true, Durable: true})})
+		streams := slices.Max(inFlight) + 16
+		dev = []devCase{
+			{benchRunner{name: devRow, mk: devBench(streams, a.stderr), submitEach: true}, []string{"splash", devDurableRow}},
+			{benchRunner{name: devRow + " --restart fail", mk: devBench(streams, a.stderr, "--restart", "fail"), submitEach: true}, []string{"splash"}},
 		}
 	}
 	fmt.Fprintf(a.stdout, "%d operations per row; ratios are splash against (b) measured just before it\n\n", c.ops)
@@ -84,6 +103,11 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 			plain, err := benchCell(a.stdout, f, w, runners)
 			if err != nil {
 				return err
+			}
+			if c.dev {
+				if err := benchDev(a.stdout, f, w, dev, plain); err != nil {
+					return err
+				}
 			}
 			if len(secured) > 0 {
 				if err := benchSecured(a.stdout, f, w, secured, plain); err != nil {
@@ -156,10 +180,60 @@ func benchSecured(w io.Writer, inFlight, workers int, runners []benchRunner, pla
 	return err
 }
 
+// The rows `splash bench --dev` adds: dev itself, and the in-process
+// runner with the session stores dev turns on.
+const (
+	devRow        = "splash dev"
+	devDurableRow = "splash durable"
+)
+
+// devCase is a row of dev's table and the in-process rows it is
+// compared with.
+type devCase struct {
+	benchRunner
+	against []string
+}
+
+// benchDev runs dev's stack in the same cell, right after the in-process
+// runners in plain, and prints each case with its ratios to the
+// in-process splash (the figure the bench's targets are stated for) and,
+// for dev's default of durable sessions, to the in-process splash with
+// durable sessions (the same work dev does, minus HTTP). Dev with
+// --restart fail keeps no ledger, as the in-process splash keeps none.
+func benchDev(w io.Writer, inFlight, workers int, cases []devCase, plain map[string]testing.BenchmarkResult) error {
+	fmt.Fprintf(w, "in flight %d, workers %d, %s: submit and event stream over its HTTP API; ratios to the in-process runners above\n", inFlight, workers, devRow)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\t")
+	for _, c := range cases {
+		res, err := benchOne(c.benchRunner, inFlight, workers)
+		if err != nil {
+			return err
+		}
+		x := res.Extra
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t\n", c.name, x["ops/s"], x["p50_µs"], x["p99_µs"], x["cpu_µs/op"])
+		for _, against := range c.against {
+			p := plain[against].Extra
+			if p == nil {
+				continue
+			}
+			fmt.Fprintf(tw, "÷ %s\t%.2f\t%.2f\t%.2f\t%.2f\t\n", against, x["ops/s"]/p["ops/s"], x["p50_µs"]/p["p50_µs"], x["p99_µs"]/p["p99_µs"], x["cpu_µs/op"]/p["cpu_µs/op"])
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
 // benchOne runs one runner in one cell.
 func benchOne(r benchRunner, inFlight, workers int) (testing.BenchmarkResult, error) {
+	submitters := 4
+	if r.submitEach {
+		submitters = inFlight
+	}
 	res := testing.Benchmark(func(b *testing.B) {
-		benchharness.InFlight(b, inFlight, workers, r.mk, benchharness.Submitters(4), benchharness.ReportCPU())
+		benchharness.InFlight(b, inFlight, workers, r.mk, benchharness.Submitters(submitters), benchharness.ReportCPU())
 	})
 	if res.N == 0 {
 		return res, fmt.Errorf("bench: %s at %d in flight, %d workers failed", r.name, inFlight, workers)

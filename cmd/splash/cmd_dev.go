@@ -90,92 +90,144 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
 	}
-	if c.workers < 1 {
-		return fmt.Errorf("%w: --workers %d, want at least 1", errUsage, c.workers)
-	}
-	if c.natsPort < -1 || c.natsPort > 65535 {
-		return fmt.Errorf("%w: --nats-port %d", errUsage, c.natsPort)
-	}
-	log := a.log
-	if err := c.limits.check(); err != nil {
-		return err
-	}
 	if err := c.limits.applyMemoryLimit(a); err != nil {
 		return err
 	}
-	if err := c.http.check(); err != nil {
+	d, err := c.start(ctx, a.log)
+	if err != nil || d == nil {
 		return err
+	}
+	defer d.stop()
+	printDevBanner(a.stdout, d.banner)
+	a.log.Info("dev ready", "api_url", d.banner.apiURL, "nats_url", d.banner.natsURL, "metrics_url", d.banner.metricsURL,
+		"console_url", d.banner.apiURL+console.Prefix, "data_dir", c.dataDir, "workers", c.workers)
+
+	select {
+	case <-ctx.Done():
+		a.log.Info("dev stopping", "reason", context.Cause(ctx))
+	case err := <-d.host.serveErr:
+		return fmt.Errorf("%w: http: %v", errStart, err)
+	case err := <-d.workerErr:
+		return fmt.Errorf("worker stopped: %w", err)
+	}
+	return nil
+}
+
+// devStack is everything `splash dev` runs in its process: the NATS node,
+// the host with its HTTP API, and the worker pool. `splash bench --dev`
+// starts the same stack, so what it measures is what a user runs.
+type devStack struct {
+	host *runningHost
+	// workerErr carries a worker that stopped on its own.
+	workerErr <-chan error
+	banner    devBanner
+	// token is the API's bearer token.
+	token string
+	// closers run in reverse order at stop: the workers drain, the host
+	// stops, then NATS.
+	closers []func()
+}
+
+// stop shuts the stack down, last started first.
+func (d *devStack) stop() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+	d.closers = nil
+}
+
+// start checks the flags and starts the stack; it returns a nil stack and
+// no error when ctx ended before the workers were ready. On error, what it
+// started is stopped.
+func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, err error) {
+	if c.workers < 1 {
+		return nil, fmt.Errorf("%w: --workers %d, want at least 1", errUsage, c.workers)
+	}
+	if c.natsPort < -1 || c.natsPort > 65535 {
+		return nil, fmt.Errorf("%w: --nats-port %d", errUsage, c.natsPort)
+	}
+	if err := c.limits.check(); err != nil {
+		return nil, err
+	}
+	if err := c.http.check(); err != nil {
+		return nil, err
 	}
 	cat, err := loadCatalog(c.catalog)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	served, err := cat.serve(nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
-		return fmt.Errorf("%w: --data-dir: %v", errStart, err)
+		return nil, fmt.Errorf("%w: --data-dir: %v", errStart, err)
 	}
 	key, keyPath, err := devKey(c.dataDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	passwords, err := devPasswords(c.dataDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	token, tokenPath := c.apiToken, ""
 	if token == "" {
 		if token, err = randomToken(); err != nil {
-			return err
+			return nil, err
 		}
 		if tokenPath, err = writeDevToken(c.dataDir, token); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	d := &devStack{token: token}
+	defer func() {
+		if err != nil {
+			d.stop()
+		}
+	}()
 	api, err := c.listenAPI(log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer api.Close()
+	d.closers = append(d.closers, func() { _ = api.Close() })
 	var metricsL net.Listener
 	if c.metricsAddr != "" {
 		if metricsL, err = listen("metrics-addr", c.metricsAddr); err != nil {
-			return err
+			return nil, err
 		}
-		defer metricsL.Close()
+		d.closers = append(d.closers, func() { _ = metricsL.Close() })
 	}
 
 	srv, err := c.startNATS(log, passwords)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
+	d.closers = append(d.closers, func() {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-	}()
+	})
 	natsURL := srv.ClientURL()
 
 	reg := metrics.NewRegistry()
 	fcfg, err := fabricConfig(1, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	hostNC, err := nats.Connect(natsURL, nats.Name("splash dev host"), nats.MaxReconnects(-1),
 		nats.UserInfo(natsconf.UserHost, passwords[natsconf.UserHost]))
 	if err != nil {
-		return fmt.Errorf("%w: nats: %v", errStart, err)
+		return nil, fmt.Errorf("%w: nats: %v", errStart, err)
 	}
-	defer hostNC.Close()
-	h, err := startHost(ctx, hostParts{
+	d.closers = append(d.closers, hostNC.Close)
+	d.host, err = startHost(ctx, hostParts{
 		nc: hostNC, key: key, hostID: devHostID, fabric: fcfg, apiToken: token,
 		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer h.stop()
+	d.closers = append(d.closers, d.host.stop)
 
 	// The pool shares one metrics set: its series are the process's, as
 	// a scrape of one dev process sees them.
@@ -186,23 +238,23 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	wm := metrics.NewWorker(reg, metrics.WithTools(tools...))
 	records := metrics.NewRecords(reg)
 	runCtx, cancelWorkers := context.WithCancel(ctx)
-	defer cancelWorkers()
 	var wg sync.WaitGroup
 	var ncs []*nats.Conn
-	defer func() {
+	d.closers = append(d.closers, func() {
 		cancelWorkers()
 		wg.Wait()
 		for _, nc := range ncs {
 			nc.Close()
 		}
-	}()
+	})
 	workerErr := make(chan error, c.workers)
+	d.workerErr = workerErr
 	for i := 1; i <= c.workers; i++ {
 		id := fmt.Sprintf("dev-worker-%d", i)
 		nc, err := nats.Connect(natsURL, nats.Name("splash "+id), nats.MaxReconnects(-1),
 			nats.UserInfo(natsconf.UserWorker, passwords[natsconf.UserWorker]))
 		if err != nil {
-			return fmt.Errorf("%w: nats: %v", errStart, err)
+			return nil, fmt.Errorf("%w: nats: %v", errStart, err)
 		}
 		ncs = append(ncs, nc)
 		w, err := newWorker(ctx, workerParts{
@@ -213,7 +265,7 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 			log: log.With("component", "worker", "worker_id", id),
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		wg.Add(1)
 		go func() {
@@ -225,9 +277,10 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 		select {
 		case <-w.agent.Ready():
 		case err := <-workerErr:
-			return fmt.Errorf("%w: %v", errStart, err)
+			return nil, fmt.Errorf("%w: %v", errStart, err)
 		case <-ctx.Done():
-			return nil
+			d.stop()
+			return nil, nil
 		}
 	}
 
@@ -236,24 +289,12 @@ func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
 	if metricsL != nil {
 		metricsURL = "http://" + metricsL.Addr().String() + "/metrics"
 	}
-	printDevBanner(a.stdout, devBanner{
+	d.banner = devBanner{
 		natsURL: natsURL, dataDir: c.dataDir, keyPath: keyPath, apiURL: apiURL,
 		metricsURL: metricsURL, tokenPath: tokenPath,
 		workers: c.workers, tools: tools, mcp: c.mcp.tools != mcpNone,
-	})
-	log.Info("dev ready", "api_url", apiURL, "nats_url", natsURL, "metrics_url", metricsURL,
-		"console_url", apiURL+console.Prefix, "data_dir", c.dataDir, "workers", c.workers)
-
-	select {
-	case <-ctx.Done():
-		log.Info("dev stopping", "reason", context.Cause(ctx))
-	case err := <-h.serveErr:
-		return fmt.Errorf("%w: http: %v", errStart, err)
-	case err := <-workerErr:
-		return fmt.Errorf("worker stopped: %w", err)
 	}
-	// Deferred in reverse: the workers drain, the host stops, then NATS.
-	return nil
+	return d, nil
 }
 
 // listenAPI opens --api-addr. Only the default address falls back to a
