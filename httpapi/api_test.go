@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,5 +310,66 @@ func TestEventsWithoutBroadcaster(t *testing.T) {
 	resp := e.do(t, "GET", "/v1/sessions/s-1/events", testToken, "")
 	if got := decodeBody[errorResponse](t, resp); resp.StatusCode != 501 || got.Error.Code != "events_unavailable" {
 		t.Fatalf("status %d error %+v", resp.StatusCode, got)
+	}
+}
+
+// TestSubmitWaitsForTheEnd: wait_ms holds the answer until the session
+// ends, or answers with the session as it stands once the wait ran out;
+// a wait the server does not allow is refused before anything runs.
+func TestSubmitWaitsForTheEnd(t *testing.T) {
+	tests := []struct {
+		name, body string
+		finish     bool
+		status     int
+		want       string // the answer's state, or its error code
+	}{
+		{"ends within the wait", `{"source":"x","wait_ms":10000}`, true, http.StatusCreated, "completed"},
+		{"the wait runs out", `{"source":"x","wait_ms":50}`, false, http.StatusCreated, "suspended"},
+		{"no wait", `{"source":"x"}`, false, http.StatusCreated, "suspended"},
+		{"negative", `{"source":"x","wait_ms":-1}`, false, http.StatusBadRequest, "invalid_field"},
+		{"over the maximum", `{"source":"x","wait_ms":15001}`, false, http.StatusUnprocessableEntity, "limit_too_high"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAPIEnv(t, nil)
+			if tt.finish {
+				answered := make(chan struct{})
+				defer close(answered)
+				go func() {
+					// The session exists once the backend took it.
+					for {
+						select {
+						case <-answered:
+							return
+						default:
+						}
+						e.backend.mu.Lock()
+						n := len(e.backend.subs)
+						e.backend.mu.Unlock()
+						if n > 0 {
+							e.backend.finish("s-1", "done")
+							return
+						}
+						runtime.Gosched()
+					}
+				}()
+			}
+			resp := e.do(t, http.MethodPost, "/v1/sessions", testToken, tt.body)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if tt.status != http.StatusCreated {
+				if got := decodeBody[errorResponse](t, resp); got.Error.Code != tt.want {
+					t.Fatalf("error %+v, want %s", got, tt.want)
+				}
+				if len(e.backend.subs) != 0 {
+					t.Fatal("a refused wait submitted the script")
+				}
+				return
+			}
+			if got := decodeBody[httpapi.Session](t, resp); got.State != tt.want {
+				t.Fatalf("answer %+v, want state %s", got, tt.want)
+			}
+		})
 	}
 }

@@ -23,6 +23,10 @@ const (
 	// a script slice runs on the loop goroutine, so an unbounded budget
 	// would let one client stall every session of the host.
 	DefaultMaxExecutionBudget = 10 * time.Second
+	// DefaultMaxWait caps a submission's wait_ms. With the first step's
+	// execution budget it stays under DefaultWriteTimeout, which bounds
+	// the whole answer.
+	DefaultMaxWait = 15 * time.Second
 	// DefaultKeepAlive is how often an idle event stream gets a comment
 	// line, so proxies do not close it.
 	DefaultKeepAlive = 15 * time.Second
@@ -87,6 +91,9 @@ type Config struct {
 	// MaxExecutionBudget caps execution_budget_ms; zero picks
 	// DefaultMaxExecutionBudget.
 	MaxExecutionBudget time.Duration
+	// MaxWait caps wait_ms, how long a submission may hold its answer
+	// for the session to end; zero picks DefaultMaxWait.
+	MaxWait time.Duration
 	// KeepAlive is the event-stream comment interval; zero picks
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
@@ -131,6 +138,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxExecutionBudget <= 0 {
 		c.MaxExecutionBudget = DefaultMaxExecutionBudget
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = DefaultMaxWait
 	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = DefaultKeepAlive

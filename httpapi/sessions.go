@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"github.com/splashfabric/splashfabric/workflow"
-
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 func (s *server) submit(w http.ResponseWriter, r *http.Request) {
@@ -19,10 +18,14 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub, err := s.submission(req)
+	if err == nil {
+		err = s.checkWait(req.WaitMS)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	deadline := time.Now().Add(time.Duration(req.WaitMS) * time.Millisecond)
 	st, err := s.backend.Submit(r.Context(), sub)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -30,6 +33,11 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.cfg.Index != nil {
 		s.cfg.Index.submitted(st, req.Source)
+	}
+	if req.WaitMS > 0 && !terminal(st.State) {
+		if end, ok := s.waitEnd(r, st.ID, deadline); ok {
+			st = end
+		}
 	}
 	w.Header().Set("Location", "/v1/sessions/"+url.PathEscape(string(st.ID)))
 	writeJSON(w, http.StatusCreated, sessionOf(st))
@@ -104,4 +112,57 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		out.Events = append(out.Events, auditEntryOf(e))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// checkWait validates wait_ms against the server's maximum.
+func (s *server) checkWait(ms int64) error {
+	switch {
+	case ms < 0:
+		return fmt.Errorf("%w: wait_ms must not be negative, got %d", ErrInvalidField, ms)
+	case ms == 0:
+		return nil
+	case s.cfg.Events == nil:
+		return fmt.Errorf("%w: wait_ms needs them", ErrEventsUnavailable)
+	}
+	if wait := time.Duration(ms) * time.Millisecond; wait > s.cfg.MaxWait || wait/time.Millisecond != time.Duration(ms) {
+		return fmt.Errorf("%w: wait_ms is %d, maximum is %d", ErrLimitTooHigh, ms, s.cfg.MaxWait.Milliseconds())
+	}
+	return nil
+}
+
+// waitEnd waits until deadline for session id to end and returns its
+// state then: terminal, or as it stands when the wait ran out; false
+// when the client left first.
+func (s *server) waitEnd(r *http.Request, id hostloop.SessionID, deadline time.Time) (hostloop.SessionStatus, bool) {
+	ch, cancel := s.cfg.Events.Subscribe(id)
+	defer cancel()
+	// Asked after subscribing: an end reported before the subscription
+	// shows in this status, one after it comes down ch.
+	st, _, err := s.backend.Status(r.Context(), id)
+	if err != nil {
+		return st, false
+	}
+	if terminal(st.State) {
+		return st, true
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return st, false
+		case <-timer.C:
+		case ev, ok := <-ch:
+			if ok && ev.Kind == EventState && ev.Terminal() {
+				return ev.Status, true
+			}
+			if ok && ev.Kind != EventLagged {
+				continue
+			}
+		}
+		// The wait ran out, or the subscriber fell behind: the loop's
+		// own answer is the session as it stands.
+		st, _, err = s.backend.Status(r.Context(), id)
+		return st, err == nil
+	}
 }

@@ -24,6 +24,13 @@ type SubmitRequest struct {
 	// before it ends: "resume" (a later host carries it on from its
 	// ledger) or "fail"; absent takes the host's default.
 	Restart string `json:"restart,omitempty"`
+	// WaitMS holds the answer until the session ends or this many
+	// milliseconds pass, whichever is first (at most the server's
+	// maximum, 15 s by default): a client that only wants the outcome
+	// gets it in one exchange instead of a submit and an event stream.
+	// The answer is the session as it stands then; zero answers once the
+	// script's first step has run.
+	WaitMS int64 `json:"wait_ms,omitempty"`
 }
 
 // Session is a session's snapshot as the API reports it.

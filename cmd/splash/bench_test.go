@@ -67,7 +67,7 @@ func TestBenchDev(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
-	main, dev, ok := strings.Cut(stdout, "splash dev: submit and event stream over its HTTP API")
+	main, dev, ok := strings.Cut(stdout, "splash dev: one submit over its HTTP API waiting for the end")
 	if !ok {
 		t.Fatalf("no dev table:\n%s", stdout)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/apiclient"
 	"github.com/splashfabric/splashfabric/demotools"
+	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/internal/benchharness"
 )
 
@@ -21,13 +22,18 @@ import (
 // answers its input at once and is idempotent as the bench's no-op is.
 const devBenchScript = `const r = await tool.start("` + demotools.Echo + `", "x"); r`
 
+// devBenchWait is how long a submission waits for its session's end: the
+// API's maximum.
+const devBenchWait = httpapi.DefaultMaxWait
+
 // devBench builds the runner of `splash bench --dev`: the stack `splash
 // dev` starts with its defaults (embedded node with users and passwords,
 // durable sessions, catalog watch, metrics, the HTTP API and its console
 // index, a pool of workers serving the demo catalog), driven the way a
-// client drives it: each operation is a POST /v1/sessions and, unless the
-// answer is already final, the session's event stream read to its
-// terminal state. streams is the most event streams open at once, which
+// client that wants an outcome drives it: each operation is one POST
+// /v1/sessions that waits for the session's end (wait_ms), and only if
+// the wait runs out, the session's event stream read to its terminal
+// state. streams is the most event streams open at once, which
 // the host's stream limits must admit: they are the only defaults the
 // runner changes, since the default per-token bound (64) would refuse a
 // single client with more operations in flight than that.
@@ -119,7 +125,7 @@ func (r *devRunner) Submit(id uint64) error {
 	if err := r.failed.Load(); err != nil {
 		return *err
 	}
-	s, err := r.client.Submit(r.ctx, apiclient.SubmitRequest{Source: devBenchScript})
+	s, err := r.client.Submit(r.ctx, apiclient.SubmitRequest{Source: devBenchScript, WaitMS: devBenchWait.Milliseconds()})
 	if err != nil {
 		return r.fail(fmt.Errorf("bench: dev submit: %w", err))
 	}

@@ -36,7 +36,7 @@ func (c *benchConfig) flags(fs *flagSet) {
 	fs.listVar(&c.workers, "workers", "SPLASH_BENCH_WORKERS", []string{"1", "4"}, "comma-separated worker counts, one cell each")
 	fs.boolVar(&c.claimed, "claimed", "SPLASH_BENCH_CLAIMED", false, "also run a tool that is not idempotent (claimed in the journal before it runs)")
 	fs.boolVar(&c.secure, "secure", "SPLASH_BENCH_SECURE", false, "also run (b) and splash over TLS with the JetStream store encrypted, as the compose cluster runs, with ratios to the same runner in plaintext")
-	fs.boolVar(&c.dev, "dev", "SPLASH_BENCH_DEV", false, "also run the stack `splash dev` starts, each operation a submit and an event stream over its HTTP API, beside an in-process splash with durable sessions as dev runs them; with ratios of dev to both")
+	fs.boolVar(&c.dev, "dev", "SPLASH_BENCH_DEV", false, "also run the stack `splash dev` starts, each operation one submit over its HTTP API that waits for the session's end, beside an in-process splash with durable sessions as dev runs them; with ratios of dev to both")
 }
 
 // benchRunner is one row of a cell: a name and what it measures.
@@ -201,7 +201,7 @@ type devCase struct {
 // durable sessions (the same work dev does, minus HTTP). Dev with
 // --restart fail keeps no ledger, as the in-process splash keeps none.
 func benchDev(w io.Writer, inFlight, workers int, cases []devCase, plain map[string]testing.BenchmarkResult) error {
-	fmt.Fprintf(w, "in flight %d, workers %d, %s: submit and event stream over its HTTP API; ratios to the in-process runners above\n", inFlight, workers, devRow)
+	fmt.Fprintf(w, "in flight %d, workers %d, %s: one submit over its HTTP API waiting for the end; ratios to the in-process runners above\n", inFlight, workers, devRow)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\t")
 	for _, c := range cases {
