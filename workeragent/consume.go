@@ -2,6 +2,7 @@ package workeragent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -32,6 +33,9 @@ func (a *Agent) startTool(ctx context.Context, t *tool) error {
 		jetstream.PullMaxMessages(t.spec.concurrency),
 		jetstream.PullHeartbeat(fabric.PullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				a.stats.pullRestarts.Add(1)
+			}
 			a.log.Debug("consume", "tool", t.name, "err", err)
 		}))
 	if err != nil {
