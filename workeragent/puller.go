@@ -227,6 +227,9 @@ func (p *puller) watch() {
 // callback that is merely behind (messages wait in the inbox) is not
 // silence: on a loaded process the client's goroutine may not have run.
 func (p *puller) checkSilence(now time.Time) {
+	if p.a.nc.IsClosed() {
+		return
+	}
 	if queued, _, err := p.sub.Pending(); err == nil && queued > 0 {
 		p.mu.Lock()
 		p.heard = now
