@@ -3,21 +3,25 @@ package fabric
 import "time"
 
 // PullHeartbeat is the idle heartbeat every pull consumer of the fabric
-// asks for (jetstream.PullHeartbeat): the worker pools' and each host's
-// events.
+// asks for: the worker pools' (in their pull requests, see workeragent's
+// puller) and each host's events (jetstream.PullHeartbeat). Two missed
+// heartbeats are how a client learns that the server holds none of its
+// pull requests, so they bound how long a lost request leaves a pull
+// silent: 1 s here, against 30 s at nats.go's default (half the pull
+// expiry), for one small status message per idle half second per waiting
+// request.
 //
-// nats.go's Consume pulls again when the count of messages it asked for
-// and has not yet handled falls below a threshold, checked after each
-// message it hands to the callback; the check is skipped while a pull
-// request is being sent, and nothing repeats it once that send ends. If
-// the messages that request brings are all handled before the send is
-// marked finished, which a loaded machine with hundreds of runnable
-// goroutines allows, the client asks for nothing more while the server
-// holds no request of its: messages wait in the stream until the client
-// notices two missing heartbeats. At the library's default (half the 30 s
-// pull expiry) that stall lasts 30 s; it hit about one 10,000-operation
-// benchmark run in twenty at 512 in flight, always with every in-flight
-// operation queued in the stream and the server's count of the client's
-// pull requests at zero. A 500 ms heartbeat bounds it to 1 s, for one
-// small status message per idle half second per waiting request.
+// nats.go's Consume loses requests that way on a loaded process: it pulls
+// again when the count of messages it asked for and has not yet handled
+// falls below a threshold, checked after each message it hands to the
+// callback; the check is skipped while a pull request is being sent, and
+// nothing repeats it once that send ends. If the messages that request
+// brings are all handled before the send is marked finished (the sending
+// goroutine can be descheduled right after the send, for instance when it
+// hands a contended connection lock to a waiter), the client asks for
+// nothing more while the server holds no request of its, until the
+// heartbeats are missed. The worker agent therefore owns its pull
+// requests, deciding and counting them under one lock before the send;
+// the host's events consumer still uses Consume with a 500-message window,
+// where the stall needs 250 messages handled in that gap.
 const PullHeartbeat = 500 * time.Millisecond

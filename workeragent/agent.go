@@ -26,9 +26,10 @@ const opTimeout = 10 * time.Second
 // Agent pulls invocations of its registered tools from the fabric and runs
 // them. Create it with New, register tools with Handle, then call Run.
 //
-// Goroutines: Run's caller owns the lifecycle. Consume callbacks (one per
-// tool, run by the JetStream client) hand each message to an execution
-// goroutine, which also runs the handler; its heartbeat is a timer (see
+// Goroutines: Run's caller owns the lifecycle. Each tool's pull inbox
+// callback (one per tool, run by the NATS client; see puller) hands each
+// message to an execution goroutine, which also runs the handler, and a
+// watch goroutine per tool restarts its pull when it goes silent; its heartbeat is a timer (see
 // heartbeat). Cancel subscriptions run their callbacks on the client's
 // goroutines. Every goroutine the agent starts goes through goTracked,
 // except the heartbeat timer's callback, which works only while its
@@ -63,13 +64,13 @@ type Agent struct {
 	mcpServers map[string]*toolproc.Supervisor
 	// started is set by Run; read by Handle and Stop.
 	started bool
-	// stopping is set once by beginStop; read by consume callbacks before
+	// stopping is set once by beginStop; read by pull callbacks before
 	// they admit a message and by executions before they start a handler.
 	stopping bool
 	// draining is set by cancelAll; an execution reaching its handler
 	// after that hands the call back instead.
 	draining bool
-	// inflight counts admitted executions; written by consume callbacks
+	// inflight counts admitted executions; written by pull callbacks
 	// (up) and executions (down).
 	inflight int
 	// running holds every admitted execution that has opened its
@@ -99,16 +100,15 @@ type Agent struct {
 }
 
 // tool is one registration. Its fields are written by Handle and Run's
-// start before any message arrives, then only read, except cc and the
-// subscriptions, which start writes and teardown reads after the consumers
-// are stopped.
+// start before any message arrives, then only read, except pull and the
+// subscriptions, which start writes and beginStop and teardown read.
 type tool struct {
 	name    string
 	handler Handler
 	spec    toolSpec
 	// slots bounds concurrently running handlers of the tool.
 	slots chan struct{}
-	cc    jetstream.ConsumeContext
+	pull  *puller
 	sub   *nats.Subscription
 	// reconcileSub answers the tool's reconciliation requests.
 	reconcileSub *nats.Subscription
@@ -362,11 +362,8 @@ func (a *Agent) beginStop() {
 			a.markIdle()
 		}
 		for _, t := range tools {
-			if t.cc != nil {
-				// Drain, not Stop: buffered messages reach the callback,
-				// which Naks them so they redeliver at once instead of
-				// after the ack wait.
-				t.cc.Drain()
+			if t.pull != nil {
+				t.pull.drain()
 			}
 		}
 	})
@@ -427,13 +424,8 @@ func (a *Agent) teardown(wait bool) {
 		if t.reconcileSub != nil {
 			_ = t.reconcileSub.Unsubscribe()
 		}
-		if t.cc != nil {
-			t.cc.Stop()
-			select {
-			case <-t.cc.Closed():
-			case <-time.After(opTimeout):
-				a.log.Warn("consumer did not close", "tool", t.name)
-			}
+		if t.pull != nil && !t.pull.stop() {
+			a.log.Warn("pull inbox did not close", "tool", t.name)
 		}
 	}
 	if a.stopWatch != nil {

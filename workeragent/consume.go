@@ -25,29 +25,22 @@ func (a *Agent) startTool(ctx context.Context, t *tool) error {
 	if err := a.startReconcile(t); err != nil {
 		return err
 	}
-	// The buffer holds as many messages as the tool can run, so a
-	// message does not sit in this agent's buffer (its ack wait running)
-	// while another agent of the pool is idle.
-	cc, err := cons.Consume(func(m jetstream.Msg) { a.onMessage(t, m) },
-		jetstream.PullMaxMessages(t.spec.concurrency),
-		jetstream.PullHeartbeat(fabric.PullHeartbeat),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			a.log.Debug("consume", "tool", t.name, "err", err)
-		}))
+	p, err := newPuller(a, t, cons)
 	if err != nil {
-		return fmt.Errorf("workeragent: consume %q: %w", t.name, err)
+		return fmt.Errorf("workeragent: pull inbox for %q: %w", t.name, err)
 	}
-	t.cc = cc
+	t.pull = p
+	a.goTracked(p.watch)
 	return nil
 }
 
-// onMessage runs on the consumer's callback goroutine. It authenticates
-// the message first: a forged or malformed one is terminated at once,
-// without waiting for a handler slot, so garbage on the subject costs a
-// counter and never queues ahead of real calls. An authentic message
-// waits for a slot (so at most the tool's concurrency is admitted) and
-// goes to an execution goroutine; once stopping it Naks instead, so the
-// message goes straight to another agent.
+// onMessage runs on the tool's pull inbox callback (see puller). It
+// authenticates the message first: a forged or malformed one is
+// terminated at once, without waiting for a handler slot, so garbage on
+// the subject costs a counter and never queues ahead of real calls. An
+// authentic message waits for a slot (so at most the tool's concurrency
+// is admitted) and goes to an execution goroutine; once stopping it Naks
+// instead, so the message goes straight to another agent.
 func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 	a.stats.received.Add(1)
 	inv, host, err := a.openInvoke(m)

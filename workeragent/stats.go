@@ -50,6 +50,11 @@ type Stats struct {
 	// Reconciled counts reconciliation requests answered; refused ones
 	// are counted in Forged and never answered.
 	Reconciled uint64
+	// PullRestarts counts pulls asked again because a tool's pull had
+	// been silent for two idle heartbeats (fabric.PullHeartbeat): the
+	// server held none of the agent's requests, or lost them. Each one
+	// stands for a pause of about two heartbeats in that tool's pickups.
+	PullRestarts uint64
 	// InFlight is how many invocations are being processed right now.
 	InFlight int64
 }
@@ -60,7 +65,7 @@ type counters struct {
 	received, executed, dedupeHits, deferred, takenOver, indeterminate atomic.Uint64
 	forged, redeliveries, cancelledBeforeStart, cancelRequests         atomic.Uint64
 	givenBack, publishErrors, chunkPublishErrors, contractMismatches   atomic.Uint64
-	reconciled                                                         atomic.Uint64
+	reconciled, pullRestarts                                           atomic.Uint64
 	inFlight                                                           atomic.Int64
 }
 
@@ -81,6 +86,7 @@ func (c *counters) snapshot() Stats {
 		ChunkPublishErrors:   c.chunkPublishErrors.Load(),
 		ContractMismatches:   c.contractMismatches.Load(),
 		Reconciled:           c.reconciled.Load(),
+		PullRestarts:         c.pullRestarts.Load(),
 		InFlight:             c.inFlight.Load(),
 	}
 }
