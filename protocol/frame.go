@@ -125,9 +125,17 @@ func parseLineStrict(line []byte) (Frame, error) {
 	return f, nil
 }
 
-// checkShape checks everything about a frame that does not need the key,
+// CheckShape checks everything about a frame that does not need the key,
 // so a frame that passes can be hashed and its tag decoded without further
-// checks.
+// checks: a session id of at most MaxSessionIDBytes of UTF-8, a role, a
+// sequence from 1, a message that starts as a JSON object, and a tag of
+// 2*AuthTagBytes lowercase hex digits. A transport that carries frames in
+// another layout than the JSON line checks its frames with it before
+// verifying them.
+func (f Frame) CheckShape() error {
+	return f.checkShape()
+}
+
 func (f Frame) checkShape() error {
 	if err := validateSessionID(f.SessionID); err != nil {
 		return err
