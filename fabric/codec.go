@@ -242,7 +242,7 @@ func (c *Codec) SealWorker(requestID string, attempt, k uint32, msg protocol.Wor
 	if err := checkWorkerSeq(attempt, k); err != nil {
 		return nil, err
 	}
-	reqID, msgAttempt, err := WorkerBinding(msg)
+	reqID, msgAttempt, err := msg.WorkerBinding()
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (c *Codec) OpenWorker(h nats.Header, body []byte) (protocol.WorkerMessage, 
 	if err != nil {
 		return protocol.WorkerMessage{}, 0, err
 	}
-	reqID, msgAttempt, err := WorkerBinding(msg)
+	reqID, msgAttempt, err := msg.WorkerBinding()
 	if err != nil {
 		return protocol.WorkerMessage{}, 0, forged(err)
 	}
@@ -276,33 +276,4 @@ func (c *Codec) OpenWorker(h nats.Header, body []byte) (protocol.WorkerMessage, 
 		return protocol.WorkerMessage{}, 0, seqMismatch(f.Sequence, WorkerSeq(max(msgAttempt, 1), max(k, 1)))
 	}
 	return msg, f.Sequence, nil
-}
-
-// WorkerBinding returns the request and (where the message carries one)
-// the attempt a worker message names; zero attempt means "not stated". A
-// message of any other kind than a chunk, result or cancel disposition is
-// protocol.ErrInvalidMessage.
-func WorkerBinding(msg protocol.WorkerMessage) (requestID string, attempt uint32, err error) {
-	switch {
-	case msg.Kind == protocol.KindChunk && msg.Chunk != nil:
-		return msg.Chunk.RequestID, 0, nil
-	case msg.Kind == protocol.KindResult && msg.Result != nil:
-		return msg.Result.RequestID, msg.Result.Attempt, nil
-	case msg.Kind == protocol.KindCancelDisposition && msg.CancelDisp != nil:
-		return msg.CancelDisp.RequestID, msg.CancelDisp.Attempt, nil
-	}
-	return "", 0, fmt.Errorf("%w: kind %q is not a worker event", protocol.ErrInvalidMessage, truncate(string(msg.Kind)))
-}
-
-// IsTerminal reports whether msg ends its attempt at the host: a result,
-// or a cancel acknowledgement. The host transport forgets a request's
-// replay window only after one.
-func IsTerminal(msg protocol.WorkerMessage) bool {
-	switch msg.Kind {
-	case protocol.KindResult:
-		return true
-	case protocol.KindCancelDisposition:
-		return msg.CancelDisp != nil && msg.CancelDisp.Disposition == protocol.CancelAcknowledged
-	}
-	return false
 }

@@ -348,8 +348,8 @@ func (t *HostTransport) open(h nats.Header, data []byte, subject string) (protoc
 		t.reject(classify(err), subject, err)
 		return protocol.WorkerMessage{}, false
 	}
-	reqID, attempt, _ := fabric.WorkerBinding(msg)
-	terminal := fabric.IsTerminal(msg)
+	reqID, attempt, _ := msg.WorkerBinding()
+	terminal := msg.IsTerminal()
 	if !t.window.accept(reqID, seq, terminal) {
 		t.reject(RejectReplayed, subject, fmt.Errorf("%w: %w: request %q seq %d already seen", fabric.ErrForged, protocol.ErrSequence, truncate(reqID), seq))
 		return protocol.WorkerMessage{}, false
