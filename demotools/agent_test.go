@@ -67,7 +67,7 @@ func newFabricEnv(t *testing.T) *fabricEnv {
 		t.Fatal(err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		msg, _, err := codec.OpenWorker(m.Data())
+		msg, _, err := codec.OpenWorker(m.Headers(), m.Data())
 		switch {
 		case err != nil:
 		case msg.Chunk != nil:
@@ -138,8 +138,8 @@ func (e *fabricEnv) publish(inv protocol.Invoke, msgID string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	m := nats.NewMsg(subject)
-	m.Data = data
+	m := data
+	m.Subject = subject
 	m.Header.Set(jetstream.MsgIDHeader, msgID)
 	m.Header.Set(fabric.HeaderHost, testHostID)
 	if _, err := e.js.PublishMsg(e.t.Context(), m); err != nil {

@@ -106,8 +106,8 @@ func TestScenarioIntruders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := nats.NewMsg("splash.invoke." + demotools.Ledger)
-		m.Data = data
+		m := data
+		m.Subject = "splash.invoke." + demotools.Ledger
 		m.Header.Set(fabric.HeaderMsgID, fabric.MsgID(inv.IdempotencyKey, inv.Attempt))
 		m.Header.Set(fabric.HeaderHost, hostID)
 		if _, err := hjs.PublishMsg(ctx, m); err != nil {
@@ -151,8 +151,8 @@ func TestScenarioIntruders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := nats.NewMsg(fabric.EventsSubject(hostID))
-		m.Data = res
+		m := res
+		m.Subject = fabric.EventsSubject(hostID)
 		m.Header.Set(fabric.HeaderMsgID, fabric.EventMsgID(rid, 1, protocol.KindResult))
 		if _, err := wjs.PublishMsg(ctx, m); err != nil {
 			t.Fatalf("publish forged result: %v", err)

@@ -40,7 +40,7 @@ func LookupCancel(ctx context.Context, kv jetstream.KeyValue, codec *Codec, inv 
 	if err != nil {
 		return protocol.Cancel{}, false, fmt.Errorf("fabric: cancel record of %q: %w", truncate(inv.RequestID), err)
 	}
-	c, err := codec.OpenCancel(entry.Value())
+	c, err := codec.OpenCancelRecord(entry.Value())
 	if err != nil {
 		return protocol.Cancel{}, false, err
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -36,23 +38,40 @@ func NewCodec(key protocol.SessionKey) (*Codec, error) {
 
 func (c *Codec) signer() *protocol.Signer { return c.signers.Get().(*protocol.Signer) }
 
-func (c *Codec) seal(sessionID string, role protocol.SessionRole, seq uint64, msg protocol.WorkerMessage) ([]byte, error) {
+// sealFrame validates and seals msg as one frame.
+func (c *Codec) sealFrame(sessionID string, role protocol.SessionRole, seq uint64, msg protocol.WorkerMessage) (protocol.Frame, error) {
+	if err := checkHeaderSession(sessionID); err != nil {
+		return protocol.Frame{}, err
+	}
 	s := c.signer()
 	f, err := s.Seal(sessionID, role, seq, msg)
 	c.signers.Put(s)
+	return f, err
+}
+
+// seal seals msg as a NATS message (see HeaderSession); the caller sets
+// the subject.
+func (c *Codec) seal(sessionID string, role protocol.SessionRole, seq uint64, msg protocol.WorkerMessage) (*nats.Msg, error) {
+	f, err := c.sealFrame(sessionID, role, seq, msg)
 	if err != nil {
 		return nil, err
 	}
-	return f.ToJSONLine()
+	return FrameMsg(f), nil
 }
 
-// open parses and authenticates data as a frame from role. The role is
-// checked before the tag, so a reflected frame costs no HMAC.
-func (c *Codec) open(data []byte, role protocol.SessionRole) (protocol.Frame, protocol.WorkerMessage, error) {
-	f, err := protocol.ParseJSONLineLimit(data, c.maxFrame)
+// open reads a frame from role out of a NATS message's headers and body
+// and authenticates it.
+func (c *Codec) open(h nats.Header, body []byte, role protocol.SessionRole) (protocol.Frame, protocol.WorkerMessage, error) {
+	f, err := parseFrameMsg(h, body, c.maxFrame)
 	if err != nil {
 		return protocol.Frame{}, protocol.WorkerMessage{}, forged(err)
 	}
+	return c.verify(f, role)
+}
+
+// verify authenticates f as a frame from role. The role is checked before
+// the tag, so a reflected frame costs no HMAC.
+func (c *Codec) verify(f protocol.Frame, role protocol.SessionRole) (protocol.Frame, protocol.WorkerMessage, error) {
 	if f.Role != role {
 		return protocol.Frame{}, protocol.WorkerMessage{}, forged(fmt.Errorf("%w: frame from %s, want %s", protocol.ErrWrongRole, f.Role, role))
 	}
@@ -82,7 +101,7 @@ func wrongKind(got protocol.MessageKind, want string) error {
 
 // SealInvoke seals inv as the host's frame InvokeSeq(inv.Attempt) of
 // session inv.RequestID.
-func (c *Codec) SealInvoke(inv protocol.Invoke) ([]byte, error) {
+func (c *Codec) SealInvoke(inv protocol.Invoke) (*nats.Msg, error) {
 	if err := checkAttempt(inv.Attempt); err != nil {
 		return nil, err
 	}
@@ -92,8 +111,8 @@ func (c *Codec) SealInvoke(inv protocol.Invoke) ([]byte, error) {
 // OpenInvoke authenticates an invocation frame: sealed by a host, an
 // invoke, its session equal to its request id and its sequence equal to
 // InvokeSeq of its attempt. Every rejection wraps ErrForged.
-func (c *Codec) OpenInvoke(data []byte) (protocol.Invoke, error) {
-	f, msg, err := c.open(data, protocol.RoleHost)
+func (c *Codec) OpenInvoke(h nats.Header, body []byte) (protocol.Invoke, error) {
+	f, msg, err := c.open(h, body, protocol.RoleHost)
 	if err != nil {
 		return protocol.Invoke{}, err
 	}
@@ -112,7 +131,7 @@ func (c *Codec) OpenInvoke(data []byte) (protocol.Invoke, error) {
 
 // SealCancel seals cancel as the host's frame CancelSeq(cancel.Attempt) of
 // session cancel.RequestID.
-func (c *Codec) SealCancel(cancel protocol.Cancel) ([]byte, error) {
+func (c *Codec) SealCancel(cancel protocol.Cancel) (*nats.Msg, error) {
 	if err := checkAttempt(cancel.Attempt); err != nil {
 		return nil, err
 	}
@@ -120,11 +139,46 @@ func (c *Codec) SealCancel(cancel protocol.Cancel) ([]byte, error) {
 }
 
 // OpenCancel authenticates a cancel frame as OpenInvoke does an invocation.
-func (c *Codec) OpenCancel(data []byte) (protocol.Cancel, error) {
-	f, msg, err := c.open(data, protocol.RoleHost)
+func (c *Codec) OpenCancel(h nats.Header, body []byte) (protocol.Cancel, error) {
+	f, msg, err := c.open(h, body, protocol.RoleHost)
 	if err != nil {
 		return protocol.Cancel{}, err
 	}
+	return boundCancel(f, msg)
+}
+
+// SealCancelRecord seals cancel as SealCancel does, laid out as one JSON
+// line (protocol.Frame.ToJSONLine): the host's cancel record in
+// BucketCancel, where a value carries no headers.
+func (c *Codec) SealCancelRecord(cancel protocol.Cancel) ([]byte, error) {
+	if err := checkAttempt(cancel.Attempt); err != nil {
+		return nil, err
+	}
+	f, err := c.sealFrame(cancel.RequestID, protocol.RoleHost, CancelSeq(cancel.Attempt), protocol.CancelMessage(cancel))
+	if err != nil {
+		return nil, err
+	}
+	return f.ToJSONLine()
+}
+
+// OpenCancelRecord authenticates a cancel record read from BucketCancel as
+// OpenCancel does a cancel frame. A record over the frame limit is refused
+// before it is parsed.
+func (c *Codec) OpenCancelRecord(data []byte) (protocol.Cancel, error) {
+	f, err := protocol.ParseJSONLineLimit(data, c.maxFrame)
+	if err != nil {
+		return protocol.Cancel{}, forged(err)
+	}
+	f, msg, err := c.verify(f, protocol.RoleHost)
+	if err != nil {
+		return protocol.Cancel{}, err
+	}
+	return boundCancel(f, msg)
+}
+
+// boundCancel checks that an authenticated frame carries a cancel bound to
+// its session and sequence.
+func boundCancel(f protocol.Frame, msg protocol.WorkerMessage) (protocol.Cancel, error) {
 	if msg.Kind != protocol.KindCancel {
 		return protocol.Cancel{}, wrongKind(msg.Kind, "cancel")
 	}
@@ -140,7 +194,7 @@ func (c *Codec) OpenCancel(data []byte) (protocol.Cancel, error) {
 
 // SealStreamDenied seals d as the host's frame StreamDeniedSeq(d.Attempt)
 // of session d.RequestID.
-func (c *Codec) SealStreamDenied(d protocol.StreamDenied) ([]byte, error) {
+func (c *Codec) SealStreamDenied(d protocol.StreamDenied) (*nats.Msg, error) {
 	if err := checkAttempt(d.Attempt); err != nil {
 		return nil, err
 	}
@@ -151,8 +205,8 @@ func (c *Codec) SealStreamDenied(d protocol.StreamDenied) ([]byte, error) {
 // tool's control subject: a cancel (checked as OpenCancel does) or a
 // stream denial, bound the same way to its request and attempt. Every
 // rejection wraps ErrForged.
-func (c *Codec) OpenControl(data []byte) (protocol.WorkerMessage, error) {
-	f, msg, err := c.open(data, protocol.RoleHost)
+func (c *Codec) OpenControl(h nats.Header, body []byte) (protocol.WorkerMessage, error) {
+	f, msg, err := c.open(h, body, protocol.RoleHost)
 	if err != nil {
 		return protocol.WorkerMessage{}, err
 	}
@@ -184,11 +238,11 @@ func (c *Codec) OpenControl(data []byte) (protocol.WorkerMessage, error) {
 // request (and, where the message says, of that attempt); anything else
 // is refused before sealing, so a worker cannot sign a frame the host
 // would reject.
-func (c *Codec) SealWorker(requestID string, attempt, k uint32, msg protocol.WorkerMessage) ([]byte, error) {
+func (c *Codec) SealWorker(requestID string, attempt, k uint32, msg protocol.WorkerMessage) (*nats.Msg, error) {
 	if err := checkWorkerSeq(attempt, k); err != nil {
 		return nil, err
 	}
-	reqID, msgAttempt, err := WorkerBinding(msg)
+	reqID, msgAttempt, err := msg.WorkerBinding()
 	if err != nil {
 		return nil, err
 	}
@@ -205,12 +259,12 @@ func (c *Codec) SealWorker(requestID string, attempt, k uint32, msg protocol.Wor
 // result or cancel disposition, its session equal to the request id it
 // carries, and its sequence a WorkerSeq whose attempt matches the
 // message's. It returns the sequence for the caller's replay window.
-func (c *Codec) OpenWorker(data []byte) (protocol.WorkerMessage, uint64, error) {
-	f, msg, err := c.open(data, protocol.RoleWorker)
+func (c *Codec) OpenWorker(h nats.Header, body []byte) (protocol.WorkerMessage, uint64, error) {
+	f, msg, err := c.open(h, body, protocol.RoleWorker)
 	if err != nil {
 		return protocol.WorkerMessage{}, 0, err
 	}
-	reqID, msgAttempt, err := WorkerBinding(msg)
+	reqID, msgAttempt, err := msg.WorkerBinding()
 	if err != nil {
 		return protocol.WorkerMessage{}, 0, forged(err)
 	}
@@ -222,33 +276,4 @@ func (c *Codec) OpenWorker(data []byte) (protocol.WorkerMessage, uint64, error) 
 		return protocol.WorkerMessage{}, 0, seqMismatch(f.Sequence, WorkerSeq(max(msgAttempt, 1), max(k, 1)))
 	}
 	return msg, f.Sequence, nil
-}
-
-// WorkerBinding returns the request and (where the message carries one)
-// the attempt a worker message names; zero attempt means "not stated". A
-// message of any other kind than a chunk, result or cancel disposition is
-// protocol.ErrInvalidMessage.
-func WorkerBinding(msg protocol.WorkerMessage) (requestID string, attempt uint32, err error) {
-	switch {
-	case msg.Kind == protocol.KindChunk && msg.Chunk != nil:
-		return msg.Chunk.RequestID, 0, nil
-	case msg.Kind == protocol.KindResult && msg.Result != nil:
-		return msg.Result.RequestID, msg.Result.Attempt, nil
-	case msg.Kind == protocol.KindCancelDisposition && msg.CancelDisp != nil:
-		return msg.CancelDisp.RequestID, msg.CancelDisp.Attempt, nil
-	}
-	return "", 0, fmt.Errorf("%w: kind %q is not a worker event", protocol.ErrInvalidMessage, truncate(string(msg.Kind)))
-}
-
-// IsTerminal reports whether msg ends its attempt at the host: a result,
-// or a cancel acknowledgement. The host transport forgets a request's
-// replay window only after one.
-func IsTerminal(msg protocol.WorkerMessage) bool {
-	switch msg.Kind {
-	case protocol.KindResult:
-		return true
-	case protocol.KindCancelDisposition:
-		return msg.CancelDisp != nil && msg.CancelDisp.Disposition == protocol.CancelAcknowledged
-	}
-	return false
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -16,7 +18,7 @@ func TestCodecRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.OpenInvoke(data)
+	got, err := c.OpenInvoke(data.Header, data.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func TestCodecRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gotC, err := c.OpenCancel(data); err != nil || gotC != cancel {
+	if gotC, err := c.OpenCancel(data.Header, data.Data); err != nil || gotC != cancel {
 		t.Fatalf("OpenCancel = %+v, %v", gotC, err)
 	}
 
@@ -43,7 +45,7 @@ func TestCodecRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, seq, err := c.OpenWorker(data)
+		got, seq, err := c.OpenWorker(data.Header, data.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,23 +55,20 @@ func TestCodecRoundTrips(t *testing.T) {
 	}
 }
 
-func mustFrame(t *testing.T, key protocol.SessionKey, session string, role protocol.SessionRole, seq uint64, msg protocol.WorkerMessage) []byte {
+func mustFrame(t *testing.T, key protocol.SessionKey, session string, role protocol.SessionRole, seq uint64, msg protocol.WorkerMessage) *nats.Msg {
 	t.Helper()
 	f, err := protocol.SealFrame(key, session, role, seq, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := f.ToJSONLine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return line
+	return fabric.FrameMsg(f)
 }
 
-func tamper(b []byte) []byte {
-	out := bytes.Clone(b)
-	i := bytes.Index(out, []byte("hello"))
-	out[i] = 'j'
+// tamper returns m with one byte of its body changed.
+func tamper(m *nats.Msg) *nats.Msg {
+	out := &nats.Msg{Header: m.Header, Data: bytes.Clone(m.Data)}
+	i := bytes.Index(out.Data, []byte("hello"))
+	out.Data[i] = 'j'
 	return out
 }
 
@@ -79,10 +78,10 @@ func TestOpenInvokeRejects(t *testing.T) {
 	good := mustFrame(t, testKey, "req-1", protocol.RoleHost, 1, msg)
 	tests := []struct {
 		name    string
-		data    []byte
+		m       *nats.Msg
 		wantErr error
 	}{
-		{"not a frame", []byte("hello\n"), protocol.ErrMalformedFrame},
+		{"not a frame", &nats.Msg{Data: []byte("hello\n")}, protocol.ErrMalformedFrame},
 		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleHost, 1, msg), protocol.ErrBadTag},
 		{"tampered", tamper(good), protocol.ErrBadTag},
 		{"worker role", mustFrame(t, testKey, "req-1", protocol.RoleWorker, 1, msg), protocol.ErrWrongRole},
@@ -93,12 +92,12 @@ func TestOpenInvokeRejects(t *testing.T) {
 			protocol.CancelMessage(protocol.Cancel{RequestID: "req-1", Tool: "t", Attempt: 1, IdempotencyKey: "k"})), protocol.ErrInvalidMessage},
 	}
 	c := newCodec(t, testKey)
-	if _, err := c.OpenInvoke(good); err != nil {
+	if _, err := c.OpenInvoke(good.Header, good.Data); err != nil {
 		t.Fatalf("good frame: %v", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := c.OpenInvoke(tt.data)
+			_, err := c.OpenInvoke(tt.m.Header, tt.m.Data)
 			wantErrIs(t, err, fabric.ErrForged, tt.wantErr)
 		})
 	}
@@ -106,7 +105,8 @@ func TestOpenInvokeRejects(t *testing.T) {
 
 func TestOpenCancelRejectsInvokeSequence(t *testing.T) {
 	cancel := protocol.Cancel{RequestID: "req-1", Tool: "t", Attempt: 1, IdempotencyKey: "k"}
-	_, err := newCodec(t, testKey).OpenCancel(mustFrame(t, testKey, "req-1", protocol.RoleHost, 1, protocol.CancelMessage(cancel)))
+	m := mustFrame(t, testKey, "req-1", protocol.RoleHost, 1, protocol.CancelMessage(cancel))
+	_, err := newCodec(t, testKey).OpenCancel(m.Header, m.Data)
 	wantErrIs(t, err, fabric.ErrForged, protocol.ErrSequence)
 }
 
@@ -115,7 +115,7 @@ func TestOpenWorkerRejects(t *testing.T) {
 	seq := fabric.WorkerSeq(2, 1)
 	tests := []struct {
 		name    string
-		data    []byte
+		m       *nats.Msg
 		wantErr error
 	}{
 		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleWorker, seq, res), protocol.ErrBadTag},
@@ -129,7 +129,7 @@ func TestOpenWorkerRejects(t *testing.T) {
 	c := newCodec(t, testKey)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := c.OpenWorker(tt.data)
+			_, _, err := c.OpenWorker(tt.m.Header, tt.m.Data)
 			wantErrIs(t, err, fabric.ErrForged, tt.wantErr)
 		})
 	}
@@ -177,7 +177,7 @@ func TestCodecIsSafeForConcurrentUse(t *testing.T) {
 				data, err := c.SealInvoke(inv)
 				if err == nil {
 					var got protocol.Invoke
-					got, err = c.OpenInvoke(data)
+					got, err = c.OpenInvoke(data.Header, data.Data)
 					if err == nil && got.Input.Text != inv.Input.Text {
 						err = fabric.ErrForged
 					}
@@ -205,7 +205,7 @@ func BenchmarkCodecInvoke(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := c.OpenInvoke(data); err != nil {
+		if _, err := c.OpenInvoke(data.Header, data.Data); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -220,7 +220,7 @@ func TestOpenControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := c.OpenControl(data)
+	msg, err := c.OpenControl(data.Header, data.Data)
 	if err != nil || msg.Kind != protocol.KindStreamDenied || *msg.Denied != denied {
 		t.Fatalf("OpenControl = %+v, %v", msg, err)
 	}
@@ -229,13 +229,13 @@ func TestOpenControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg, err := c.OpenControl(data); err != nil || msg.Kind != protocol.KindCancel || *msg.Cancel != cancel {
+	if msg, err := c.OpenControl(data.Header, data.Data); err != nil || msg.Kind != protocol.KindCancel || *msg.Cancel != cancel {
 		t.Fatalf("OpenControl(cancel) = %+v, %v", msg, err)
 	}
 	dm := protocol.StreamDeniedMessage(denied)
 	for _, tc := range []struct {
 		name    string
-		data    []byte
+		m       *nats.Msg
 		wantErr error
 	}{
 		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleHost, fabric.StreamDeniedSeq(2), dm), protocol.ErrBadTag},
@@ -245,7 +245,7 @@ func TestOpenControl(t *testing.T) {
 		{"an invoke", mustFrame(t, testKey, "req-1", protocol.RoleHost, fabric.InvokeSeq(1), protocol.InvokeMessage(validInvoke("req-1", 1))), protocol.ErrInvalidMessage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.OpenControl(tc.data)
+			_, err := c.OpenControl(tc.m.Header, tc.m.Data)
 			wantErrIs(t, err, fabric.ErrForged, tc.wantErr)
 		})
 	}

@@ -24,13 +24,21 @@
 // A Codec seals and opens frames and binds each to the message inside it:
 // the frame's session is the request id and its sequence is derived from
 // the attempt (InvokeSeq, CancelSeq, WorkerSeq), so a frame cannot be
-// replayed as another request's or another attempt's. A Codec is safe for
-// concurrent use.
+// replayed as another request's or another attempt's. A sealed frame is a
+// *nats.Msg: the frame's session, role, sequence and tag in headers
+// (HeaderSession, HeaderRole, HeaderSeq, HeaderTag), its message as the
+// body; the caller sets the subject and adds its own headers. A Codec is
+// safe for concurrent use.
 //
 //	codec, _ := fabric.NewCodec(key)
-//	data, _ := codec.SealInvoke(inv)           // host
-//	inv, err := codec.OpenInvoke(data)         // worker
+//	m, _ := codec.SealInvoke(inv)              // host
+//	m.Subject = subject
+//	inv, err := codec.OpenInvoke(m.Header, m.Data) // worker
 //	out, _ := codec.SealWorker(inv.RequestID, inv.Attempt, 1, protocol.ResultMessage(res))
+//
+// The cancel record the host stores in BucketCancel is the one frame kept
+// as a JSON line, since a KV value has no headers: SealCancelRecord and
+// OpenCancelRecord.
 //
 // # Reconciliation
 //

@@ -34,17 +34,17 @@ func ExampleCodec() {
 	// Host side.
 	data, _ := codec.SealInvoke(inv)
 	// Worker side.
-	got, err := codec.OpenInvoke(data)
+	got, err := codec.OpenInvoke(data.Header, data.Data)
 	fmt.Println(got.Input.Text, err)
 	p := protocol.TextPayload("HI")
 	reply, _ := codec.SealWorker(got.RequestID, got.Attempt, 1, protocol.ResultMessage(protocol.Result{
 		RequestID: got.RequestID, Attempt: got.Attempt, Status: protocol.ResultSucceeded, Payload: &p,
 	}))
 	// Host side again.
-	msg, seq, err := codec.OpenWorker(reply)
+	msg, seq, err := codec.OpenWorker(reply.Header, reply.Data)
 	fmt.Println(msg.Result.Payload.Text, seq == fabric.WorkerSeq(1, 1), err)
 	// A frame sealed by the host cannot pass as a worker's.
-	_, _, err = codec.OpenWorker(data)
+	_, _, err = codec.OpenWorker(data.Header, data.Data)
 	fmt.Println(err != nil)
 	// Output:
 	// hi <nil>

@@ -1,6 +1,8 @@
 package fabric
 
 import (
+	"github.com/nats-io/nats.go"
+
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -13,7 +15,7 @@ import (
 // SealReconcile seals req as the host's reconciliation request: session
 // req.RequestID, sequence ReconcileSeq. An invalid request is refused
 // before sealing.
-func (c *Codec) SealReconcile(req protocol.OperationReconcileRequest) ([]byte, error) {
+func (c *Codec) SealReconcile(req protocol.OperationReconcileRequest) (*nats.Msg, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -23,8 +25,8 @@ func (c *Codec) SealReconcile(req protocol.OperationReconcileRequest) ([]byte, e
 // OpenReconcile authenticates a reconciliation request: sealed by a host,
 // a reconcile_operation, its session equal to its request id and its
 // sequence ReconcileSeq. Every rejection wraps ErrForged.
-func (c *Codec) OpenReconcile(data []byte) (protocol.OperationReconcileRequest, error) {
-	f, msg, err := c.open(data, protocol.RoleHost)
+func (c *Codec) OpenReconcile(h nats.Header, body []byte) (protocol.OperationReconcileRequest, error) {
+	f, msg, err := c.open(h, body, protocol.RoleHost)
 	if err != nil {
 		return protocol.OperationReconcileRequest{}, err
 	}
@@ -46,7 +48,7 @@ func (c *Codec) OpenReconcile(data []byte) (protocol.OperationReconcileRequest, 
 
 // SealReconciled seals res as a worker's answer to the request it names.
 // A result that does not validate is refused before sealing.
-func (c *Codec) SealReconciled(res protocol.OperationReconcileResult) ([]byte, error) {
+func (c *Codec) SealReconciled(res protocol.OperationReconcileResult) (*nats.Msg, error) {
 	if err := res.Validate(); err != nil {
 		return nil, err
 	}
@@ -57,8 +59,8 @@ func (c *Codec) SealReconciled(res protocol.OperationReconcileResult) ([]byte, e
 // request, with the worker's role. It proves who wrote the answer and to
 // which request id; whether that is the request asked is the caller's
 // check (protocol.OperationReconcileResult.Answers).
-func (c *Codec) OpenReconciled(data []byte) (protocol.OperationReconcileResult, error) {
-	f, msg, err := c.open(data, protocol.RoleWorker)
+func (c *Codec) OpenReconciled(h nats.Header, body []byte) (protocol.OperationReconcileResult, error) {
+	f, msg, err := c.open(h, body, protocol.RoleWorker)
 	if err != nil {
 		return protocol.OperationReconcileResult{}, err
 	}

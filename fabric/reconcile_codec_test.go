@@ -4,12 +4,14 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // sealAnswer seals status as the worker's answer to req under key.
-func sealAnswer(t *testing.T, key protocol.SessionKey, req protocol.OperationReconcileRequest, status protocol.OperationStatus) []byte {
+func sealAnswer(t *testing.T, key protocol.SessionKey, req protocol.OperationReconcileRequest, status protocol.OperationStatus) *nats.Msg {
 	t.Helper()
 	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
 	if err != nil {
@@ -34,7 +36,7 @@ func TestReconcileCodecBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.OpenReconcile(data)
+	got, err := c.OpenReconcile(data.Header, data.Data)
 	if err != nil || got != req {
 		t.Fatalf("OpenReconcile = %+v, %v", got, err)
 	}
@@ -48,12 +50,12 @@ func TestReconcileCodecBinding(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"an invocation as a request", func() error { _, err := c.OpenReconcile(inv); return err }(), protocol.ErrInvalidMessage},
-		{"an answer as a request", func() error { _, err := c.OpenReconcile(answer); return err }(), protocol.ErrWrongRole},
-		{"a request as an answer", func() error { _, err := c.OpenReconciled(data); return err }(), protocol.ErrWrongRole},
-		{"a request as an invocation", func() error { _, err := c.OpenInvoke(data); return err }(), protocol.ErrInvalidMessage},
-		{"a request as a control frame", func() error { _, err := c.OpenControl(data); return err }(), protocol.ErrInvalidMessage},
-		{"an answer as a worker event", func() error { _, _, err := c.OpenWorker(answer); return err }(), protocol.ErrInvalidMessage},
+		{"an invocation as a request", func() error { _, err := c.OpenReconcile(inv.Header, inv.Data); return err }(), protocol.ErrInvalidMessage},
+		{"an answer as a request", func() error { _, err := c.OpenReconcile(answer.Header, answer.Data); return err }(), protocol.ErrWrongRole},
+		{"a request as an answer", func() error { _, err := c.OpenReconciled(data.Header, data.Data); return err }(), protocol.ErrWrongRole},
+		{"a request as an invocation", func() error { _, err := c.OpenInvoke(data.Header, data.Data); return err }(), protocol.ErrInvalidMessage},
+		{"a request as a control frame", func() error { _, err := c.OpenControl(data.Header, data.Data); return err }(), protocol.ErrInvalidMessage},
+		{"an answer as a worker event", func() error { _, _, err := c.OpenWorker(answer.Header, answer.Data); return err }(), protocol.ErrInvalidMessage},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantErrIs(t, tc.err, fabric.ErrForged, tc.want) })
 	}

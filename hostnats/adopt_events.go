@@ -105,11 +105,9 @@ func (t *HostTransport) PublishFor(ctx context.Context, hostID string, inv proto
 	return t.publish(ctx, hostID, inv)
 }
 
-// publishHeader is an invocation's header, naming the host whose events
-// take its answers.
-func publishHeader(key string, attempt uint32, host string) nats.Header {
-	return nats.Header{
-		fabric.HeaderMsgID: []string{fabric.MsgID(key, attempt)},
-		fabric.HeaderHost:  []string{host},
-	}
+// addPublishHeader adds an invocation's headers to its frame's: its
+// message id, and the host whose events take its answers.
+func addPublishHeader(h nats.Header, key string, attempt uint32, host string) {
+	h.Set(fabric.HeaderMsgID, fabric.MsgID(key, attempt))
+	h.Set(fabric.HeaderHost, host)
 }

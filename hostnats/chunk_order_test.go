@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
@@ -45,12 +44,11 @@ func publishCalls(t *testing.T, env *fabricEnv, hostID string, requests, n int) 
 				msg = protocol.ChunkMessage(protocol.Chunk{RequestID: req, Sequence: uint64(k), Text: fmt.Sprint("c", k)})
 				id = fabric.ChunkMsgID(req, 1, k)
 			}
-			data, err := c.SealWorker(req, 1, k, msg)
+			m, err := c.SealWorker(req, 1, k, msg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := nats.NewMsg(fabric.EventsSubject(hostID))
-			m.Data = data
+			m.Subject = fabric.EventsSubject(hostID)
 			m.Header.Set(fabric.HeaderMsgID, id)
 			if _, err := js.PublishMsgAsync(m); err != nil {
 				t.Fatal(err)

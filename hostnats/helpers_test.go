@@ -94,23 +94,19 @@ func wantErrIs(t *testing.T, got error, want ...error) {
 
 // mustFrame seals msg as a raw frame, bypassing the Codec's checks, so a
 // test can send what a Codec would refuse to seal.
-func mustFrame(t *testing.T, key protocol.SessionKey, session string, role protocol.SessionRole, seq uint64, msg protocol.WorkerMessage) []byte {
+func mustFrame(t *testing.T, key protocol.SessionKey, session string, role protocol.SessionRole, seq uint64, msg protocol.WorkerMessage) *nats.Msg {
 	t.Helper()
 	f, err := protocol.SealFrame(key, session, role, seq, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := f.ToJSONLine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return line
+	return fabric.FrameMsg(f)
 }
 
 // tamper flips one byte of a frame's payload ("hello" becomes "jello").
-func tamper(b []byte) []byte {
-	out := bytes.Clone(b)
-	i := bytes.Index(out, []byte("hello"))
-	out[i] = 'j'
+func tamper(m *nats.Msg) *nats.Msg {
+	out := &nats.Msg{Header: m.Header, Data: bytes.Clone(m.Data)}
+	i := bytes.Index(out.Data, []byte("hello"))
+	out.Data[i] = 'j'
 	return out
 }

@@ -193,11 +193,12 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 	if err != nil {
 		return err
 	}
-	data, err := t.codec.SealInvoke(inv)
+	m, err := t.codec.SealInvoke(inv)
 	if err != nil {
 		return err
 	}
-	m := &nats.Msg{Subject: subject, Data: data, Header: publishHeader(inv.IdempotencyKey, inv.Attempt, host)}
+	m.Subject = subject
+	addPublishHeader(m.Header, inv.IdempotencyKey, inv.Attempt, host)
 	t.seqs.published(inv.RequestID, inv.Tool, inv.Attempt, inv.AttemptLimit)
 	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(fabric.StreamInvoke))
 	if err != nil {
@@ -218,16 +219,21 @@ func (t *HostTransport) Cancel(ctx context.Context, c protocol.Cancel) error {
 	if err := protocol.ValidateToolName(c.Tool); err != nil {
 		return err
 	}
-	data, err := t.codec.SealCancel(c)
+	data, err := t.codec.SealCancelRecord(c)
 	if err != nil {
 		return err
 	}
+	broadcast, err := t.codec.SealCancel(c)
+	if err != nil {
+		return err
+	}
+	broadcast.Subject = fabric.CancelSubject(c.Tool)
+	broadcast.Header.Set(fabric.HeaderHost, t.hostID)
 	record := &nats.Msg{Subject: cancelKVPrefix + fabric.CancelKey(c.RequestID), Data: data}
 	fut, err := t.js.PublishMsgAsync(record, jetstream.WithExpectStream(streamCancel))
 	if err != nil {
 		return fmt.Errorf("hostnats: cancel record of %q: %w", truncate(c.RequestID), err)
 	}
-	broadcast := &nats.Msg{Subject: fabric.CancelSubject(c.Tool), Data: data, Header: nats.Header{fabric.HeaderHost: []string{t.hostID}}}
 	return t.track(ctx, pendingAck{fut: fut, broadcast: broadcast})
 }
 
@@ -244,11 +250,13 @@ func (t *HostTransport) DenyStream(_ context.Context, d protocol.StreamDenied) e
 	if err := protocol.ValidateToolName(d.Tool); err != nil {
 		return err
 	}
-	data, err := t.codec.SealStreamDenied(d)
+	m, err := t.codec.SealStreamDenied(d)
 	if err != nil {
 		return err
 	}
-	return t.nc.PublishMsg(&nats.Msg{Subject: fabric.CancelSubject(d.Tool), Data: data, Header: nats.Header{fabric.HeaderHost: []string{t.hostID}}})
+	m.Subject = fabric.CancelSubject(d.Tool)
+	m.Header.Set(fabric.HeaderHost, t.hostID)
+	return t.nc.PublishMsg(m)
 }
 
 var _ hostloop.StreamDenier = (*HostTransport)(nil)
@@ -312,7 +320,7 @@ func (t *HostTransport) onEvent(m jetstream.Msg) {
 		return
 	}
 	defer t.active.Done()
-	msg, ok := t.open(m.Data(), m.Subject())
+	msg, ok := t.open(m.Headers(), m.Data(), m.Subject())
 	if !ok {
 		if md, err := m.Metadata(); err == nil && md.NumDelivered > 1 {
 			// A redelivery: a frame that failed would have been
@@ -334,14 +342,14 @@ func (t *HostTransport) onEvent(m jetstream.Msg) {
 // open authenticates a worker frame (a chunk, result or cancel
 // disposition; OpenWorker refuses other kinds) and applies the replay
 // window.
-func (t *HostTransport) open(data []byte, subject string) (protocol.WorkerMessage, bool) {
-	msg, seq, err := t.codec.OpenWorker(data)
+func (t *HostTransport) open(h nats.Header, data []byte, subject string) (protocol.WorkerMessage, bool) {
+	msg, seq, err := t.codec.OpenWorker(h, data)
 	if err != nil {
 		t.reject(classify(err), subject, err)
 		return protocol.WorkerMessage{}, false
 	}
-	reqID, attempt, _ := fabric.WorkerBinding(msg)
-	terminal := fabric.IsTerminal(msg)
+	reqID, attempt, _ := msg.WorkerBinding()
+	terminal := msg.IsTerminal()
 	if !t.window.accept(reqID, seq, terminal) {
 		t.reject(RejectReplayed, subject, fmt.Errorf("%w: %w: request %q seq %d already seen", fabric.ErrForged, protocol.ErrSequence, truncate(reqID), seq))
 		return protocol.WorkerMessage{}, false

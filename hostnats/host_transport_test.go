@@ -26,12 +26,15 @@ func newTransport(t *testing.T, env *fabricEnv, hostID string, opts ...hostnats.
 	return tr
 }
 
-// publishEvent JetStream-publishes data to host's events subject as a worker
-// would, and waits for it to be stored.
-func publishEvent(t *testing.T, env *fabricEnv, hostID, msgID string, data []byte) {
+// publishEvent JetStream-publishes frame to host's events subject as a
+// worker would, and waits for it to be stored.
+func publishEvent(t *testing.T, env *fabricEnv, hostID, msgID string, frame *nats.Msg) {
 	t.Helper()
 	m := nats.NewMsg(fabric.EventsSubject(hostID))
-	m.Data = data
+	for k, v := range frame.Header {
+		m.Header[k] = v
+	}
+	m.Data = frame.Data
 	m.Header.Set(fabric.HeaderMsgID, msgID)
 	m.Header.Set(fabric.HeaderWorker, "w1")
 	if _, err := env.js.PublishMsg(testCtx(t), m); err != nil {
@@ -39,7 +42,7 @@ func publishEvent(t *testing.T, env *fabricEnv, hostID, msgID string, data []byt
 	}
 }
 
-func sealResult(t *testing.T, req string, attempt, k uint32) []byte {
+func sealResult(t *testing.T, req string, attempt, k uint32) *nats.Msg {
 	t.Helper()
 	data, err := newCodec(t, testKey).SealWorker(req, attempt, k, protocol.ResultMessage(validResult(req, attempt)))
 	if err != nil {
@@ -69,7 +72,7 @@ func TestPublishStoresSealedInvocationWithHeaders(t *testing.T) {
 	if got := m.Headers().Get(fabric.HeaderHost); got != "h1" {
 		t.Fatalf("Splash-Host = %q", got)
 	}
-	got, err := newCodec(t, testKey).OpenInvoke(m.Data())
+	got, err := newCodec(t, testKey).OpenInvoke(m.Headers(), m.Data())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +198,10 @@ func TestForgedFramesAreRejectedAndCounted(t *testing.T) {
 	good := sealResult(t, "req-1", 1, 2)
 	events := []struct {
 		name string
-		data []byte
+		data *nats.Msg
 	}{
-		{"no tag", []byte(`{"session_id":"req-1","role":"worker","seq":4294967297,"msg":{"kind":"result"}}` + "\n")},
-		{"garbage", []byte("not json")},
+		{"no tag", fabric.FrameMsg(protocol.Frame{SessionID: "req-1", Role: protocol.RoleWorker, Sequence: 4294967297, Message: []byte(`{"kind":"result"}`)})},
+		{"garbage", &nats.Msg{Data: []byte("not json")}},
 		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), res)},
 		{"host role", mustFrame(t, testKey, "req-1", protocol.RoleHost, fabric.WorkerSeq(1, 1), res)},
 		{"tampered", tamper(mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1),
@@ -301,7 +304,7 @@ func TestCancelStoresRecordThenBroadcasts(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newCodec(t, testKey)
-	if got, err := c.OpenCancel(m.Data); err != nil || got != cancel {
+	if got, err := c.OpenCancel(m.Header, m.Data); err != nil || got != cancel {
 		t.Fatalf("broadcast = %+v, %v", got, err)
 	}
 	kv, err := fabric.CancelBucket(testCtx(t), env.js)

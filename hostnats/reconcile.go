@@ -62,7 +62,7 @@ func (t *HostTransport) Reconcile(ctx context.Context, sessionID, tool, operatio
 }
 
 func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationReconcileRequest) (protocol.OperationReconcileResult, error) {
-	data, err := t.codec.SealReconcile(req)
+	m, err := t.codec.SealReconcile(req)
 	if err != nil {
 		return protocol.OperationReconcileResult{}, err
 	}
@@ -80,7 +80,8 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	subject := fabric.ReconcileSubject(req.Tool)
-	m := &nats.Msg{Subject: subject, Reply: inbox, Data: data, Header: nats.Header{fabric.HeaderHost: []string{t.hostID}}}
+	m.Subject, m.Reply = subject, inbox
+	m.Header.Set(fabric.HeaderHost, t.hostID)
 	if err := t.nc.PublishMsg(m); err != nil {
 		return protocol.OperationReconcileResult{}, fmt.Errorf("hostnats: reconcile %q: %w", truncate(req.OperationKey), err)
 	}
@@ -98,7 +99,7 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 		if noResponders(reply) {
 			return protocol.OperationReconcileResult{}, fmt.Errorf("%w: no worker listens on %s", ErrNoReconcileAnswer, subject)
 		}
-		res, err := t.acceptReconciled(reply.Data, req)
+		res, err := t.acceptReconciled(reply, req)
 		if err == nil {
 			return res, nil
 		}
@@ -110,8 +111,8 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 }
 
 // acceptReconciled opens an answer and checks it is bound to req.
-func (t *HostTransport) acceptReconciled(data []byte, req protocol.OperationReconcileRequest) (protocol.OperationReconcileResult, error) {
-	res, err := t.codec.OpenReconciled(data)
+func (t *HostTransport) acceptReconciled(reply *nats.Msg, req protocol.OperationReconcileRequest) (protocol.OperationReconcileResult, error) {
+	res, err := t.codec.OpenReconciled(reply.Header, reply.Data)
 	if err != nil {
 		return protocol.OperationReconcileResult{}, err
 	}

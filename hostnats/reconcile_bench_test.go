@@ -37,7 +37,7 @@ func BenchmarkReconcile(b *testing.B) {
 	codec := newCodec(b, testKey)
 	payload := protocol.TextPayload("done")
 	sub, err := worker.QueueSubscribe(fabric.ReconcileSubject(reconcileTool), "workers", func(m *nats.Msg) {
-		req, err := codec.OpenReconcile(m.Data)
+		req, err := codec.OpenReconcile(m.Header, m.Data)
 		if err != nil {
 			return
 		}
@@ -49,7 +49,7 @@ func BenchmarkReconcile(b *testing.B) {
 		if err != nil {
 			return
 		}
-		_ = m.Respond(data)
+		_ = m.RespondMsg(data)
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -50,7 +50,7 @@ func ExampleHostTransport_Reconcile() {
 	// The worker: one of the pool answers each request.
 	codec, _ := fabric.NewCodec(key)
 	sub, err := nc.QueueSubscribe(fabric.ReconcileSubject("text.remote"), "workers", func(m *nats.Msg) {
-		req, err := codec.OpenReconcile(m.Data)
+		req, err := codec.OpenReconcile(m.Header, m.Data)
 		if err != nil {
 			return // unauthenticated: never answered
 		}
@@ -60,7 +60,7 @@ func ExampleHostTransport_Reconcile() {
 		}
 		res, _ := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
 		data, _ := codec.SealReconciled(res)
-		_ = m.Respond(data)
+		_ = m.RespondMsg(data)
 	})
 	if err != nil {
 		panic(err)

@@ -22,11 +22,11 @@ const reconcileTool = "text.remote"
 // authenticated and handed to answer, which returns the frames to reply
 // with, in order (none: it stays silent); raw is the request's frame as
 // the host sent it. Requests that fail to open are reported on the test.
-func respond(t *testing.T, env *fabricEnv, tool string, answer func(req protocol.OperationReconcileRequest, raw []byte) [][]byte) {
+func respond(t *testing.T, env *fabricEnv, tool string, answer func(req protocol.OperationReconcileRequest, raw *nats.Msg) []*nats.Msg) {
 	t.Helper()
 	codec := newCodec(t, testKey)
 	sub, err := env.nc.QueueSubscribe(fabric.ReconcileSubject(tool), "workers", func(m *nats.Msg) {
-		req, err := codec.OpenReconcile(m.Data)
+		req, err := codec.OpenReconcile(m.Header, m.Data)
 		if err != nil {
 			t.Errorf("reconcile request: %v", err)
 			return
@@ -34,8 +34,8 @@ func respond(t *testing.T, env *fabricEnv, tool string, answer func(req protocol
 		if got := m.Header.Get(fabric.HeaderHost); got != "h1" {
 			t.Errorf("Splash-Host = %q", got)
 		}
-		for _, data := range answer(req, m.Data) {
-			if err := m.Respond(data); err != nil {
+		for _, data := range answer(req, &nats.Msg{Header: m.Header, Data: m.Data}) {
+			if err := m.RespondMsg(data); err != nil {
 				t.Errorf("respond: %v", err)
 			}
 		}
@@ -50,7 +50,7 @@ func respond(t *testing.T, env *fabricEnv, tool string, answer func(req protocol
 }
 
 // sealAnswer seals status as the worker's answer to req under key.
-func sealAnswer(t *testing.T, key protocol.SessionKey, req protocol.OperationReconcileRequest, status protocol.OperationStatus) []byte {
+func sealAnswer(t *testing.T, key protocol.SessionKey, req protocol.OperationReconcileRequest, status protocol.OperationStatus) *nats.Msg {
 	t.Helper()
 	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
 	if err != nil {
@@ -80,8 +80,8 @@ func TestReconcileAnswersEachStatus(t *testing.T) {
 	for _, tc := range cases {
 		byKey[tc.key] = tc.status
 	}
-	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, _ []byte) [][]byte {
-		return [][]byte{sealAnswer(t, testKey, req, byKey[req.OperationKey])}
+	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, _ *nats.Msg) []*nats.Msg {
+		return []*nats.Msg{sealAnswer(t, testKey, req, byKey[req.OperationKey])}
 	})
 	seen := map[string]bool{}
 	for _, tc := range cases {
@@ -116,38 +116,34 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 	succeeded := protocol.StatusSucceeded(protocol.TextPayload("done"))
 
 	// An honest exchange, captured: its answer is what a replay sends.
-	var captured atomic.Pointer[[]byte]
-	type answerFunc = func(req protocol.OperationReconcileRequest, raw []byte) []byte
+	var captured atomic.Pointer[nats.Msg]
+	type answerFunc = func(req protocol.OperationReconcileRequest, raw *nats.Msg) *nats.Msg
 	var mode atomic.Pointer[answerFunc]
-	honest := answerFunc(func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+	honest := answerFunc(func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
 		return sealAnswer(t, testKey, req, succeeded)
 	})
 	mode.Store(&honest)
-	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, raw []byte) [][]byte {
+	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, raw *nats.Msg) []*nats.Msg {
 		data := (*mode.Load())(req, raw)
 		if captured.Load() == nil {
-			captured.Store(&data)
+			captured.Store(&nats.Msg{Header: data.Header, Data: data.Data})
 		}
-		return [][]byte{data}
+		return []*nats.Msg{data}
 	})
 	if _, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a"); err != nil {
 		t.Fatal(err)
 	}
-	replayed := *captured.Load()
+	replayed := captured.Load()
 
-	sealRaw := func(key protocol.SessionKey, session string, seq uint64, msg protocol.WorkerMessage) []byte {
+	sealRaw := func(key protocol.SessionKey, session string, seq uint64, msg protocol.WorkerMessage) *nats.Msg {
 		f, err := protocol.SealFrame(key, session, protocol.RoleWorker, seq, msg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := f.ToJSONLine()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
+		return fabric.FrameMsg(f)
 	}
 	altered := func(change func(*protocol.OperationReconcileResult)) answerFunc {
-		return func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+		return func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
 			res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
 			if err != nil {
 				t.Fatal(err)
@@ -164,32 +160,32 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 		want   []error
 		reason string
 	}{
-		{"forged: another key", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+		{"forged: another key", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
 			return sealAnswer(t, otherKey, req, succeeded)
 		}, []error{fabric.ErrForged, protocol.ErrBadTag}, hostnats.RejectBadTag},
-		{"forged: garbage", func(protocol.OperationReconcileRequest, []byte) []byte {
-			return []byte(`{"kind":"reconciled_operation"}`)
+		{"forged: garbage", func(protocol.OperationReconcileRequest, *nats.Msg) *nats.Msg {
+			return &nats.Msg{Data: []byte(`{"kind":"reconciled_operation"}`)}
 		}, []error{fabric.ErrForged}, hostnats.RejectMalformed},
-		{"forged: the host's own request reflected", func(_ protocol.OperationReconcileRequest, raw []byte) []byte {
+		{"forged: the host's own request reflected", func(_ protocol.OperationReconcileRequest, raw *nats.Msg) *nats.Msg {
 			return raw
 		}, []error{fabric.ErrForged, protocol.ErrWrongRole}, hostnats.RejectWrongRole},
-		{"forged: an operation's result frame", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+		{"forged: an operation's result frame", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
 			data, err := newCodec(t, testKey).SealWorker(req.RequestID, 1, 1, protocol.ResultMessage(validResult(req.RequestID, 1)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return data
 		}, []error{fabric.ErrForged, protocol.ErrInvalidMessage}, hostnats.RejectInvalid},
-		{"forged: an operation's sequence", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+		{"forged: an operation's sequence", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
 			res, _ := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
 			return sealRaw(testKey, req.RequestID, fabric.WorkerSeq(1, 1), protocol.ReconciledMessage(res))
 		}, []error{fabric.ErrForged, protocol.ErrSequence}, hostnats.RejectSequence},
-		{"forged: sealed for another session", func(req protocol.OperationReconcileRequest, _ []byte) []byte {
+		{"forged: sealed for another session", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
 			res, _ := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
 			return sealRaw(testKey, "rc-other", fabric.ReconcileSeq, protocol.ReconciledMessage(res))
 		}, []error{fabric.ErrForged, protocol.ErrInvalidSession}, hostnats.RejectSession},
-		{"replayed: the answer to an earlier request", func(protocol.OperationReconcileRequest, []byte) []byte {
-			return replayed
+		{"replayed: the answer to an earlier request", func(protocol.OperationReconcileRequest, *nats.Msg) *nats.Msg {
+			return &nats.Msg{Header: replayed.Header, Data: replayed.Data}
 		}, []error{hostnats.ErrReconcileReplayed}, hostnats.RejectReplayed},
 		{"mismatched: another operation key", altered(func(r *protocol.OperationReconcileResult) { r.OperationKey = "op-other" }),
 			[]error{hostnats.ErrReconcileMismatch, protocol.ErrInvalidMessage}, hostnats.RejectInvalid},
@@ -221,8 +217,8 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 func TestReconcileForgeryDoesNotHideTheAnswer(t *testing.T) {
 	env := newEnv(t)
 	tr := newTransport(t, env, "h1")
-	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, _ []byte) [][]byte {
-		return [][]byte{
+	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, _ *nats.Msg) []*nats.Msg {
+		return []*nats.Msg{
 			sealAnswer(t, otherKey, req, protocol.StatusUnknown()),
 			sealAnswer(t, testKey, req, protocol.StatusCancelled()),
 		}
@@ -249,7 +245,7 @@ func TestReconcileWithoutAnAnswer(t *testing.T) {
 	})
 	t.Run("the worker stays silent", func(t *testing.T) {
 		heard := make(chan struct{}, 1)
-		respond(t, env, reconcileTool, func(protocol.OperationReconcileRequest, []byte) [][]byte {
+		respond(t, env, reconcileTool, func(protocol.OperationReconcileRequest, *nats.Msg) []*nats.Msg {
 			heard <- struct{}{}
 			return nil
 		})
@@ -270,7 +266,7 @@ func TestReconcileEndsWithItsCallerOrTransport(t *testing.T) {
 	env := newEnv(t)
 	tr := newTransport(t, env, "h1", hostnats.WithReconcileTimeout(time.Minute))
 	heard := make(chan struct{}, 4)
-	respond(t, env, reconcileTool, func(protocol.OperationReconcileRequest, []byte) [][]byte {
+	respond(t, env, reconcileTool, func(protocol.OperationReconcileRequest, *nats.Msg) []*nats.Msg {
 		heard <- struct{}{}
 		return nil
 	})

@@ -59,17 +59,17 @@
 //
 //	{"session_id":"...","role":"host","seq":1,"msg":{...},"tag":"<64 lowercase hex>"}
 //
-// followed by a newline. Because the tag covers msg byte for byte,
+// followed by a newline: the form stdio tools speak. (Over NATS, package
+// fabric carries session, role, sequence and tag in headers and msg as the
+// body.) Because the tag covers msg byte for byte,
 // ToJSONLine and ParseJSONLine keep it verbatim; re-encoding a Frame with
 // encoding/json may not. ParseJSONLine refuses lines over
 // DefaultMaxFrameBytes (ErrFrameTooLarge) before it parses them, and
 // anything that is not exactly one frame (ErrMalformedFrame): unknown or
-// missing fields, trailing data, a newline inside the line. A line spelled
-// exactly as ToJSONLine writes it, and a message body whose keys are
-// spelled as in the struct tags, are read by a small lexer instead of
-// encoding/json; anything else (another layout, a repeated or differently
-// cased key, null, invalid UTF-8) goes to the strict encoding/json decoder,
-// so both paths accept and refuse the same input.
+// missing fields, trailing data, a newline inside the line. Frames, and the
+// messages inside them, are read and written with encoding/json (the
+// message strictly: unknown fields are refused); only the line's layout
+// around the verbatim message is spelled by hand.
 //
 // # Errors
 //

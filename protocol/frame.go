@@ -48,28 +48,31 @@ func (f Frame) ToJSONLine() ([]byte, error) {
 	if err := f.checkShape(); err != nil {
 		return nil, err
 	}
-	// Message is spliced in raw, so it must be one JSON value and must not
-	// break the line.
-	if bytes.IndexByte(f.Message, '\n') >= 0 || !validJSON(f.Message) {
+	// Message is spliced in raw, since encoding/json would compact and
+	// re-escape it. A decoder hands back a value's own bytes without the
+	// whitespace around it, so Message must be exactly one JSON object,
+	// from its '{' to its '}', and must not break the line.
+	if bytes.IndexByte(f.Message, '\n') >= 0 || f.Message[len(f.Message)-1] != '}' || !json.Valid(f.Message) {
 		return nil, fmt.Errorf("%w: msg is not one line of JSON", ErrMalformedFrame)
 	}
-	// The layout is spelled once, in lineparse.go, so that parseExactLine
-	// reads exactly what is written here.
-	role := lineRoleHost
-	if f.Role == RoleWorker {
-		role = lineRoleWorker
+	// The session id is valid UTF-8 (checkShape), so its JSON string
+	// decodes back to exactly the bytes the tag covers.
+	session, err := json.Marshal(f.SessionID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformedFrame, err)
 	}
-	b := make([]byte, 0, len(linePrefix)+2+len(lineRoleWorker)+len(lineMsg)+len(lineTag)+len(lineEnd)+1+
-		2*len(f.SessionID)+20+len(f.Message)+len(f.Tag))
-	b = append(b, linePrefix...)
-	b = appendJSONString(b, f.SessionID)
-	b = append(b, role...)
+	b := make([]byte, 0, 64+len(session)+len(f.Message)+len(f.Tag))
+	b = append(b, `{"session_id":`...)
+	b = append(b, session...)
+	b = append(b, `,"role":"`...)
+	b = append(b, f.Role.String()...)
+	b = append(b, `","seq":`...)
 	b = strconv.AppendUint(b, f.Sequence, 10)
-	b = append(b, lineMsg...)
+	b = append(b, `,"msg":`...)
 	b = append(b, f.Message...)
-	b = append(b, lineTag...)
+	b = append(b, `,"tag":"`...)
 	b = append(b, f.Tag...)
-	b = append(b, lineEnd+"\n"...)
+	b = append(b, "\"}\n"...)
 	return b, nil
 }
 
@@ -85,7 +88,8 @@ func ParseJSONLine(line []byte) (Frame, error) {
 // field present, no unknown fields, nothing after the object, no newline
 // inside it. An over-long line is ErrFrameTooLarge, checked before any
 // parsing; every other refusal wraps ErrMalformedFrame. Parsing does not
-// authenticate; pass the frame to Verify or Open.
+// authenticate; pass the frame to Verify or Open. Message keeps the exact
+// bytes of the line's msg value, which the tag covers.
 func ParseJSONLineLimit(line []byte, max int) (Frame, error) {
 	if max <= 0 {
 		max = DefaultMaxFrameBytes
@@ -97,14 +101,9 @@ func ParseJSONLineLimit(line []byte, max int) (Frame, error) {
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		return Frame{}, fmt.Errorf("%w: newline at byte %d of a frame line", ErrMalformedFrame, i)
 	}
-	// Lines as ToJSONLine writes them skip encoding/json; any other
-	// spelling gets the strict decoder, which has the last word.
-	f, ok := parseExactLine(line)
-	if !ok {
-		var err error
-		if f, err = parseLineStrict(line); err != nil {
-			return Frame{}, err
-		}
+	var f Frame
+	if err := decodeStrict(line, &f); err != nil {
+		return Frame{}, fmt.Errorf("%w: %v", ErrMalformedFrame, err)
 	}
 	if err := f.checkShape(); err != nil {
 		if !isMalformed(err) {
@@ -115,19 +114,17 @@ func ParseJSONLineLimit(line []byte, max int) (Frame, error) {
 	return f, nil
 }
 
-// parseLineStrict is ParseJSONLineLimit's slow path, kept apart so that its
-// Frame, which encoding/json makes escape, is not the fast path's.
-func parseLineStrict(line []byte) (Frame, error) {
-	var f Frame
-	if err := decodeStrict(line, &f); err != nil {
-		return Frame{}, fmt.Errorf("%w: %v", ErrMalformedFrame, err)
-	}
-	return f, nil
+// CheckShape checks everything about a frame that does not need the key,
+// so a frame that passes can be hashed and its tag decoded without further
+// checks: a session id of at most MaxSessionIDBytes of UTF-8, a role, a
+// sequence from 1, a message that starts as a JSON object, and a tag of
+// 2*AuthTagBytes lowercase hex digits. A transport that carries frames in
+// another layout than the JSON line checks its frames with it before
+// verifying them.
+func (f Frame) CheckShape() error {
+	return f.checkShape()
 }
 
-// checkShape checks everything about a frame that does not need the key,
-// so a frame that passes can be hashed and its tag decoded without further
-// checks.
 func (f Frame) checkShape() error {
 	if err := validateSessionID(f.SessionID); err != nil {
 		return err
@@ -194,35 +191,4 @@ func isLowerHex[T string | []byte](s T, n int) bool {
 		}
 	}
 	return true
-}
-
-// appendJSONString appends s as a JSON string. s is valid UTF-8 (checked by
-// validateSessionID), so only quotes, backslashes and control bytes need
-// escaping, and decoding gives back exactly s.
-func appendJSONString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

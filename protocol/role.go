@@ -47,6 +47,18 @@ func (r SessionRole) Validate() error {
 	return nil
 }
 
+// ParseSessionRole reads a role's wire name, "host" or "worker"; anything
+// else is ErrWrongRole.
+func ParseSessionRole(name string) (SessionRole, error) {
+	switch name {
+	case "host":
+		return RoleHost, nil
+	case "worker":
+		return RoleWorker, nil
+	}
+	return 0, fmt.Errorf("%w: %q", ErrWrongRole, truncateString(name))
+}
+
 // MarshalJSON writes the role's name as a JSON string.
 func (r SessionRole) MarshalJSON() ([]byte, error) {
 	if err := r.Validate(); err != nil {

@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/splashfabric/splashfabric/protocol"
@@ -57,5 +58,25 @@ func TestSessionRoleJSONIsItsName(t *testing.T) {
 	}
 	if _, err := json.Marshal(protocol.SessionRole(0)); err == nil {
 		t.Fatal("marshalled the zero role")
+	}
+}
+
+func TestParseSessionRole(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    protocol.SessionRole
+		wantErr error
+	}{
+		{"host", protocol.RoleHost, nil},
+		{"worker", protocol.RoleWorker, nil},
+		{"Host", 0, protocol.ErrWrongRole},
+		{"", 0, protocol.ErrWrongRole},
+		{"SessionRole(1)", 0, protocol.ErrWrongRole},
+	}
+	for _, tc := range tests {
+		got, err := protocol.ParseSessionRole(tc.in)
+		if got != tc.want || !errors.Is(err, tc.wantErr) {
+			t.Errorf("ParseSessionRole(%q) = %v, %v; want %v, %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package protocol
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Validate checks that exactly the payload named by Kind is set and that the
 // payload obeys its own rules (listed on each payload's Validate). Seal calls
@@ -75,7 +78,7 @@ func (p WorkerPayload) Validate() error {
 		if p.Text != "" {
 			return fmt.Errorf("%w: json payload carries text", ErrInvalidMessage)
 		}
-		if !validJSON(p.JSON) {
+		if !json.Valid(p.JSON) {
 			return fmt.Errorf("%w: json payload is not one JSON value", ErrInvalidMessage)
 		}
 	default:

@@ -388,17 +388,19 @@ func TestForgedInvoke(t *testing.T) {
 	must(t, err)
 	forgeries := []struct {
 		name string
-		data []byte
+		data *nats.Msg
 		host string
 	}{
-		{name: "garbage", data: []byte("not a frame\n"), host: e.hostID},
+		{name: "garbage", data: &nats.Msg{Data: []byte("not a frame\n")}, host: e.hostID},
 		{name: "cancel frame on the invoke subject", data: cancelFrame, host: e.hostID},
 		{name: "no host header", data: sealed},
 		{name: "invoke of another tool", data: otherSealed, host: e.hostID},
 	}
 	for i, f := range forgeries {
-		m := nats.NewMsg(subject)
-		m.Data = f.data
+		m := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: f.data.Data}
+		for k, v := range f.data.Header {
+			m.Header[k] = v
+		}
 		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("forged-%d", i))
 		if f.host != "" {
 			m.Header.Set(fabric.HeaderHost, f.host)
@@ -635,7 +637,8 @@ func TestForgedCancelIgnored(t *testing.T) {
 	must(t, err)
 	data, err := forger.SealCancel(protocol.Cancel{RequestID: inv.RequestID, Tool: inv.Tool, Attempt: 1, IdempotencyKey: inv.IdempotencyKey})
 	must(t, err)
-	must(t, e.nc.Publish(fabric.CancelSubject(inv.Tool), data))
+	data.Subject = fabric.CancelSubject(inv.Tool)
+	must(t, e.nc.PublishMsg(data))
 	testwait.Until(t, 0, "forged cancel counted", func() bool { return a.Stats().Forged == 1 })
 	close(release)
 	if res := e.result(t); res.Status != protocol.ResultSucceeded || res.Payload.Text != "kept" {

@@ -99,7 +99,7 @@ func benchRoundTrip(b *testing.B, journalKind string, idempotent bool, window in
 	lat := make([]int64, b.N)
 	answers := make(chan struct{}, window)
 	sub, err := hostNC.Subscribe(fabric.EventsSubject("bench"), func(m *nats.Msg) {
-		msg, _, err := codec.OpenWorker(m.Data)
+		msg, _, err := codec.OpenWorker(m.Header, m.Data)
 		if err != nil {
 			b.Error(err)
 			return
@@ -119,8 +119,8 @@ func benchRoundTrip(b *testing.B, journalKind string, idempotent bool, window in
 			Attempt: 1, AttemptLimit: 1, IdempotencyKey: "bench/" + strconv.Itoa(i)}
 		data, _ := codec.SealInvoke(inv)
 		starts[i].Store(time.Now().UnixNano())
-		m := nats.NewMsg(subject)
-		m.Data = data
+		m := data
+		m.Subject = subject
 		m.Header.Set(fabric.HeaderMsgID, fabric.MsgID(inv.IdempotencyKey, 1))
 		m.Header.Set(fabric.HeaderHost, "bench")
 		if _, err := hostJS.PublishMsgAsync(m); err != nil {

@@ -19,7 +19,7 @@ import (
 // unsupported if its tool is not cancellable; a finished one has its
 // result on the way.
 func (a *Agent) onCancel(t *tool, m *nats.Msg) {
-	msg, err := a.codec.OpenControl(m.Data)
+	msg, err := a.codec.OpenControl(m.Header, m.Data)
 	if err == nil && msg.Kind == protocol.KindStreamDenied {
 		a.onStreamDenied(t, *msg.Denied)
 		return

@@ -195,7 +195,7 @@ func (a *Agent) applyCancelEntry(e jetstream.KeyValueEntry) {
 		a.cancels.forget(e.Key())
 		return
 	}
-	c, err := a.codec.OpenCancel(e.Value())
+	c, err := a.codec.OpenCancelRecord(e.Value())
 	if err == nil && fabric.CancelKey(c.RequestID) != e.Key() {
 		err = errors.New("cancel record stored under another request's key")
 	}

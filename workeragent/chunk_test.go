@@ -44,7 +44,7 @@ func TestChunksStoredOnEventsStreamBeforeResult(t *testing.T) {
 	for seq := uint64(1); seq <= n+1; seq++ {
 		raw, err := s.GetMsg(ctx, seq)
 		must(t, err)
-		msg, wseq, err := e.codec.OpenWorker(raw.Data)
+		msg, wseq, err := e.codec.OpenWorker(raw.Header, raw.Data)
 		must(t, err)
 		_, k := fabric.SplitWorkerSeq(wseq)
 		wantID := fabric.ChunkMsgID(inv.RequestID, 1, k)

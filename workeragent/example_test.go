@@ -77,8 +77,8 @@ func ExampleAgent() {
 	}
 	data, _ := codec.SealInvoke(inv)
 	subject, _ := fabric.InvokeSubject(inv.Tool)
-	m := nats.NewMsg(subject)
-	m.Data = data
+	m := data
+	m.Subject = subject
 	m.Header.Set(fabric.HeaderMsgID, fabric.MsgID(inv.IdempotencyKey, inv.Attempt))
 	m.Header.Set(fabric.HeaderHost, "host-1")
 	if _, err := js.PublishMsg(ctx, m); err != nil {
@@ -90,7 +90,7 @@ func ExampleAgent() {
 		fmt.Println(err)
 		return
 	}
-	reply, _, err := codec.OpenWorker(answer.Data)
+	reply, _, err := codec.OpenWorker(answer.Header, answer.Data)
 	if err != nil {
 		fmt.Println(err)
 		return

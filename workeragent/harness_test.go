@@ -71,7 +71,7 @@ func newEnv(t *testing.T) *env {
 	})
 	must(t, err)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		msg, _, err := e.codec.OpenWorker(m.Data())
+		msg, _, err := e.codec.OpenWorker(m.Headers(), m.Data())
 		switch {
 		case err != nil:
 			t.Errorf("event frame: %v", err)
@@ -215,8 +215,8 @@ func (e *env) publishSealed(c *fabric.Codec, inv protocol.Invoke, msgID string) 
 	must(e.t, err)
 	subject, err := fabric.InvokeSubject(inv.Tool)
 	must(e.t, err)
-	m := nats.NewMsg(subject)
-	m.Data = data
+	m := data
+	m.Subject = subject
 	m.Header.Set(jetstream.MsgIDHeader, msgID)
 	m.Header.Set(fabric.HeaderHost, e.hostID)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -230,17 +230,20 @@ func (e *env) publishSealed(c *fabric.Codec, inv protocol.Invoke, msgID string) 
 func (e *env) cancel(inv protocol.Invoke, record bool) {
 	e.t.Helper()
 	c := protocol.Cancel{RequestID: inv.RequestID, Tool: inv.Tool, Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey}
-	data, err := e.codec.SealCancel(c)
+	m, err := e.codec.SealCancel(c)
 	must(e.t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if record {
+		data, err := e.codec.SealCancelRecord(c)
+		must(e.t, err)
 		kv, err := fabric.CancelBucket(ctx, e.js)
 		must(e.t, err)
 		_, err = kv.Put(ctx, fabric.CancelKey(inv.RequestID), data)
 		must(e.t, err)
 	}
-	must(e.t, e.nc.Publish(fabric.CancelSubject(inv.Tool), data))
+	m.Subject = fabric.CancelSubject(inv.Tool)
+	must(e.t, e.nc.PublishMsg(m))
 	must(e.t, e.nc.Flush())
 }
 

@@ -24,7 +24,7 @@ func (e *env) allResults(t *testing.T) chan protocol.Result {
 	t.Helper()
 	ch := make(chan protocol.Result, 16)
 	sub, err := e.nc.Subscribe(fabric.EventsSubject(e.hostID), func(m *nats.Msg) {
-		if msg, _, err := e.codec.OpenWorker(m.Data); err == nil && msg.Result != nil {
+		if msg, _, err := e.codec.OpenWorker(m.Header, m.Data); err == nil && msg.Result != nil {
 			ch <- *msg.Result
 		}
 	})

@@ -34,7 +34,7 @@ func (a *Agent) startReconcile(t *tool) error {
 // journal holds. A journal that cannot be read is no answer either; the
 // host asks again.
 func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
-	req, err := a.codec.OpenReconcile(m.Data)
+	req, err := a.codec.OpenReconcile(m.Header, m.Data)
 	if err == nil && req.Tool != t.name {
 		err = fmt.Errorf("%w: reconcile for tool %q on the subject of %q", errWrongSubject, req.Tool, t.name)
 	}
@@ -53,9 +53,9 @@ func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
 		return
 	}
 	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
-	var data []byte
+	var answer *nats.Msg
 	if err == nil {
-		data, err = a.codec.SealReconciled(res)
+		answer, err = a.codec.SealReconciled(res)
 	}
 	if err != nil {
 		// A stored result that no longer validates (say, a payload over
@@ -63,7 +63,7 @@ func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
 		a.log.Warn("reconcile: answer not sealed", "tool", t.name, "request", req.RequestID, "err", err)
 		return
 	}
-	if err := m.Respond(data); err != nil {
+	if err := m.RespondMsg(answer); err != nil {
 		a.log.Warn("reconcile: answer not sent", "tool", t.name, "request", req.RequestID, "err", err)
 		return
 	}

@@ -199,12 +199,13 @@ func TestReconcilePoolAnswersOnce(t *testing.T) {
 		data, err := codec.SealReconcile(req)
 		must(t, err)
 		asked[req.RequestID] = true
-		must(t, e.nc.PublishRequest(fabric.ReconcileSubject("text.remote"), inbox, data))
+		data.Subject, data.Reply = fabric.ReconcileSubject("text.remote"), inbox
+		must(t, e.nc.PublishMsg(data))
 	}
 	answered := map[string]int{}
 	for range n {
 		m := testwait.Receive(t, 0, "an answer", replies)
-		res, err := codec.OpenReconciled(m.Data)
+		res, err := codec.OpenReconciled(m.Header, m.Data)
 		must(t, err)
 		if !asked[res.RequestID] {
 			t.Fatalf("answer to %q, never asked", res.RequestID)
@@ -244,7 +245,7 @@ func TestReconcileDropsBadRequests(t *testing.T) {
 	must(t, err)
 	forger, err := fabric.NewCodec(other)
 	must(t, err)
-	seal := func(c *fabric.Codec, tool string) []byte {
+	seal := func(c *fabric.Codec, tool string) *nats.Msg {
 		req, err := fabric.NewReconcileRequest("session-1", tool, "op-a")
 		must(t, err)
 		data, err := c.SealReconcile(req)
@@ -256,11 +257,11 @@ func TestReconcileDropsBadRequests(t *testing.T) {
 	subject := fabric.ReconcileSubject("text.remote")
 	cases := []struct {
 		name  string
-		data  []byte
+		data  *nats.Msg
 		reply bool
 	}{
 		{"another key", seal(forger, "text.remote"), true},
-		{"garbage", []byte("not a frame"), true},
+		{"garbage", &nats.Msg{Data: []byte("not a frame")}, true},
 		{"an invocation frame", inv, true},
 		{"another tool's request", seal(e.codec, "text.other"), true},
 		{"no reply subject", seal(e.codec, "text.remote"), false},
@@ -268,12 +269,14 @@ func TestReconcileDropsBadRequests(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.reply {
-				_, err := e.nc.Request(subject, tc.data, 300*time.Millisecond)
+				tc.data.Subject = subject
+				_, err := e.nc.RequestMsg(tc.data, 300*time.Millisecond)
 				if !errors.Is(err, nats.ErrTimeout) {
 					t.Fatalf("request = %v, want no answer", err)
 				}
 			} else {
-				must(t, e.nc.Publish(subject, tc.data))
+				tc.data.Subject = subject
+				must(t, e.nc.PublishMsg(tc.data))
 			}
 			testwait.Until(t, 0, "the refusal counted", func() bool { return a.Stats().Forged == uint64(i+1) })
 		})

@@ -19,7 +19,7 @@ func (a *Agent) openInvoke(m jetstream.Msg) (protocol.Invoke, string, error) {
 	if err := fabric.ValidateHostID(host); err != nil {
 		return protocol.Invoke{}, "", err
 	}
-	inv, err := a.codec.OpenInvoke(m.Data())
+	inv, err := a.codec.OpenInvoke(m.Headers(), m.Data())
 	if err != nil {
 		return protocol.Invoke{}, "", err
 	}
@@ -32,12 +32,11 @@ func (a *Agent) openInvoke(m jetstream.Msg) (protocol.Invoke, string, error) {
 // delivers) the chunks before it. A failure arrives later at
 // onChunkPublishError; the message id dedupes a republish of frame k.
 func (a *Agent) publishChunk(e *execution, c protocol.Chunk, k uint32) error {
-	data, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, k, protocol.ChunkMessage(c))
+	m, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, k, protocol.ChunkMessage(c))
 	if err != nil {
 		return err
 	}
-	m := nats.NewMsg(fabric.EventsSubject(e.host))
-	m.Data = data
+	m.Subject = fabric.EventsSubject(e.host)
 	m.Header.Set(fabric.HeaderMsgID, fabric.ChunkMsgID(e.inv.RequestID, e.inv.Attempt, k))
 	m.Header.Set(fabric.HeaderWorker, a.cfg.WorkerID)
 	if _, err := a.chunkJS.PublishMsgAsync(m); err != nil {
@@ -75,12 +74,11 @@ func eventKind(msg protocol.WorkerMessage) protocol.MessageKind {
 // stream has stored it. The message id makes a replay of the same answer
 // a no-op within the duplicate window.
 func (a *Agent) sendEvent(e *execution, msg protocol.WorkerMessage, k uint32) (jetstream.PubAckFuture, error) {
-	data, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, max(k, 1), msg)
+	m, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, max(k, 1), msg)
 	if err != nil {
 		return nil, err
 	}
-	m := nats.NewMsg(fabric.EventsSubject(e.host))
-	m.Data = data
+	m.Subject = fabric.EventsSubject(e.host)
 	m.Header.Set(fabric.HeaderMsgID, fabric.EventMsgID(e.inv.RequestID, e.inv.Attempt, eventKind(msg)))
 	m.Header.Set(fabric.HeaderWorker, a.cfg.WorkerID)
 	return a.js.PublishMsgAsync(m)

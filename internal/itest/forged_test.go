@@ -40,7 +40,7 @@ func TestForgedFramesRejected(t *testing.T) {
 	orig := invokes.wait(t, 1)[0]
 	op := c.liveOp(id)
 	testwait.Until(t, 0, "the genuine run", func() bool { return fx.count() == 1 })
-	inv, err := c.codec.OpenInvoke(orig.Data)
+	inv, err := c.codec.OpenInvoke(orig.Header, orig.Data)
 	must(t, err)
 	n := 0
 	header := func(h nats.Header) nats.Header {
@@ -58,8 +58,8 @@ func TestForgedFramesRejected(t *testing.T) {
 	must(t, err)
 	reflected, err := c.codec.SealWorker(inv.RequestID, 1, 1, protocol.ChunkMessage(protocol.Chunk{RequestID: inv.RequestID, Sequence: 1, Text: "x"}))
 	must(t, err)
-	for _, data := range [][]byte{stripTag(t, orig.Data), wrongKey, reflected} {
-		c.republish(invokeSubject, data, header(orig.Header))
+	for _, f := range []*nats.Msg{stripTag(t, orig), wrongKey, reflected} {
+		c.republish(invokeSubject, f.Data, header(frameHeader(orig.Header, f)))
 	}
 	testwait.Until(t, 0, "the worker to reject three forged invocations", func() bool { return w.Stats().Forged == 3 })
 	// A verbatim replay under a new message id authenticates; the journal
@@ -74,11 +74,12 @@ func TestForgedFramesRejected(t *testing.T) {
 	must(t, err)
 	wrongKeyResult, err := otherCodec(t).SealWorker(op.RequestID, 1, 1, result)
 	must(t, err)
-	c.republish(eventsSubject, stripTag(t, genuine), header(nil))
-	c.republish(eventsSubject, wrongKeyResult, header(nil))
+	for _, f := range []*nats.Msg{stripTag(t, genuine), wrongKeyResult} {
+		c.republish(eventsSubject, f.Data, header(f.Header))
+	}
 	wrongKeyChunk, err := otherCodec(t).SealWorker(op.RequestID, 1, 1, protocol.ChunkMessage(protocol.Chunk{RequestID: op.RequestID, Sequence: 1, Text: "forged"}))
 	must(t, err)
-	c.republish(eventsSubject, wrongKeyChunk, header(nil))
+	c.republish(eventsSubject, wrongKeyChunk.Data, header(wrongKeyChunk.Header))
 	rejected := func() uint64 {
 		r := c.tr.Rejected()
 		return r[hostnats.RejectBadTag] + r[hostnats.RejectMalformed]

@@ -3,7 +3,6 @@ package itest
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -364,15 +363,30 @@ func (c *cluster) republish(subject string, data []byte, header nats.Header) *je
 	return ack
 }
 
-// stripTag removes the tag from a sealed frame.
-func stripTag(t testing.TB, frame []byte) []byte {
+// stripTag returns a sealed frame without its tag.
+func stripTag(t testing.TB, frame *nats.Msg) *nats.Msg {
 	t.Helper()
-	var m map[string]json.RawMessage
-	must(t, json.Unmarshal(frame, &m))
-	delete(m, "tag")
-	out, err := json.Marshal(m)
-	must(t, err)
-	return append(out, '\n')
+	h := nats.Header{}
+	for k, v := range frame.Header {
+		h[k] = append([]string(nil), v...)
+	}
+	h.Del(fabric.HeaderTag)
+	return &nats.Msg{Header: h, Data: frame.Data}
+}
+
+// frameHeader returns base with its frame headers replaced by frame's.
+func frameHeader(base nats.Header, frame *nats.Msg) nats.Header {
+	h := nats.Header{}
+	for k, v := range base {
+		h[k] = append([]string(nil), v...)
+	}
+	for _, k := range []string{fabric.HeaderSession, fabric.HeaderRole, fabric.HeaderSeq, fabric.HeaderTag} {
+		h.Del(k)
+	}
+	for k, v := range frame.Header {
+		h[k] = append([]string(nil), v...)
+	}
+	return h
 }
 
 // otherCodec seals under a key the cluster does not know.
