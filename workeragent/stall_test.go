@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
@@ -59,10 +58,9 @@ func TestNoStallUnderFullSlots(t *testing.T) {
 	defer close(stop)
 	for range flood {
 		inv := e.newInvoke("echo", "x")
-		data, err := e.codec.SealInvoke(inv)
+		m, err := e.codec.SealInvoke(inv)
 		must(t, err)
-		m := nats.NewMsg(subject)
-		m.Data = data
+		m.Subject = subject
 		m.Header.Set(jetstream.MsgIDHeader, inv.IdempotencyKey+"/1")
 		m.Header.Set(fabric.HeaderHost, e.hostID)
 		if _, err := e.js.PublishMsgAsync(m); err != nil {
