@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -333,26 +332,19 @@ func TestSubmitWaitsForTheEnd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newAPIEnv(t, nil)
 			if tt.finish {
+				// The submit's first event says the session exists;
+				// it ends then, while the answer waits.
+				events, cancel := e.events.Subscribe("s-1")
 				answered := make(chan struct{})
-				defer close(answered)
-				go func() {
-					// The session exists once the backend took it.
-					for {
-						select {
-						case <-answered:
-							return
-						default:
-						}
-						e.backend.mu.Lock()
-						n := len(e.backend.subs)
-						e.backend.mu.Unlock()
-						if n > 0 {
-							e.backend.finish("s-1", "done")
-							return
-						}
-						runtime.Gosched()
+				var wg sync.WaitGroup
+				defer func() { close(answered); wg.Wait(); cancel() }()
+				wg.Go(func() {
+					select {
+					case <-events:
+						e.backend.finish("s-1", "done")
+					case <-answered:
 					}
-				}()
+				})
 			}
 			resp := e.do(t, http.MethodPost, "/v1/sessions", testToken, tt.body)
 			if resp.StatusCode != tt.status {
