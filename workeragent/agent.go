@@ -92,7 +92,11 @@ type Agent struct {
 	ready  chan struct{} // closed by start once every tool is consuming
 	stopCh chan struct{} // closed once by beginStop
 	idle   chan struct{} // closed once when stopping and inflight is 0
-	done   chan struct{} // closed by Run after teardown
+	// handoff passes an execution to an executor goroutine waiting for
+	// one (see execute); unbuffered, so a send succeeds only when one
+	// waits.
+	handoff chan func()
+	done    chan struct{} // closed by Run after teardown
 
 	stopOnce sync.Once
 	idleOnce sync.Once
@@ -147,6 +151,7 @@ func New(nc *nats.Conn, cfg Config) (*Agent, error) {
 		cancels:   newCancelSet(cfg.Fabric.DedupeHorizon),
 		ready:     make(chan struct{}),
 		stopCh:    make(chan struct{}),
+		handoff:   make(chan func()),
 		idle:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}

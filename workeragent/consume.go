@@ -71,7 +71,7 @@ func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 		_ = m.Nak()
 		return
 	}
-	a.goTracked(func() {
+	a.execute(func() {
 		defer a.release()
 		e := &execution{a: a, t: t, msg: m, inv: inv, host: host}
 		e.process()
