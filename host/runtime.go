@@ -145,18 +145,18 @@ func (r *Runtime) setScript(d scriptDriver) { r.script = d }
 // RegisterExternalTool registers a text tool that runs in a host-managed
 // worker: scripts may only start it, and the host claims and completes it.
 func (r *Runtime) RegisterExternalTool(p ToolPolicy) error {
-	return r.register(p, ToolMetadata{}, FormatText, true, nil, nil, nil, nil)
+	return r.register(p, ToolMetadata{}, FormatText, true, toolImpl{})
 }
 
 // RegisterExternalToolWithMetadata is RegisterExternalTool with metadata.
 func (r *Runtime) RegisterExternalToolWithMetadata(p ToolPolicy, m ToolMetadata) error {
-	return r.register(p, m, FormatText, true, nil, nil, nil, nil)
+	return r.register(p, m, FormatText, true, toolImpl{})
 }
 
 // RegisterExternalJSONTool registers an external tool whose input and
 // result are JSON values.
 func (r *Runtime) RegisterExternalJSONTool(p ToolPolicy) error {
-	return r.register(p, ToolMetadata{}, FormatJSON, true, nil, nil, nil, nil)
+	return r.register(p, ToolMetadata{}, FormatJSON, true, toolImpl{})
 }
 
 // RegisterExternalJSONToolWithContract registers an external JSON tool
@@ -164,7 +164,7 @@ func (r *Runtime) RegisterExternalJSONTool(p ToolPolicy) error {
 // match JSON Schemas; either schema may be nil. Schemas are compiled here,
 // so a broken schema fails registration rather than the first call.
 func (r *Runtime) RegisterExternalJSONToolWithContract(p ToolPolicy, m ToolMetadata, inputSchema, outputSchema json.RawMessage) error {
-	return r.register(p, m, FormatJSON, true, inputSchema, outputSchema, nil, nil)
+	return r.register(p, m, FormatJSON, true, toolImpl{in: inputSchema, out: outputSchema})
 }
 
 // LocalHandler is a host-pumped text tool. A script's tool.call runs it
@@ -180,7 +180,7 @@ func (r *Runtime) RegisterLocalTool(p ToolPolicy, h LocalHandler) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil handler for %q", ErrInvalidInput, p.Name)
 	}
-	return r.register(p, ToolMetadata{}, FormatText, false, nil, nil, h, nil)
+	return r.register(p, ToolMetadata{}, FormatText, false, toolImpl{handler: h})
 }
 
 // RegisterLocalJSONTool registers a JSON tool run in-process by CallJSON
@@ -189,10 +189,20 @@ func (r *Runtime) RegisterLocalJSONTool(p ToolPolicy, h LocalJSONHandler) error 
 	if h == nil {
 		return fmt.Errorf("%w: nil handler for %q", ErrInvalidInput, p.Name)
 	}
-	return r.register(p, ToolMetadata{}, FormatJSON, false, nil, nil, nil, h)
+	return r.register(p, ToolMetadata{}, FormatJSON, false, toolImpl{jsonHandler: h})
 }
 
-func (r *Runtime) register(p ToolPolicy, m ToolMetadata, f Format, external bool, in, out json.RawMessage, h LocalHandler, jh LocalJSONHandler) error {
+// toolImpl is what register needs of a tool beyond its policy: the
+// schemas of a JSON contract to compile, or the contract compiled already
+// (def, from a catalog definition), and a local tool's handler.
+type toolImpl struct {
+	in, out     json.RawMessage
+	def         *toolspec.Tool
+	handler     LocalHandler
+	jsonHandler LocalJSONHandler
+}
+
+func (r *Runtime) register(p ToolPolicy, m ToolMetadata, f Format, external bool, impl toolImpl) error {
 	p, err := p.normalize()
 	if err != nil {
 		return err
@@ -206,9 +216,9 @@ func (r *Runtime) register(p ToolPolicy, m ToolMetadata, f Format, external bool
 	if !external && p.Stream != nil {
 		return fmt.Errorf("%w: %q: streaming applies to external tools only", ErrInvalidInput, p.Name)
 	}
-	t := &tool{policy: p, meta: m, format: f, external: external, handler: h, jsonHandler: jh}
-	if f == FormatJSON {
-		if t.def, err = jsonContract(p.Name, in, out); err != nil {
+	t := &tool{policy: p, meta: m, format: f, external: external, handler: impl.handler, jsonHandler: impl.jsonHandler, def: impl.def}
+	if f == FormatJSON && t.def == nil {
+		if t.def, err = jsonContract(p.Name, impl.in, impl.out); err != nil {
 			return err
 		}
 	}

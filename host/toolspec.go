@@ -19,18 +19,18 @@ func (r *Runtime) RegisterTool(t *toolspec.Tool) error {
 	if t == nil {
 		return fmt.Errorf("%w: nil tool definition", ErrInvalidInput)
 	}
-	s := t.Spec()
+	s := t.Summary()
 	p := NewToolPolicy(s.Name).WithMaxAttempts(s.MaxAttempts).
 		WithDeadline(time.Duration(s.Deadline)).WithOutputLimit(s.MaxOutputBytes)
 	if st := s.Stream; st != nil {
 		p = p.WithStream(NewToolStreamPolicy(st.MaxChunks, st.MaxChunkBytes, st.MaxSourceBytes, st.MaxReleasedBytes))
 	}
 	m := ToolMetadata{Description: s.Description, Idempotent: s.Idempotent, Cancellable: s.Cancellable}
-	if err := r.register(p, m, t.Format(), true, nil, nil, nil, nil); err != nil {
+	// The definition is compiled already: registering it compiles nothing.
+	if err := r.register(p, m, t.Format(), true, toolImpl{def: t}); err != nil {
 		return err
 	}
 	rt := r.tools[s.Name]
-	rt.def = t
 	rt.redactor = t.Redactor()
 	rt.contract = &protocol.Contract{Digest: t.Digest(), Idempotent: s.Idempotent, Cancellable: s.Cancellable}
 	return nil

@@ -37,6 +37,38 @@ func (s Spec) Compile() (*Tool, error) {
 // not change t.
 func (t *Tool) Spec() Spec { return t.spec.clone() }
 
+// Summary is the part of a definition a host registers a tool under:
+// everything but the schemas, the redaction rules and how a worker runs
+// it, which a Tool keeps compiled. Defaults are written out, as in Spec.
+type Summary struct {
+	Name           string
+	Description    string
+	Format         Format
+	Idempotent     bool
+	Cancellable    bool
+	MaxAttempts    int
+	Deadline       Duration
+	MaxOutputBytes int
+	Stream         *StreamPolicy // a copy; nil when the tool does not stream
+}
+
+// Summary returns the tool's summary. Unlike Spec it copies no schema
+// bytes, so a host registering a catalog for every session pays for a
+// few words per tool rather than a deep copy.
+func (t *Tool) Summary() Summary {
+	s := &t.spec
+	out := Summary{
+		Name: s.Name, Description: s.Description, Format: s.Format,
+		Idempotent: s.Idempotent, Cancellable: s.Cancellable,
+		MaxAttempts: s.MaxAttempts, Deadline: s.Deadline, MaxOutputBytes: s.MaxOutputBytes,
+	}
+	if s.Stream != nil {
+		st := *s.Stream
+		out.Stream = &st
+	}
+	return out
+}
+
 // Name returns the tool's name.
 func (t *Tool) Name() string { return t.spec.Name }
 

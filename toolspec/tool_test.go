@@ -69,6 +69,37 @@ func TestToolSpecIsACopy(t *testing.T) {
 	}
 }
 
+// TestToolSummaryAgreesWithSpec pins Summary to the fields of Spec it
+// names, defaults included, and shows its stream policy is a copy.
+func TestToolSummaryAgreesWithSpec(t *testing.T) {
+	for _, src := range []toolspec.Spec{
+		fullSpec(),
+		{Name: "text.upper", Description: "upper", Idempotent: true, Cancellable: true, MaxAttempts: 3, Deadline: toolspec.Duration(toolspec.MinDeadline), MaxOutputBytes: 10},
+	} {
+		t.Run(src.Name, func(t *testing.T) {
+			tool, err := src.Compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, sum := tool.Spec(), tool.Summary()
+			want := toolspec.Summary{
+				Name: s.Name, Description: s.Description, Format: s.Format,
+				Idempotent: s.Idempotent, Cancellable: s.Cancellable,
+				MaxAttempts: s.MaxAttempts, Deadline: s.Deadline, MaxOutputBytes: s.MaxOutputBytes, Stream: s.Stream,
+			}
+			if !reflect.DeepEqual(sum, want) {
+				t.Fatalf("summary %+v, spec says %+v", sum, want)
+			}
+			if sum.Stream != nil {
+				sum.Stream.MaxChunks = 99
+				if tool.Summary().Stream.MaxChunks == 99 {
+					t.Fatal("the tool changed through its summary")
+				}
+			}
+		})
+	}
+}
+
 func TestValidatePayload(t *testing.T) {
 	tool, err := toolspec.Spec{
 		Name:         "demo.sum",
