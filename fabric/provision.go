@@ -102,9 +102,12 @@ func ledgerStreamConfig(cfg Config) jetstream.StreamConfig {
 		Replicas:    cfg.Replicas,
 		MaxAge:      LedgerMaxAge,
 		MaxMsgSize:  cfg.MaxMsgSize,
-		// The host's ledger purges a session's subject; nothing else may
-		// delete.
-		DenyDelete: true,
+		// A host removes a finished session's ledger with one rollup
+		// message on its subject (hostnats.LedgerLog.Remove), which then
+		// expires by its own TTL; nothing else may delete.
+		DenyDelete:  true,
+		AllowRollup: true,
+		AllowMsgTTL: true,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,6 +22,19 @@ import (
 // ledgerIndexHeader carries the index of a message's first entry, so a
 // writer that did not read the ledger itself can learn where it ends.
 const ledgerIndexHeader = "Splash-Ledger-Index"
+
+// ledgerRemovedHeader marks the tombstone Remove writes: a rollup that
+// leaves the subject holding only itself until it expires.
+const ledgerRemovedHeader = "Splash-Ledger-Removed"
+
+// tombstoneTTL is how long a removed ledger's tombstone outlives the
+// removal. It only has to be stored for its rollup to take effect; every
+// reader treats a subject holding it as holding no ledger, so the shortest
+// TTL JetStream takes will do.
+const tombstoneTTL = time.Second
+
+// isTombstone reports whether a ledger message is a removal's tombstone.
+func isTombstone(h nats.Header) bool { return h.Get(ledgerRemovedHeader) != "" }
 
 // LedgerLog is workflow.Log on the SPLASH_LEDGER stream: the ledger of a
 // session is the messages on fabric.LedgerSubject(session), each a sealed batch
@@ -119,10 +133,16 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 		msg.Data = l.seal.Seal(sealName(session, b.From), body)
 		msg.Header.Set(ledgerIndexHeader, strconv.Itoa(b.From))
 		ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(tail.seq))
+		if b.From == 0 && wrongLastSequence(err) {
+			// A removed ledger's tombstone may not have expired yet: a
+			// new ledger follows it, fenced on it instead of on nothing.
+			if seq, ok := l.tombstoneAt(ctx, subject); ok {
+				ack, err = l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+			}
+		}
 		if err != nil {
 			l.forget(session)
-			var apiErr *jetstream.APIError
-			if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			if wrongLastSequence(err) {
 				return fmt.Errorf("%w: %s: %v", workflow.ErrLedgerConflict, session, err)
 			}
 			return fmt.Errorf("hostnats: ledger %s: %w", session, err)
@@ -131,6 +151,22 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 		l.setTail(session, tail)
 	}
 	return nil
+}
+
+// wrongLastSequence reports a write refused by its fence.
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// tombstoneAt is the sequence of the tombstone subject ends with, if it
+// ends with one.
+func (l *LedgerLog) tombstoneAt(ctx context.Context, subject string) (uint64, bool) {
+	m, err := l.stream.GetLastMsgForSubject(ctx, subject)
+	if err != nil || !isTombstone(m.Header) {
+		return 0, false
+	}
+	return m.Sequence, true
 }
 
 // encodedBatch is a batch whose entries are encoded already: each entry
@@ -187,6 +223,10 @@ func (l *LedgerLog) tailOf(ctx context.Context, session, subject string, from in
 			t = ledgerTail{}
 		case err != nil:
 			return ledgerTail{}, fmt.Errorf("hostnats: ledger %s: %w", session, err)
+		case isTombstone(m.Header):
+			// Removed: a writer that still believes in the ledger is told
+			// so by the conflict below.
+			t = ledgerTail{}
 		default:
 			b, err := l.open(session, m.Header.Get(ledgerIndexHeader), m.Data)
 			if err != nil {
@@ -223,14 +263,14 @@ func (l *LedgerLog) Has(ctx context.Context, session string) (bool, error) {
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	_, err = l.stream.GetLastMsgForSubject(ctx, subject)
+	m, err := l.stream.GetLastMsgForSubject(ctx, subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("hostnats: ledger %s: %w", session, err)
 	}
-	return true, nil
+	return !isTombstone(m.Header), nil
 }
 
 // Load implements workflow.Log. Every message is verified; a ledger with
@@ -268,6 +308,15 @@ func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry,
 		got := 0
 		for m := range batch.Messages() {
 			got++
+			if isTombstone(m.Headers()) {
+				// A rollup leaves nothing before it, so a tombstone is
+				// the subject's first message: what follows it, if
+				// anything, is a ledger begun after the removal.
+				if md, err := m.Metadata(); err == nil {
+					last = md.Sequence.Stream
+				}
+				continue
+			}
 			b, err := l.open(session, m.Headers().Get(ledgerIndexHeader), m.Data())
 			if err != nil {
 				return nil, err
@@ -287,6 +336,9 @@ func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry,
 			return nil, fmt.Errorf("hostnats: ledger %s: %w", session, context.DeadlineExceeded)
 		}
 		left -= uint64(got)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s", workflow.ErrUnknownLedger, session)
 	}
 	l.setTail(session, ledgerTail{n: len(out), seq: last})
 	return out, nil
@@ -315,7 +367,11 @@ func sealName(session string, from int) string {
 	return session + "#" + strconv.Itoa(from)
 }
 
-// Remove implements workflow.Log by purging the session's subject.
+// Remove implements workflow.Log. One message removes the ledger: a
+// tombstone whose rollup header makes the stream drop every earlier
+// message of the subject, and whose TTL then drops the tombstone. It costs
+// a publish where a purge costs a JetStream API request, which the server
+// serves on its API queue with a JSON request and answer of its own.
 func (l *LedgerLog) Remove(ctx context.Context, session string) error {
 	subject, err := ledgerSubject(session)
 	if err != nil {
@@ -324,14 +380,18 @@ func (l *LedgerLog) Remove(ctx context.Context, session string) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	l.forget(session)
-	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+	msg := nats.NewMsg(subject)
+	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	msg.Header.Set(ledgerRemovedHeader, "1")
+	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgTTL(tombstoneTTL)); err != nil {
 		return fmt.Errorf("hostnats: ledger %s: %w", session, err)
 	}
 	return nil
 }
 
-// Sessions implements workflow.Log: the sessions whose subject holds
-// messages.
+// Sessions implements workflow.Log: the sessions whose subject holds a
+// ledger. A subject holding one message may hold a tombstone that has not
+// expired yet, which is read to tell.
 func (l *LedgerLog) Sessions(ctx context.Context) ([]string, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -340,7 +400,18 @@ func (l *LedgerLog) Sessions(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("hostnats: ledger: %w", err)
 	}
 	out := make([]string, 0, len(info.State.Subjects))
-	for subj := range info.State.Subjects {
+	for subj, n := range info.State.Subjects {
+		if n == 1 {
+			m, err := l.stream.GetLastMsgForSubject(ctx, subj)
+			switch {
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				continue // expired since the stream answered
+			case err != nil:
+				return nil, fmt.Errorf("hostnats: ledger: %w", err)
+			case isTombstone(m.Header):
+				continue
+			}
+		}
 		out = append(out, strings.TrimPrefix(subj, fabric.LedgerSubject("")))
 	}
 	return out, nil

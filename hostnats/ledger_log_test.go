@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
@@ -75,8 +77,78 @@ func TestLedgerLogRoundTripsAndFencesWriters(t *testing.T) {
 	if _, err := a.Load(ctx, "s-h1-1"); !errors.Is(err, workflow.ErrUnknownLedger) {
 		t.Fatalf("Load after Remove: %v", err)
 	}
-	// A removed session starts again from nothing.
+	wantLedgers(t, b, "s-h1-1", false, "s-h1-2")
+	// A writer that still believes in the removed ledger is fenced off.
+	if err := a.Append(ctx, "s-h1-1", 5, all[:1]); !errors.Is(err, workflow.ErrLedgerConflict) {
+		t.Fatalf("a write to a removed ledger: %v, want ErrLedgerConflict", err)
+	}
+	// A removed session starts again from nothing, its removal's
+	// tombstone still stored or not.
 	must(a.Append(ctx, "s-h1-1", 0, all[:1]))
+	must(a.Append(ctx, "s-h1-1", 1, all[1:2]))
+	got, err = b.Load(ctx, "s-h1-1")
+	must(err)
+	if len(got) != 2 || got[1].Applied.Output != "out 1" {
+		t.Fatalf("Load of a ledger begun again = %+v", got)
+	}
+	wantLedgers(t, b, "s-h1-1", true, "s-h1-1", "s-h1-2")
+}
+
+// wantLedgers checks Has(session) and Sessions against want.
+func wantLedgers(t *testing.T, l *hostnats.LedgerLog, session string, has bool, want ...string) {
+	t.Helper()
+	ctx := testCtx(t)
+	if got, err := l.Has(ctx, session); err != nil || got != has {
+		t.Fatalf("Has(%s) = %v, %v; want %v", session, got, err, has)
+	}
+	sessions, err := l.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(sessions)
+	if !slices.Equal(sessions, want) {
+		t.Fatalf("Sessions = %v, want %v", sessions, want)
+	}
+}
+
+// TestLedgerRemovalIsOneMessageThatExpires: Remove stores a single
+// tombstone that drops the ledger's messages at once and expires by its
+// own TTL, leaving the subject empty, with no purge request.
+func TestLedgerRemovalIsOneMessageThatExpires(t *testing.T) {
+	env := newEnv(t)
+	ctx := testCtx(t)
+	l := newLedgerLog(t, env)
+	if err := l.Append(ctx, "s-h1-1", 0, ledgerEntries(3)); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := env.js.Stream(ctx, fabric.StreamLedger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := fabric.LedgerSubject("s-h1-1")
+	held := func() (msgs uint64, lastSeq uint64) {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Subjects[subject], info.State.LastSeq
+	}
+	_, before := held()
+	if err := l.Remove(ctx, "s-h1-1"); err != nil {
+		t.Fatal(err)
+	}
+	if n, last := held(); n != 1 || last != before+1 {
+		t.Fatalf("after Remove the subject holds %d messages, last seq %d; want the tombstone alone at %d", n, last, before+1)
+	}
+	testwait.Until(t, 0, "the tombstone to expire", func() bool {
+		n, _ := held()
+		return n == 0
+	})
+	wantLedgers(t, l, "s-h1-1", false)
+	// Removing what is gone already is no error.
+	if err := l.Remove(ctx, "s-h1-1"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestLedgerLogSplitsALargeAppend(t *testing.T) {

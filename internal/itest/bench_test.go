@@ -82,9 +82,10 @@ func BenchmarkBaselineDurableReply(b *testing.B) { benchMatrix(b, benchharness.D
 // A durable host adds its session ledger (SPLASH_LEDGER): one append per
 // step that prepared an operation, holding the answer the step applied
 // and the operation it prepared next, so one write per operation; the
-// step that ends the session writes nothing, since the ledger is then
-// removed (a purge, which adds no message) once the archive
-// (KV_splash_sessions) holds the outcome: one record per session.
+// step that ends the session writes nothing to it. Once the archive
+// (KV_splash_sessions) holds the outcome, one record per session, the
+// ledger is removed by one more message per session, a tombstone that
+// rolls the subject up and then expires.
 func TestJetStreamWritesPerOperation(t *testing.T) {
 	const sessions = 20
 	for _, tc := range []struct {
@@ -111,7 +112,7 @@ func TestJetStreamWritesPerOperation(t *testing.T) {
 			ops := uint64(sessions * tc.calls)
 			var ledger, archive uint64
 			if tc.durable {
-				ledger, archive = ops, sessions
+				ledger, archive = ops+sessions, sessions
 			}
 			streams := []struct {
 				name string
