@@ -125,7 +125,7 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 func benchCell(w io.Writer, inFlight, workers int, runners []benchRunner) (map[string]testing.BenchmarkResult, error) {
 	fmt.Fprintf(w, "in flight %d, workers %d\n", inFlight, workers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\tops/s ÷ (b)\tp50 ÷ (b)\tp99 ÷ (b)\t")
+	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\tmsgs in/out per op\tops/s ÷ (b)\tp50 ÷ (b)\tp99 ÷ (b)\t")
 	var base testing.BenchmarkResult
 	results := make(map[string]testing.BenchmarkResult, len(runners))
 	for _, r := range runners {
@@ -138,7 +138,7 @@ func benchCell(w io.Writer, inFlight, workers int, runners []benchRunner) (map[s
 			base = res
 		}
 		x := res.Extra
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t", r.name, x["ops/s"], x["p50_µs"], x["p99_µs"], x["cpu_µs/op"])
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f / %.1f\t", r.name, x["ops/s"], x["p50_µs"], x["p99_µs"], x["cpu_µs/op"], x["msgs_in/op"], x["msgs_out/op"])
 		if strings.HasPrefix(r.name, "splash") && base.N > 0 {
 			b := base.Extra
 			fmt.Fprintf(tw, "%.2f\t%.2f\t%.2f\t\n", x["ops/s"]/b["ops/s"], x["p50_µs"]/b["p50_µs"], x["p99_µs"]/b["p99_µs"])

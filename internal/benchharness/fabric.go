@@ -64,6 +64,7 @@ func Fabric(o FabricOptions) NewRunner {
 
 type fabricRunner struct {
 	loop *hostloop.Loop
+	srv  *benchServer
 
 	// mu guards ids and early: a session can finish before Submit has
 	// recorded which operation it is.
@@ -88,7 +89,7 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 	must(b, fabric.Provision(ctx, hostJS, fcfg))
 	tr, err := hostnats.NewHostTransport(ctx, hostNC, fcfg, benchHostID, key, hostnats.WithEventBuffer(4096))
 	must(b, err)
-	r := &fabricRunner{ids: make(map[hostloop.SessionID]uint64), early: make(map[hostloop.SessionID]struct{}), complete: complete}
+	r := &fabricRunner{srv: srv, ids: make(map[hostloop.SessionID]uint64), early: make(map[hostloop.SessionID]struct{}), complete: complete}
 	policy := host.NewToolPolicy(NoopTool)
 	meta := host.NewToolMetadata("benchmark no-op")
 	cfg := hostloop.LoopConfig{
@@ -207,3 +208,5 @@ func (*completions) Chunk(hostloop.SessionID, host.ExternalToolStreamChunk)     
 func (*completions) Audit(hostloop.SessionID, []host.AuditEvent)                   {}
 func (*completions) Dispatched(hostloop.SessionID, host.ExternalInvocation)        {}
 func (*completions) Rejected(string, error)                                        {}
+
+func (r *fabricRunner) serverMessages() (in, out int64) { return r.srv.serverMessages() }

@@ -69,6 +69,7 @@ func InFlight(b *testing.B, inFlight, workers int, mk NewRunner, opts ...Option)
 	defer r.Close()
 	warmUp(b, r, n, warm, min(inFlight, 64), warmed)
 	b.ResetTimer()
+	msgs0 := readMessages(r)
 	cpu0 := processCPU()
 	begin := time.Now()
 	var next atomic.Int64
@@ -105,11 +106,45 @@ func InFlight(b *testing.B, inFlight, workers int, mk NewRunner, opts ...Option)
 	}
 	elapsed := time.Since(begin)
 	cpu := processCPU() - cpu0
+	msgs := readMessages(r).since(msgs0)
 	b.StopTimer()
 	if err := submitErr.Load(); err != nil {
 		b.Fatal(*err)
 	}
 	report(b, cfg, n, elapsed, cpu, lat)
+	msgs.report(b, n)
+}
+
+// messageCount is a reading of a runner's server counters; ok is false
+// for a runner that has none.
+type messageCount struct {
+	in, out int64
+	ok      bool
+}
+
+func readMessages(r RoundTripper) messageCount {
+	mc, ok := r.(messageCounter)
+	if !ok {
+		return messageCount{}
+	}
+	in, out := mc.serverMessages()
+	return messageCount{in: in, out: out, ok: true}
+}
+
+func (c messageCount) since(before messageCount) messageCount {
+	return messageCount{in: c.in - before.in, out: c.out - before.out, ok: c.ok && before.ok}
+}
+
+// report adds msgs_in/op and msgs_out/op. Pull heartbeats and the
+// operations still in flight when the clock stopped make the figures
+// approximate, well within a tenth of a message per operation at any
+// useful b.N.
+func (c messageCount) report(b *testing.B, n int) {
+	if !c.ok || n == 0 {
+		return
+	}
+	b.ReportMetric(float64(c.in)/float64(n), "msgs_in/op")
+	b.ReportMetric(float64(c.out)/float64(n), "msgs_out/op")
 }
 
 // warmupOps is how many operations run before the measured ones: the

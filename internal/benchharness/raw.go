@@ -44,6 +44,7 @@ func DurableReplyWith(sec Security) NewRunner {
 }
 
 type rawRunner struct {
+	srv     *benchServer
 	hostJS  jetstream.JetStream
 	results *nats.Subscription
 	hostCC  jetstream.ConsumeContext
@@ -88,7 +89,7 @@ func newRawRunner(b *testing.B, sec Security, workers int, complete func(uint64)
 		Durable: "echo", FilterSubject: benchJobSubject, AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100000,
 	})
 	must(b, err)
-	r := &rawRunner{hostJS: hostJS, payload: make([]byte, 256)}
+	r := &rawRunner{srv: srv, hostJS: hostJS, payload: make([]byte, 256)}
 	onResult := func(h nats.Header) {
 		id, err := strconv.ParseUint(h.Get(headerJobID), 10, 64)
 		if err == nil {
@@ -192,3 +193,5 @@ func (r *rawRunner) Close() {
 		_ = r.results.Unsubscribe()
 	}
 }
+
+func (r *rawRunner) serverMessages() (in, out int64) { return r.srv.serverMessages() }
