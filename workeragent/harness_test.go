@@ -67,7 +67,7 @@ func newEnv(t *testing.T) *env {
 	must(t, fabric.Provision(ctx, js, e.fcfg))
 
 	cons, err := js.OrderedConsumer(ctx, fabric.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{fabric.EventsSubject(e.hostID)},
+		FilterSubjects: fabric.HostEventsSubjects(e.hostID),
 	})
 	must(t, err)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
