@@ -3,6 +3,7 @@ package workeragent_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,15 +24,20 @@ import (
 func (e *env) allResults(t *testing.T) chan protocol.Result {
 	t.Helper()
 	ch := make(chan protocol.Result, 16)
-	for _, subject := range fabric.HostEventsSubjects(e.hostID) {
-		sub, err := e.nc.Subscribe(subject, func(m *nats.Msg) {
-			if msg, _, err := e.codec.OpenWorker(m.Header, m.Data); err == nil && msg.Result != nil {
-				ch <- *msg.Result
-			}
-		})
-		must(t, err)
-		t.Cleanup(func() { _ = sub.Unsubscribe() })
-	}
+	// One subscription over every events subject, so results arrive in
+	// the order they were sent whichever subject (the host's events
+	// subject or an answer subject below it) they went to.
+	events := fabric.EventsSubject(e.hostID)
+	sub, err := e.nc.Subscribe(fabric.EventsSubject(">"), func(m *nats.Msg) {
+		if m.Subject != events && !strings.HasPrefix(m.Subject, events+".") {
+			return
+		}
+		if msg, _, err := e.codec.OpenWorker(m.Header, m.Data); err == nil && msg.Result != nil {
+			ch <- *msg.Result
+		}
+	})
+	must(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	must(t, e.nc.Flush())
 	return ch
 }
