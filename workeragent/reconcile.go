@@ -31,8 +31,8 @@ func (a *Agent) startReconcile(t *tool) error {
 // subject is counted and dropped: answering it would tell a stranger what
 // the journal holds, or answer a question nobody authentic asked. An
 // authentic one is answered once, from what this agent runs and what the
-// journal holds. A journal that cannot be read is no answer either; the
-// host asks again.
+// journal (or, for an Idempotent tool, the answer subject) holds. A
+// journal that cannot be read is no answer either; the host asks again.
 func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
 	req, err := a.codec.OpenReconcile(m.Header, m.Data)
 	if err == nil && req.Tool != t.name {
@@ -52,7 +52,7 @@ func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
 	// wrong one only finds no answer.
 	status, err := a.operationStatus(ctx, t, m.Header.Get(fabric.HeaderHost), req.OperationKey)
 	if err != nil {
-		a.log.Warn("reconcile: journal unreadable", "tool", t.name, "request", req.RequestID, "err", err)
+		a.log.Warn("reconcile: journal or stored answer unreadable", "tool", t.name, "request", req.RequestID, "err", err)
 		return
 	}
 	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
