@@ -87,7 +87,7 @@ func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.Wo
 // the subject's last message.
 func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
 	msg := e.messageOf(r)
-	err := e.a.publishStored(e, msg, k)
+	err := e.a.publishStored(e, msg, k, true)
 	if errors.Is(err, errAnswerStored) {
 		ctx, cancel := opContext()
 		stored, found, lerr := e.a.lookupAnswer(ctx, e.host, e.inv.IdempotencyKey)
@@ -97,12 +97,18 @@ func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.Wor
 			e.answer(e.rebind(stored), k, then...)
 			return
 		}
-		// The subject holds something that is no answer (a forgery,
-		// counted by lookupAnswer), or cannot be read: the host still
-		// needs this call's answer, on its events subject.
-		e.a.log.Warn("stored answer unreadable; answering without it", "request", e.inv.RequestID, "err", lerr)
-		e.answer(msg, k, then...)
-		return
+		if lerr != nil {
+			// The host still needs this call's answer, on its events
+			// subject.
+			e.a.log.Warn("stored answer unreadable; answering without it", "request", e.inv.RequestID, "err", lerr)
+			e.answer(msg, k, then...)
+			return
+		}
+		// The subject holds no answer: a forgery (counted by
+		// lookupAnswer), or one that expired meanwhile. This answer is
+		// stored over it unconditionally, so later duplicates find an
+		// authentic one; a copy that stores beside it is as true.
+		err = e.a.publishStored(e, msg, k, false)
 	}
 	if err != nil {
 		e.answerFailed(err)

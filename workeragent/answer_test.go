@@ -69,8 +69,8 @@ func TestIdempotentRedeliveryReplaysStoredAnswer(t *testing.T) {
 // TestIdempotentRepeatIgnoresForgedAnswer: what sits on an answer subject
 // is replayed only if it is an authentic worker answer. A forgery, or an
 // authentic frame that is no stored answer, is counted and the call runs;
-// its own answer, refused on the taken subject, goes to the host's events
-// subject.
+// its own answer, refused on the taken subject, is stored over the
+// forgery, so a later repeat replays it.
 func TestIdempotentRepeatIgnoresForgedAnswer(t *testing.T) {
 	other, err := protocol.GenerateSessionKey(rand.Reader)
 	must(t, err)
@@ -111,6 +111,16 @@ func TestIdempotentRepeatIgnoresForgedAnswer(t *testing.T) {
 			awaitResult(t, e.results, "the run's answer stored", ran)
 			testwait.Until(t, 0, "queue empty", func() bool { return e.pending(t, "idem") == 0 })
 			if s := a.Stats(); runs.Load() != 1 || s.DedupeHits != 0 || s.Forged == 0 {
+				t.Fatalf("runs = %d, stats = %+v", runs.Load(), s)
+			}
+			inv.Attempt = 3
+			e.publish(inv)
+			replayed := func(r protocol.Result) bool {
+				return r.Attempt == 3 && r.Status == protocol.ResultSucceeded && r.Payload != nil && r.Payload.Text == "run-1"
+			}
+			awaitResult(t, e.results, "the stored answer replayed", replayed)
+			testwait.Until(t, 0, "queue empty", func() bool { return e.pending(t, "idem") == 0 })
+			if s := a.Stats(); runs.Load() != 1 || s.DedupeHits != 1 {
 				t.Fatalf("runs = %d, stats = %+v", runs.Load(), s)
 			}
 		})

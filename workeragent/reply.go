@@ -97,16 +97,19 @@ func (a *Agent) sealEvent(e *execution, msg protocol.WorkerMessage, k uint32) (*
 // publishStored JetStream-publishes the answer of an Idempotent call as
 // frame k on its operation's answer subject and waits for the stream to
 // store it: the stored answer is the call's record (see
-// fabric.LookupAnswer). The stream stores it only while the subject holds
-// no answer, so the first answer stored stays the key's, as the journal's
-// Store kept the first result; a later one fails with errAnswerStored.
-func (a *Agent) publishStored(e *execution, msg protocol.WorkerMessage, k uint32) error {
+// fabric.LookupAnswer). With first, the stream stores it only while the
+// subject holds nothing, so the first answer stored stays the key's, as
+// the journal's Store kept the first result; a later one fails with
+// errAnswerStored.
+func (a *Agent) publishStored(e *execution, msg protocol.WorkerMessage, k uint32, first bool) error {
 	m, err := a.sealEvent(e, msg, k)
 	if err != nil {
 		return err
 	}
 	m.Subject = fabric.AnswerSubject(e.host, e.inv.IdempotencyKey)
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	if first {
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	}
 	f, err := a.js.PublishMsgAsync(m)
 	if err != nil {
 		return err
