@@ -61,7 +61,7 @@ func newFabricEnv(t *testing.T) *fabricEnv {
 		t.Fatal(err)
 	}
 	cons, err := js.OrderedConsumer(ctx, fabric.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{fabric.EventsSubject(testHostID)},
+		FilterSubjects: fabric.HostEventsSubjects(testHostID),
 	})
 	if err != nil {
 		t.Fatal(err)

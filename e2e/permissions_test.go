@@ -280,6 +280,18 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 	awaitEvent(t, rig.host, "ledger retry answered", resultOf(retry.RequestID))
 	testwait.Until(t, 30*time.Second, "journal replay", func() bool { return rig.agent.Stats().DedupeHits >= 1 })
 
+	// A retry of the (idempotent) echo call: the worker reads the stored
+	// answer back from its answer subject (a direct get on SPLASH_EVENTS)
+	// and replays it.
+	echoRetry := echo
+	echoRetry.Attempt = 2
+	echoRetry.AttemptLimit = 2
+	if err := rig.host.Publish(ctx, echoRetry); err != nil {
+		t.Fatal(err)
+	}
+	awaitEvent(t, rig.host, "echo retry answered", resultOf(echoRetry.RequestID))
+	testwait.Until(t, 30*time.Second, "stored answer replayed", func() bool { return rig.agent.Stats().DedupeHits >= 2 })
+
 	// A long sleep, cancelled: the worker reads the cancel record from KV
 	// or hears the broadcast, and answers with a disposition.
 	sleep := invocation(4, demotools.Sleep, "1m")
@@ -356,6 +368,9 @@ func TestNATSConfigConfinesRoles(t *testing.T) {
 		{"worker", "pull a host's events", "$JS.API.CONSUMER.MSG.NEXT.SPLASH_EVENTS.host_perm-host", false},
 		{"worker", "ack a host's events", "$JS.ACK.SPLASH_EVENTS.host_perm-host.1.1.1.1.0", false},
 		{"worker", "delete the events stream", "$JS.API.STREAM.DELETE.SPLASH_EVENTS", false},
+		{"worker", "read an event by sequence", "$JS.API.STREAM.MSG.GET.SPLASH_EVENTS", false},
+		{"worker", "read a host's events subject", "$JS.API.DIRECT.GET.SPLASH_EVENTS.splash.events.perm-host", false},
+		{"worker", "direct get without a subject", "$JS.API.DIRECT.GET.SPLASH_EVENTS", false},
 		{"worker", "create another stream", "$JS.API.STREAM.CREATE.EVIL", false},
 		{"worker", "update the invocation stream", "$JS.API.STREAM.UPDATE.SPLASH_INVOKE", false},
 		{"worker", "create the invocation stream", "$JS.API.STREAM.CREATE.SPLASH_INVOKE", false},

@@ -32,10 +32,13 @@ type Config struct {
 	// frame with its largest payload.
 	MaxMsgSize int32
 	// EventsMaxAge is how long a terminal event waits in SPLASH_EVENTS for
-	// a host that is away.
+	// a host that is away. It is also how long the stored answer of an
+	// Idempotent tool's call (AnswerSubject) lives, and so that tool's
+	// dedupe horizon, in place of DedupeHorizon: a duplicate older than
+	// min(EventsMaxAge, DedupeHorizon) may run again.
 	EventsMaxAge time.Duration
-	// DedupeHorizon is how long an idempotency record and a cancel record
-	// live.
+	// DedupeHorizon is how long an idempotency record (a claimed tool's)
+	// and a cancel record live.
 	DedupeHorizon time.Duration
 	// SessionRetention is how long the splash_sessions bucket keeps a
 	// session's terminal record and a host incarnation's record: for that

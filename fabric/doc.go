@@ -11,7 +11,8 @@
 // Every process that joins the fabric calls Provision with the same Config
 // before anything else; it creates or updates SPLASH_INVOKE (work queue,
 // one subject per tool), SPLASH_EVENTS (terminal events, one subject per
-// host), the splash_cancel bucket and the splash_sessions bucket. A worker then calls EnsureToolConsumer
+// host, and below it one AnswerSubject per operation of an Idempotent
+// tool, read back by direct get with LookupAnswer), the splash_cancel bucket and the splash_sessions bucket. A worker then calls EnsureToolConsumer
 // for each tool it serves:
 //
 //	js, _ := jetstream.New(nc)

@@ -19,4 +19,8 @@ var (
 	// the message it carries, or a kind that does not belong on the subject.
 	// It always comes together with the protocol sentinel that says which.
 	ErrForged = errors.New("fabric: rejected frame")
+	// ErrNoDirectGet reports a stream that does not serve direct gets
+	// where the fabric reads by subject (StreamEvents provisioned by an
+	// older host).
+	ErrNoDirectGet = errors.New("fabric: stream does not allow direct get")
 )

@@ -89,6 +89,11 @@ func eventsStreamConfig(cfg Config) jetstream.StreamConfig {
 		Duplicates:  dup,
 		MaxAge:      cfg.EventsMaxAge,
 		MaxMsgSize:  cfg.MaxMsgSize,
+		// Workers read an Idempotent call's stored answer back from its
+		// AnswerSubject; a direct get is served by any replica and names
+		// the subject in the request, so a worker's permission can be
+		// confined to answer subjects.
+		AllowDirect: true,
 	}
 }
 

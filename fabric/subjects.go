@@ -101,6 +101,30 @@ func isTokenByte(c byte) bool {
 // consumer delivers them in that order. hostID must pass ValidateHostID.
 func EventsSubject(hostID string) string { return eventsPrefix + hostID }
 
+// answerInfix separates a host's events subject from the per-operation
+// answer subjects below it.
+const answerInfix = ".r."
+
+// AnswerSubject is where a worker JetStream-publishes the terminal answer
+// of a call of an Idempotent tool keyed idempotencyKey, for hostID: one
+// subject per operation, so that the stream's last message on it is the
+// operation's stored answer, which a later duplicate reads back with a
+// direct get instead of a journal record. The key is hashed as the
+// journal's key is (hex SHA-256, the same as idempotency.StorageKey), which
+// keeps the subject one short token whatever bytes the key holds.
+// hostID must pass ValidateHostID.
+func AnswerSubject(hostID, idempotencyKey string) string {
+	sum := sha256.Sum256([]byte(idempotencyKey))
+	return eventsPrefix + hostID + answerInfix + hex.EncodeToString(sum[:])
+}
+
+// HostEventsSubjects are the filter subjects of a host's events consumer:
+// its events subject, and every answer subject below it. One consumer over
+// both keeps a call's chunks and its answer in stream order.
+func HostEventsSubjects(hostID string) []string {
+	return []string{EventsSubject(hostID), eventsPrefix + hostID + answerInfix + ">"}
+}
+
 // CancelSubject is the core broadcast subject of tool's cancellations. tool
 // must pass protocol.ValidateToolName.
 func CancelSubject(tool string) string { return cancelPrefix + tool }

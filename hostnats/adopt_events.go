@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -52,8 +53,9 @@ func (t *HostTransport) AdoptEvents(ctx context.Context, hostID string) error {
 	}
 	cons, err := t.js.CreateOrUpdateConsumer(ctx, fabric.StreamEvents, cfg)
 	if err != nil && cfg.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
-		// An existing durable of ours keeps its own position.
-		cons, err = t.js.Consumer(ctx, fabric.StreamEvents, cfg.Durable)
+		// An existing durable of ours keeps its own position, and gets
+		// the filters of today's fabric in place.
+		cons, err = t.refilter(ctx, cfg)
 	}
 	if err != nil {
 		return fmt.Errorf("hostnats: adopting the events of %q: %w", hostID, err)
@@ -110,4 +112,21 @@ func (t *HostTransport) PublishFor(ctx context.Context, hostID string, inv proto
 func addPublishHeader(h nats.Header, key string, attempt uint32, host string) {
 	h.Set(fabric.HeaderMsgID, fabric.MsgID(key, attempt))
 	h.Set(fabric.HeaderHost, host)
+}
+
+// refilter opens the existing durable named in cfg and, if it was created
+// with other filters (the single events subject of earlier versions),
+// updates them to cfg's, keeping the rest of its config (its start
+// position cannot change).
+func (t *HostTransport) refilter(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	cons, err := t.js.Consumer(ctx, fabric.StreamEvents, cfg.Durable)
+	if err != nil {
+		return nil, err
+	}
+	have := cons.CachedInfo().Config
+	if slices.Equal(have.FilterSubjects, cfg.FilterSubjects) {
+		return cons, nil
+	}
+	have.FilterSubject, have.FilterSubjects = "", cfg.FilterSubjects
+	return t.js.UpdateConsumer(ctx, fabric.StreamEvents, have)
 }

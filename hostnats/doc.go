@@ -20,7 +20,8 @@
 // acknowledgements are watched by one goroutine and a failure comes back
 // on Events as hostloop.EventPublishFailed. Worker frames (chunks and
 // terminal events alike) arrive in publish order on one durable consumer
-// of the host's events subject; each is authenticated, checked against a
+// of the host's events subject and the answer subjects below it
+// (fabric.HostEventsSubjects); each is authenticated, checked against a
 // per-request replay window, and only then handed to Events. Rejected
 // frames are dropped and counted (Rejected, WithRejectHandler). Close
 // stops every goroutine the transport started and then closes Events.

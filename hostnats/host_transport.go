@@ -134,15 +134,20 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hos
 }
 
 // eventsConsumer is the config of a durable that reads events sent to
-// eventsHost: the host's own, or one it adopted sessions from.
+// eventsHost (fabric.HostEventsSubjects): the host's own, or one it
+// adopted sessions from.
 func (t *HostTransport) eventsConsumer(durable, description, eventsHost string) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       durable,
-		Description:   description,
-		FilterSubject: fabric.EventsSubject(eventsHost),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       t.cfg.AckWait,
+		Durable:     durable,
+		Description: description,
+		// The events subject and the answer subjects of Idempotent calls
+		// below it, through one consumer: stream order keeps a call's
+		// chunks before its answer. A durable created with the single
+		// filter of earlier versions is updated in place.
+		FilterSubjects: fabric.HostEventsSubjects(eventsHost),
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        t.cfg.AckWait,
 		// Unlimited: a terminal event must reach its host however often
 		// the host went away before acking it.
 		MaxDeliver:    -1,

@@ -82,6 +82,10 @@ type Agent struct {
 	// cancelKV holds the cancel records; written by start before any
 	// message arrives.
 	cancelKV jetstream.KeyValue
+	// events is a handle on the events stream, through which Idempotent
+	// calls read their stored answers back (fabric.LookupAnswer); written
+	// by start (joinFabric) before any message arrives.
+	events jetstream.Stream
 	// cancels is the local copy of the cancel records; it has its own
 	// lock, taken after a.mu when both are held.
 	cancels *cancelSet
@@ -468,18 +472,31 @@ func (a *Agent) stopProcesses() int {
 
 // joinFabric provisions the fabric or, with BindOnly, checks that the host
 // already has: only the stream lookups, which a least-privilege worker user
-// is allowed.
+// is allowed. It keeps the events stream's handle for answer lookups.
 func (a *Agent) joinFabric(ctx context.Context) error {
 	if !a.cfg.BindOnly {
-		return fabric.Provision(ctx, a.js, a.cfg.Fabric)
+		if err := fabric.Provision(ctx, a.js, a.cfg.Fabric); err != nil {
+			return err
+		}
 	}
 	for _, name := range []string{fabric.StreamInvoke, fabric.StreamEvents} {
-		if _, err := a.js.Stream(ctx, name); err != nil {
-			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				return fmt.Errorf("%w: %q", ErrNotProvisioned, name)
-			}
+		s, err := a.js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("%w: %q", ErrNotProvisioned, name)
+		}
+		if err != nil {
 			return fmt.Errorf("workeragent: stream %q: %w", name, err)
 		}
+		if name != fabric.StreamEvents {
+			continue
+		}
+		// Without direct gets an Idempotent call could not read its
+		// stored answer back, and would silently run again: the host
+		// that provisioned the stream predates answer subjects.
+		if !s.CachedInfo().Config.AllowDirect {
+			return fmt.Errorf("%w: %q does not allow direct get (provisioned by an older host)", ErrNotProvisioned, name)
+		}
+		a.events = s
 	}
 	return nil
 }

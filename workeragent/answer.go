@@ -76,59 +76,51 @@ func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.Wo
 	e.answer(e.messageOf(r), k, then...)
 }
 
-// storeAt ends an unclaimed call: r becomes the key's result unless one is
-// stored already, and the answer is whichever is stored. For a delivery
-// that may repeat an earlier one, the write precedes the answer because
-// its outcome changes the answer; a first delivery goes through
-// storeAfterAnswer instead.
+// storeAt ends an unclaimed call (a tool registered Idempotent): its
+// answer, published on the operation's answer subject, is the stored
+// result, so the call costs no journal write. The stream keeps the first
+// answer stored on the subject; if a copy of the call (a republish past
+// the duplicate window, a concurrent redelivery) stored one first, that
+// one is the answer, as the journal's Store made it. The tool is
+// idempotent, so either result is true. Follow-ups go to the host's
+// events subject, after the answer in stream order, so the answer stays
+// the subject's last message.
 func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
-	j := e.a.cfg.Journal
-	if f, ok := j.(idempotency.Fitter); ok && f.Fits(r) && e.firstDelivery() {
-		e.storeAfterAnswer(r, k, then...)
+	msg := e.messageOf(r)
+	err := e.a.publishStored(e, msg, k, true)
+	if errors.Is(err, errAnswerStored) {
+		ctx, cancel := opContext()
+		stored, found, lerr := e.a.lookupAnswer(ctx, e.host, e.inv.IdempotencyKey)
+		cancel()
+		if found {
+			e.a.dedupeHit(e.t.name)
+			e.answer(e.rebind(stored), k, then...)
+			return
+		}
+		if lerr != nil {
+			// The host still needs this call's answer, on its events
+			// subject.
+			e.a.log.Warn("stored answer unreadable; answering without it", "request", e.inv.RequestID, "err", lerr)
+			e.answer(msg, k, then...)
+			return
+		}
+		// The subject holds no answer: a forgery (counted by
+		// lookupAnswer), or one that expired meanwhile. This answer is
+		// stored over it unconditionally, so later duplicates find an
+		// authentic one; a copy that stores beside it is as true.
+		err = e.a.publishStored(e, msg, k, false)
+	}
+	if err != nil {
+		e.answerFailed(err)
+		e.settle(false)
 		return
 	}
-	key, owner := e.inv.IdempotencyKey, e.ownerID()
-	ctx, cancel := opContext()
-	rec, stored, err := j.Store(ctx, key, owner, r)
-	if errors.Is(err, idempotency.ErrResultTooLarge) {
-		r = tooLargeResult
-		rec, stored, err = j.Store(ctx, key, owner, r)
+	for i, m := range then {
+		if err := e.a.publishEvent(e, m, max(k, 1)+1+uint32(i)); err != nil {
+			e.answerFailed(err)
+		}
 	}
-	cancel()
-	switch {
-	case err != nil:
-		// The answer still goes out: the host needs it more than the
-		// journal does, and a redelivery may simply run again.
-		e.a.log.Warn("journal store failed", "request", e.inv.RequestID, "err", err)
-	case !stored && rec.Result != nil:
-		// A duplicate (or a concurrent run) stored its result first.
-		e.a.dedupeHit(e.t.name)
-		r = *rec.Result
-	}
-	e.answer(e.messageOf(r), k, then...)
-}
-
-// storeAfterAnswer ends the first delivery of a first attempt: nothing
-// can have stored a result for the key before it but a concurrent copy (a
-// republish past the duplicate window), so the answer goes out without
-// waiting for the Store, saving the round trip the sequential order costs
-// every call; the Store follows once the stream holds the answer, for the
-// reason finishAt gives. If a copy did store first, this answer is
-// already out; the tool is idempotent, so either result is a true answer,
-// the host keeps the first terminal answer of the attempt, and every
-// later duplicate replays the stored one.
-func (e *execution) storeAfterAnswer(r idempotency.Result, k uint32, then ...protocol.WorkerMessage) {
-	published := e.publishAnswer(e.messageOf(r), k, then...)
-	ctx, cancel := opContext()
-	rec, stored, serr := e.a.cfg.Journal.Store(ctx, e.inv.IdempotencyKey, e.ownerID(), r)
-	cancel()
-	switch {
-	case serr != nil:
-		e.a.log.Warn("journal store failed", "request", e.inv.RequestID, "err", serr)
-	case !stored && rec.Result != nil:
-		e.a.dedupeHit(e.t.name)
-	}
-	e.settle(published)
+	e.settle(true)
 }
 
 // replay answers from a stored record.
@@ -138,6 +130,20 @@ func (e *execution) replay(rec idempotency.Record) {
 		return
 	}
 	e.answer(e.messageOf(*rec.Result), replayFrame)
+}
+
+// rebind binds a stored answer (see fabric.LookupAnswer), which names the
+// request and attempt that produced it, to this execution's.
+func (e *execution) rebind(stored protocol.WorkerMessage) protocol.WorkerMessage {
+	id, att := e.inv.RequestID, e.inv.Attempt
+	if stored.CancelDisp != nil {
+		d := *stored.CancelDisp
+		d.RequestID, d.Attempt = id, att
+		return protocol.CancelReplyMessage(d)
+	}
+	r := *stored.Result
+	r.RequestID, r.Attempt = id, att
+	return protocol.ResultMessage(r)
 }
 
 // messageOf is the wire answer for a stored result, bound to this attempt.

@@ -47,32 +47,33 @@
 //     RunningElsewhere puts the message back until the other holder's
 //     lease would have expired; TakenOver answers indeterminate. A tool
 //     registered Idempotent takes no claim and runs at once (a
-//     redelivery or a later attempt first looks for a stored result to
-//     replay).
+//     redelivery or a later attempt first looks for a stored answer on
+//     the operation's answer subject, fabric.AnswerSubject, to replay).
 //  4. While the handler runs, the agent reports progress to the stream
 //     every HeartbeatInterval and renews a claim's lease. A cancellation
 //     request cancels the handler's context for Cancellable tools and is
 //     answered unsupported for the others, whose call runs on.
-//  5. The terminal result is stored in the journal (a claimed call's
-//     Finish follows the answer's publish, and so does an Idempotent
-//     tool's Store on a first delivery of a first attempt; on a repeat
-//     the Store comes first and, if a result is stored already,
-//     that result is the answer) and published to the host's events
-//     subject; the invocation is acked when the stream has stored the
-//     event, and redelivered (to replay it) if it could not.
+//  5. A claimed call's terminal result is published to the host's events
+//     subject and then stored in the journal (Finish). An Idempotent
+//     tool's answer is published to its operation's answer subject and
+//     is its only record: the stream keeps the first answer stored there,
+//     and a call that finds one stored already answers with it. The
+//     invocation is acked when the stream has stored the event, and
+//     redelivered (to replay it) if it could not.
 //
 // # Journal writes per call
 //
 // A claimed call costs two journal writes (Begin, Finish) and one per
-// lease renewal; an Idempotent one costs one (Store), however long it
-// runs. Retryable answers are never stored.
+// lease renewal; an Idempotent one costs none, however long it runs (its
+// answer is its record). Retryable answers are never stored.
 //
 // # Reconciliation
 //
 // Each tool's reconcile subject is served too, in a queue group, so one
 // agent of the pool answers a host's reconciliation request: running (one
 // of its calls holds the key, or the journal shows a live lease), the
-// stored result (succeeded, failed, cancelled), or unknown. A request that
+// stored result (succeeded, failed, cancelled: from the journal, or for
+// an Idempotent tool from its answer subject), or unknown. A request that
 // fails authentication or names another tool is counted and never
 // answered; answering writes nothing.
 //

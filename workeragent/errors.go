@@ -46,3 +46,8 @@ var (
 	// the call's deadline.
 	ErrDeadlineElapsed = errors.New("workeragent: call deadline elapsed")
 )
+
+// errAnswerStored reports that an Idempotent call's answer subject held
+// an answer already when this execution stored its own: a copy of the call
+// answered first, and its answer is the key's.
+var errAnswerStored = errors.New("workeragent: an answer is stored already")

@@ -70,7 +70,13 @@ func ExampleAgent() {
 
 	// The host's side.
 	codec, _ := fabric.NewCodec(key)
-	events, _ := nc.SubscribeSync(fabric.EventsSubject("host-1"))
+	// A host reads its events subject and, for Idempotent tools, the
+	// answer subjects below it (a durable consumer, in hostnats).
+	events := make(chan *nats.Msg, 8)
+	for _, subject := range fabric.HostEventsSubjects("host-1") {
+		sub, _ := nc.ChanSubscribe(subject, events)
+		defer sub.Unsubscribe()
+	}
 	inv := protocol.Invoke{
 		RequestID: "req-1", Tool: "text.upper", Input: protocol.TextPayload("hello"),
 		Attempt: 1, AttemptLimit: 1, IdempotencyKey: "session-1/call-1",
@@ -85,9 +91,11 @@ func ExampleAgent() {
 		fmt.Println(err)
 		return
 	}
-	answer, err := events.NextMsg(10 * time.Second)
-	if err != nil {
-		fmt.Println(err)
+	var answer *nats.Msg
+	select {
+	case answer = <-events:
+	case <-time.After(10 * time.Second):
+		fmt.Println("no answer")
 		return
 	}
 	reply, _, err := codec.OpenWorker(answer.Header, answer.Data)

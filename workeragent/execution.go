@@ -60,9 +60,8 @@ func (e *execution) freeSlot() {
 func (e *execution) claimed() bool { return !e.t.spec.idempotent }
 
 // firstDelivery reports a first delivery of a first attempt: nothing but
-// a concurrent copy can have stored a result for its key, so an unclaimed
-// call neither reads the journal before running nor waits on its Store
-// before answering.
+// a concurrent copy can have stored an answer for its key, so an unclaimed
+// call does not look for one before running.
 func (e *execution) firstDelivery() bool { return !e.redelivered && e.inv.Attempt <= 1 }
 
 // ownerID names this execution in the journal: unique per execution, so

@@ -3,6 +3,7 @@ package workeragent_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,7 +24,14 @@ import (
 func (e *env) allResults(t *testing.T) chan protocol.Result {
 	t.Helper()
 	ch := make(chan protocol.Result, 16)
-	sub, err := e.nc.Subscribe(fabric.EventsSubject(e.hostID), func(m *nats.Msg) {
+	// One subscription over every events subject, so results arrive in
+	// the order they were sent whichever subject (the host's events
+	// subject or an answer subject below it) they went to.
+	events := fabric.EventsSubject(e.hostID)
+	sub, err := e.nc.Subscribe(fabric.EventsSubject(">"), func(m *nats.Msg) {
+		if m.Subject != events && !strings.HasPrefix(m.Subject, events+".") {
+			return
+		}
 		if msg, _, err := e.codec.OpenWorker(m.Header, m.Data); err == nil && msg.Result != nil {
 			ch <- *msg.Result
 		}
@@ -57,18 +65,27 @@ func TestIdempotentDuplicateAfterCompletion(t *testing.T) {
 		// again is the duplicate's delivery: its attempt and message id.
 		again    func(inv protocol.Invoke) (protocol.Invoke, string)
 		wantRuns int64
-		// wantText is the duplicate's answer.
-		wantText string
+		// wantSeen are the duplicate's answers in publish order, those
+		// the stream refuses included.
+		wantSeen []string
+		wantHits uint64
 	}{
 		// A republish under a new message id is a first delivery of
-		// attempt 1: it runs without a claim, answers before its Store
-		// and loses at the journal, which keeps the first result.
-		{name: "same attempt republished", wantRuns: 2, wantText: "run-2", again: func(inv protocol.Invoke) (protocol.Invoke, string) {
+		// attempt 1: it runs without looking, the answer subject refuses
+		// its answer (seen by a plain subscriber, not stored), and it
+		// answers the stored one.
+		{name: "same attempt republished", wantRuns: 2, wantSeen: []string{"run-2", "run-1"}, wantHits: 1, again: func(inv protocol.Invoke) (protocol.Invoke, string) {
+			return inv, inv.IdempotencyKey + "/1-again"
+		}},
+		// A host that restarted dispatches the key again under a new
+		// request id: the same, re-bound to the new request.
+		{name: "new request id", wantRuns: 2, wantSeen: []string{"run-2", "run-1"}, wantHits: 1, again: func(inv protocol.Invoke) (protocol.Invoke, string) {
+			inv.RequestID += "-again"
 			return inv, inv.IdempotencyKey + "/1-again"
 		}},
 		// A later attempt may repeat an earlier one, so it reads the
-		// journal first and replays without running.
-		{name: "later attempt", wantRuns: 1, wantText: "run-1", again: func(inv protocol.Invoke) (protocol.Invoke, string) {
+		// answer subject first and replays without running.
+		{name: "later attempt", wantRuns: 1, wantSeen: []string{"run-1"}, wantHits: 1, again: func(inv protocol.Invoke) (protocol.Invoke, string) {
 			inv.Attempt = 2
 			return inv, inv.IdempotencyKey + "/2"
 		}},
@@ -84,16 +101,18 @@ func TestIdempotentDuplicateAfterCompletion(t *testing.T) {
 			inv := e.newInvoke("idem", "x")
 			e.publish(inv)
 			wantAnswer(t, results, inv, "run-1")
-			// The answer goes out before its Store; the ack follows both.
+			// The answer is the stored record; the ack follows it.
 			testwait.Until(t, 0, "first call acked", func() bool { return e.pending(t, "idem") == 0 })
 			dup, msgID := tt.again(inv)
 			e.publishAs(dup, msgID)
-			wantAnswer(t, results, dup, tt.wantText)
+			for _, text := range tt.wantSeen {
+				wantAnswer(t, results, dup, text)
+			}
 			testwait.Until(t, 0, "queue empty", func() bool { return e.pending(t, "idem") == 0 })
 			if got := runs.Load(); got != tt.wantRuns {
 				t.Fatalf("runs = %d, want %d", got, tt.wantRuns)
 			}
-			if s := a.Stats(); s.DedupeHits != 1 || s.Executed != uint64(tt.wantRuns) || s.TakenOver != 0 || s.Deferred != 0 {
+			if s := a.Stats(); s.DedupeHits != tt.wantHits || s.Executed != uint64(tt.wantRuns) || s.TakenOver != 0 || s.Deferred != 0 {
 				t.Fatalf("stats = %+v", s)
 			}
 		})
@@ -126,18 +145,15 @@ func TestIdempotentConcurrentDuplicateAnswersFirstStored(t *testing.T) {
 	// No claim holds the key, so the duplicate runs beside the first.
 	e.publishAs(inv, inv.IdempotencyKey+"/1-again")
 	testwait.Receive(t, 0, "second run", started)
-	// Both are first deliveries of attempt 1, so each answers before its
-	// Store with its own result; the journal keeps the first stored.
+	// Both are first deliveries of attempt 1, so each publishes its own
+	// answer on the answer subject; the stream stores the first and
+	// refuses the second (a plain subscriber sees it all the same), whose
+	// run then answers the stored one.
 	close(gates[1])
 	wantAnswer(t, results, inv, "run-2")
-	j, err := idempotency.NewKV(context.Background(), e.js, idempotency.KVConfig{})
-	must(t, err)
-	testwait.Until(t, 0, "the second run's result stored", func() bool {
-		rec, err := j.Get(context.Background(), inv.IdempotencyKey)
-		return err == nil && rec.Result != nil
-	})
 	close(gates[0])
 	wantAnswer(t, results, inv, "run-1")
+	wantAnswer(t, results, inv, "run-2")
 	testwait.Until(t, 0, "queue empty", func() bool { return e.pending(t, "idem") == 0 })
 	if s := a.Stats(); s.Executed != 2 || s.DedupeHits != 1 || s.Deferred != 0 {
 		t.Fatalf("stats = %+v", s)
@@ -145,7 +161,8 @@ func TestIdempotentConcurrentDuplicateAnswersFirstStored(t *testing.T) {
 }
 
 // TestJournalWritesPerCall counts the journal bucket's stream writes: a
-// claimed call's Begin and Finish against an Idempotent call's Store.
+// claimed call's Begin and Finish against none for an Idempotent call,
+// whose answer is its record.
 func TestJournalWritesPerCall(t *testing.T) {
 	const calls = 5
 	tests := []struct {
@@ -154,7 +171,7 @@ func TestJournalWritesPerCall(t *testing.T) {
 		wantWrite uint64
 	}{
 		{"claimed", nil, 2},
-		{"idempotent", []workeragent.ToolOption{workeragent.Idempotent()}, 1},
+		{"idempotent", []workeragent.ToolOption{workeragent.Idempotent()}, 0},
 	}
 	e := newEnv(t)
 	var runs atomic.Int64

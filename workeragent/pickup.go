@@ -165,11 +165,12 @@ func (e *execution) drainStarted() bool {
 }
 
 // pickupUnclaimed readies a call of a tool registered Idempotent. Running
-// it twice is what the registration allows, so it takes no claim: the
-// common pickup costs no journal round trip, and the one write comes at
-// the end (Store, see finishAt). Only a delivery that may repeat an
-// earlier one, a redelivery or a later attempt, reads the journal first,
-// so that a result stored already is replayed instead of run again.
+// it twice is what the registration allows, so it takes no claim and
+// writes no journal record: its answer, stored on the operation's answer
+// subject (see storeAt), is the record. The common pickup costs no round
+// trip. Only a delivery that may repeat an earlier one, a redelivery or a
+// later attempt, reads the answer subject first, so that an answer stored
+// already is replayed instead of run again.
 func (e *execution) pickupUnclaimed() (recorded, proceed bool) {
 	a, inv := e.a, e.inv
 	recorded, sure := a.cancelNoted(inv)
@@ -187,20 +188,22 @@ func (e *execution) pickupUnclaimed() (recorded, proceed bool) {
 		return recorded, true
 	}
 	ctx, cancel := opContext()
-	rec, err := a.cfg.Journal.Get(ctx, inv.IdempotencyKey)
+	stored, found, err := a.lookupAnswer(ctx, e.host, inv.IdempotencyKey)
 	cancel()
 	switch {
-	case err == nil && rec.State == idempotency.StateDone:
+	case found:
 		a.dedupeHit(e.t.name)
-		e.replay(rec)
+		e.answer(e.rebind(stored), replayFrame)
 		return false, false
-	case err != nil && !errors.Is(err, idempotency.ErrNotFound):
-		e.pickupFailed(err)
-		return false, false
+	case err != nil:
+		// Running again is what the registration allows; the answer
+		// this run stores is refused if one was stored after all, and
+		// that one is answered instead (storeAt).
+		a.log.Warn("stored answer unreadable; running", "request", inv.RequestID, "err", err)
 	}
 	if e.redelivered {
 		// The earlier delivery of this attempt was never acked and left
-		// no result: whatever it did may have happened.
+		// no answer: whatever it did may have happened.
 		a.stats.takenOver.Add(1)
 		e.takenOver = true
 	}

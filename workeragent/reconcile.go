@@ -31,8 +31,8 @@ func (a *Agent) startReconcile(t *tool) error {
 // subject is counted and dropped: answering it would tell a stranger what
 // the journal holds, or answer a question nobody authentic asked. An
 // authentic one is answered once, from what this agent runs and what the
-// journal holds. A journal that cannot be read is no answer either; the
-// host asks again.
+// journal (or, for an Idempotent tool, the answer subject) holds. A
+// journal that cannot be read is no answer either; the host asks again.
 func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
 	req, err := a.codec.OpenReconcile(m.Header, m.Data)
 	if err == nil && req.Tool != t.name {
@@ -47,9 +47,12 @@ func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
 	}
 	ctx, cancel := opContext()
 	defer cancel()
-	status, err := a.operationStatus(ctx, t, req.OperationKey)
+	// The header names the host that asks, under whose events subject an
+	// Idempotent call's answer is stored; it is not authenticated, and a
+	// wrong one only finds no answer.
+	status, err := a.operationStatus(ctx, t, m.Header.Get(fabric.HeaderHost), req.OperationKey)
 	if err != nil {
-		a.log.Warn("reconcile: journal unreadable", "tool", t.name, "request", req.RequestID, "err", err)
+		a.log.Warn("reconcile: journal or stored answer unreadable", "tool", t.name, "request", req.RequestID, "err", err)
 		return
 	}
 	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
@@ -72,19 +75,30 @@ func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
 }
 
 // operationStatus is what the pool knows of the operation keyed key: a
-// call of this agent that holds it is running; otherwise the journal says.
-func (a *Agent) operationStatus(ctx context.Context, t *tool, key string) (protocol.OperationStatus, error) {
+// call of this agent that holds it is running; otherwise the journal says,
+// and for an Idempotent tool, whose calls store their answers on an answer
+// subject rather than in the journal, the answer subject under host.
+func (a *Agent) operationStatus(ctx context.Context, t *tool, host, key string) (protocol.OperationStatus, error) {
 	if a.holds(t, key) {
 		return protocol.StatusRunning(), nil
 	}
 	rec, err := a.cfg.Journal.Get(ctx, key)
-	if errors.Is(err, idempotency.ErrNotFound) {
+	switch {
+	case err == nil:
+		return journalStatus(rec, time.Now()), nil
+	case !errors.Is(err, idempotency.ErrNotFound):
+		return protocol.OperationStatus{}, err
+	case !t.spec.idempotent || fabric.ValidateHostID(host) != nil:
 		return protocol.StatusUnknown(), nil
 	}
+	stored, found, err := a.lookupAnswer(ctx, host, key)
 	if err != nil {
 		return protocol.OperationStatus{}, err
 	}
-	return journalStatus(rec, time.Now()), nil
+	if !found {
+		return protocol.StatusUnknown(), nil
+	}
+	return answerStatus(stored), nil
 }
 
 // holds reports whether an execution of this agent has the tool's call
@@ -125,6 +139,26 @@ func journalStatus(rec idempotency.Record, now time.Time) protocol.OperationStat
 	case idempotency.StatusCancelled:
 		return protocol.StatusCancelled()
 	case idempotency.StatusIndeterminate:
+		return protocol.StatusFailed(withDefault("indeterminate: ", r.Error, "its effect is unknown"))
+	}
+	return protocol.StatusFailed(withDefault("", r.Error, string(r.Status)))
+}
+
+// answerStatus maps a stored answer (see fabric.LookupAnswer) to the
+// state a reconciliation reports, as journalStatus maps the result the
+// journal would have held.
+func answerStatus(stored protocol.WorkerMessage) protocol.OperationStatus {
+	if stored.CancelDisp != nil {
+		return protocol.StatusCancelled()
+	}
+	r := *stored.Result
+	switch r.Status {
+	case protocol.ResultSucceeded:
+		if r.Payload == nil {
+			return protocol.StatusSucceeded(protocol.TextPayload(""))
+		}
+		return protocol.StatusSucceeded(*r.Payload)
+	case protocol.ResultIndeterminate:
 		return protocol.StatusFailed(withDefault("indeterminate: ", r.Error, "its effect is unknown"))
 	}
 	return protocol.StatusFailed(withDefault("", r.Error, string(r.Status)))

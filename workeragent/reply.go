@@ -74,14 +74,79 @@ func eventKind(msg protocol.WorkerMessage) protocol.MessageKind {
 // stream has stored it. The message id makes a replay of the same answer
 // a no-op within the duplicate window.
 func (a *Agent) sendEvent(e *execution, msg protocol.WorkerMessage, k uint32) (jetstream.PubAckFuture, error) {
-	m, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, max(k, 1), msg)
+	m, err := a.sealEvent(e, msg, k)
 	if err != nil {
 		return nil, err
 	}
 	m.Subject = fabric.EventsSubject(e.host)
+	return a.js.PublishMsgAsync(m)
+}
+
+// sealEvent seals msg as frame k (at least 1) of the execution's attempt,
+// with the headers every terminal event carries.
+func (a *Agent) sealEvent(e *execution, msg protocol.WorkerMessage, k uint32) (*nats.Msg, error) {
+	m, err := a.codec.SealWorker(e.inv.RequestID, e.inv.Attempt, max(k, 1), msg)
+	if err != nil {
+		return nil, err
+	}
 	m.Header.Set(fabric.HeaderMsgID, fabric.EventMsgID(e.inv.RequestID, e.inv.Attempt, eventKind(msg)))
 	m.Header.Set(fabric.HeaderWorker, a.cfg.WorkerID)
-	return a.js.PublishMsgAsync(m)
+	return m, nil
+}
+
+// publishStored JetStream-publishes the answer of an Idempotent call as
+// frame k on its operation's answer subject and waits for the stream to
+// store it: the stored answer is the call's record (see
+// fabric.LookupAnswer). With first, the stream stores it only while the
+// subject holds nothing, so the first answer stored stays the key's, as
+// the journal's Store kept the first result; a later one fails with
+// errAnswerStored.
+func (a *Agent) publishStored(e *execution, msg protocol.WorkerMessage, k uint32, first bool) error {
+	m, err := a.sealEvent(e, msg, k)
+	if err != nil {
+		return err
+	}
+	m.Subject = fabric.AnswerSubject(e.host, e.inv.IdempotencyKey)
+	if first {
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	}
+	f, err := a.js.PublishMsgAsync(m)
+	if err != nil {
+		return err
+	}
+	err = awaitStored(f)
+	if wrongLastSequence(err) {
+		return fmt.Errorf("%w: %w", errAnswerStored, err)
+	}
+	return err
+}
+
+// wrongLastSequence reports the stream's refusal of a publish whose
+// expected last subject sequence did not hold; a replicated stream
+// reports it under a code of its own.
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// lookupAnswer reads the stored answer of the execution's Idempotent call
+// back from its answer subject. A message there that fails
+// authentication is counted and taken for no answer: the call runs, and
+// its own answer is what the host gets.
+func (a *Agent) lookupAnswer(ctx context.Context, host, key string) (protocol.WorkerMessage, bool, error) {
+	msg, found, err := fabric.LookupAnswer(ctx, a.events, a.codec, host, key)
+	if errors.Is(err, fabric.ErrForged) {
+		a.forged(err, "rejected stored answer", "subject", fabric.AnswerSubject(host, key))
+		return protocol.WorkerMessage{}, false, nil
+	}
+	if err != nil {
+		return protocol.WorkerMessage{}, false, fmt.Errorf("workeragent: %w", err)
+	}
+	return msg, found, nil
 }
 
 // publishEvent JetStream-publishes an event as frame k and waits for the

@@ -23,8 +23,9 @@ type Stats struct {
 	TakenOver uint64
 	// Indeterminate counts non-idempotent calls answered indeterminate.
 	Indeterminate uint64
-	// Forged counts invocation or cancel frames that failed
-	// authentication or did not match their subject; they are never run.
+	// Forged counts invocation, cancel or stored-answer frames that failed
+	// authentication or did not match their subject; they are never run
+	// (nor replayed).
 	Forged uint64
 	// Redeliveries counts invocation messages the stream delivered more
 	// than once.
