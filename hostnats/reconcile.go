@@ -81,7 +81,7 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 	defer func() { _ = sub.Unsubscribe() }()
 	subject := fabric.ReconcileSubject(req.Tool)
 	m.Subject, m.Reply = subject, inbox
-	m.Header.Set(fabric.HeaderHost, t.hostID)
+	m.Header.Set(fabric.HeaderHost, eventsHost(req.SessionID, t.hostID))
 	if err := t.nc.PublishMsg(m); err != nil {
 		return protocol.OperationReconcileResult{}, fmt.Errorf("hostnats: reconcile %q: %w", truncate(req.OperationKey), err)
 	}
@@ -154,4 +154,15 @@ func reconcileRejectReason(err error) string {
 		return RejectInvalid
 	}
 	return classify(err)
+}
+
+// eventsHost is the host whose events take the answers of sessionID's
+// operations: the host that accepted the session, whichever host drives
+// it now (an adopting host publishes for it, see PublishFor). A worker
+// looks an Idempotent call's stored answer up under it when reconciling.
+func eventsHost(sessionID, self string) string {
+	if _, host, ok := hostloop.ParseSessionID(hostloop.SessionID(sessionID)); ok {
+		return host
+	}
+	return self
 }

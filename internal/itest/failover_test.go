@@ -50,6 +50,7 @@ func (c *cluster) startPeer(id string) *peerHost {
 		Archive: p.archive, Ledger: ledger, Leases: p.leases,
 		AdoptEvery: 100 * time.Millisecond, ArchiveTimeout: 5 * time.Second, LedgerRetry: 100 * time.Millisecond,
 		RetryInitial: c.opts.retryInitial, RetryMax: c.opts.retryMax,
+		ReconcileAfter: c.opts.reconcileAfter,
 	})
 	must(c.t, err)
 	c.t.Cleanup(func() { p.stop() })
@@ -154,4 +155,59 @@ func TestSecondHostAdoptsTheSessionsOfAnAbandonedHost(t *testing.T) {
 	}
 	ok.check(t, 2*scripts)
 	t.Logf("adopted %d sessions %v after the first host was abandoned (lease %v)", scripts-scripts/3, adopted.Round(time.Millisecond), testLease)
+}
+
+// TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost loses the
+// first host while its sessions wait on an idempotent tool, whose answers
+// come while no host reads them: they are stored on the answer subjects
+// of the first host's events. The second host, once it has adopted the
+// sessions, asks the pool what became of the calls; the request names
+// the host whose events take the session's answers (the one that
+// accepted it, not the one asking), so the worker finds every stored
+// answer and every script completes without a call running twice.
+func TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost(t *testing.T) {
+	const scripts = 6
+	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true, reconcileAfter: 300 * time.Millisecond})
+	var ok successes
+	release := make(chan struct{})
+	started := make(chan struct{}, scripts)
+	w := c.startWorker("w1", func(a *workeragent.Agent) {
+		must(t, a.Handle("it.step", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+			in := call.Input.Text
+			if strings.HasSuffix(in, "-two") {
+				started <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return workeragent.Output{}, ctx.Err()
+				}
+			}
+			ok.add(call.IdempotencyKey)
+			return workeragent.Result(in + "!"), nil
+		}), workeragent.Idempotent()))
+	})
+	a, b := c.startPeer("ha"), c.startPeer("hb")
+	var ids []hostloop.SessionID
+	for range scripts {
+		ids = append(ids, a.submit(t, sprintf(twoStepScript, "it.step")))
+	}
+	for range scripts {
+		testwait.Receive(t, 0, "the second calls to start", started)
+	}
+	a.abandon()
+	close(release)
+	ctx, cancel := opCtx()
+	defer cancel()
+	for _, id := range ids {
+		testwait.Until(t, 30*time.Second, "session "+string(id)+" to complete", func() bool {
+			s, _, err := b.loop.Status(ctx, id)
+			return err == nil && s.State == hostloop.SessionCompleted
+		})
+		s, _, _ := b.loop.Status(ctx, id)
+		wantCompleted(t, s, "one!|one!-two!")
+	}
+	ok.check(t, 2*scripts)
+	if n := w.Stats().Reconciled; n == 0 {
+		t.Fatalf("the worker answered %d reconciliations", n)
+	}
 }
