@@ -1,6 +1,10 @@
 package fabric
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 // Every rejection in this package wraps one of these sentinels (and, for a
 // frame that fails authentication, also the protocol sentinel that says
@@ -24,3 +28,14 @@ var (
 	// older host).
 	ErrNoDirectGet = errors.New("fabric: stream does not allow direct get")
 )
+
+// WrongLastSequence reports JetStream's refusal of a publish whose
+// expected last (subject) sequence did not hold: the fence every
+// compare-and-set write of the fabric relies on. A replicated stream
+// reports it under a code of its own, so both codes count.
+func WrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}

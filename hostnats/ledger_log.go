@@ -133,16 +133,16 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 		msg.Data = l.seal.Seal(sealName(session, b.From), body)
 		msg.Header.Set(ledgerIndexHeader, strconv.Itoa(b.From))
 		ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(tail.seq))
-		if b.From == 0 && wrongLastSequence(err) {
+		if b.From == 0 && fabric.WrongLastSequence(err) {
 			// A removed ledger's tombstone may not have expired yet: a
 			// new ledger follows it, fenced on it instead of on nothing.
-			if seq, ok := l.tombstoneAt(ctx, subject); ok {
-				ack, err = l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+			if last, live, lerr := l.last(ctx, subject); lerr == nil && last != nil && !live {
+				ack, err = l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(last.Sequence))
 			}
 		}
 		if err != nil {
 			l.forget(session)
-			if wrongLastSequence(err) {
+			if fabric.WrongLastSequence(err) {
 				return fmt.Errorf("%w: %s: %v", workflow.ErrLedgerConflict, session, err)
 			}
 			return fmt.Errorf("hostnats: ledger %s: %w", session, err)
@@ -153,20 +153,17 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 	return nil
 }
 
-// wrongLastSequence reports a write refused by its fence.
-func wrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}
-
-// tombstoneAt is the sequence of the tombstone subject ends with, if it
-// ends with one.
-func (l *LedgerLog) tombstoneAt(ctx context.Context, subject string) (uint64, bool) {
-	m, err := l.stream.GetLastMsgForSubject(ctx, subject)
-	if err != nil || !isTombstone(m.Header) {
-		return 0, false
+// last reads subject's last message, nil if the subject holds none; live
+// reports a ledger's batch rather than a removal's tombstone.
+func (l *LedgerLog) last(ctx context.Context, subject string) (m *jetstream.RawStreamMsg, live bool, err error) {
+	m, err = l.stream.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
 	}
-	return m.Sequence, true
+	return m, !isTombstone(m.Header), nil
 }
 
 // encodedBatch is a batch whose entries are encoded already: each entry
@@ -217,15 +214,13 @@ func (l *LedgerLog) tailOf(ctx context.Context, session, subject string, from in
 		// refuses the write if the subject holds anything.
 		t = ledgerTail{}
 	default:
-		m, err := l.stream.GetLastMsgForSubject(ctx, subject)
+		m, live, err := l.last(ctx, subject)
 		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-			t = ledgerTail{}
 		case err != nil:
 			return ledgerTail{}, fmt.Errorf("hostnats: ledger %s: %w", session, err)
-		case isTombstone(m.Header):
-			// Removed: a writer that still believes in the ledger is told
-			// so by the conflict below.
+		case !live:
+			// Nothing, or a removal's tombstone: a writer that still
+			// believes in the ledger is told so by the conflict below.
 			t = ledgerTail{}
 		default:
 			b, err := l.open(session, m.Header.Get(ledgerIndexHeader), m.Data)
@@ -263,14 +258,11 @@ func (l *LedgerLog) Has(ctx context.Context, session string) (bool, error) {
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	m, err := l.stream.GetLastMsgForSubject(ctx, subject)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
-	case err != nil:
+	_, live, err := l.last(ctx, subject)
+	if err != nil {
 		return false, fmt.Errorf("hostnats: ledger %s: %w", session, err)
 	}
-	return !isTombstone(m.Header), nil
+	return live, nil
 }
 
 // Load implements workflow.Log. Every message is verified; a ledger with
@@ -308,13 +300,13 @@ func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry,
 		got := 0
 		for m := range batch.Messages() {
 			got++
+			if md, err := m.Metadata(); err == nil {
+				last = md.Sequence.Stream
+			}
 			if isTombstone(m.Headers()) {
 				// A rollup leaves nothing before it, so a tombstone is
 				// the subject's first message: what follows it, if
 				// anything, is a ledger begun after the removal.
-				if md, err := m.Metadata(); err == nil {
-					last = md.Sequence.Stream
-				}
 				continue
 			}
 			b, err := l.open(session, m.Headers().Get(ledgerIndexHeader), m.Data())
@@ -325,9 +317,6 @@ func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry,
 				return nil, fmt.Errorf("%w: %s: a batch at %d follows %d entries", ErrLedgerRejected, session, b.From, len(out))
 			}
 			out = append(out, b.Entries...)
-			if md, err := m.Metadata(); err == nil {
-				last = md.Sequence.Stream
-			}
 		}
 		if err := batch.Error(); err != nil {
 			return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
@@ -402,13 +391,13 @@ func (l *LedgerLog) Sessions(ctx context.Context) ([]string, error) {
 	out := make([]string, 0, len(info.State.Subjects))
 	for subj, n := range info.State.Subjects {
 		if n == 1 {
-			m, err := l.stream.GetLastMsgForSubject(ctx, subj)
-			switch {
-			case errors.Is(err, jetstream.ErrMsgNotFound):
-				continue // expired since the stream answered
-			case err != nil:
+			// A tombstone, or nothing if it expired since the stream
+			// answered, is no ledger.
+			_, live, err := l.last(ctx, subj)
+			if err != nil {
 				return nil, fmt.Errorf("hostnats: ledger: %w", err)
-			case isTombstone(m.Header):
+			}
+			if !live {
 				continue
 			}
 		}

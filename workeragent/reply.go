@@ -115,22 +115,10 @@ func (a *Agent) publishStored(e *execution, msg protocol.WorkerMessage, k uint32
 		return err
 	}
 	err = awaitStored(f)
-	if wrongLastSequence(err) {
+	if fabric.WrongLastSequence(err) {
 		return fmt.Errorf("%w: %w", errAnswerStored, err)
 	}
 	return err
-}
-
-// wrongLastSequence reports the stream's refusal of a publish whose
-// expected last subject sequence did not hold; a replicated stream
-// reports it under a code of its own.
-func wrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 // lookupAnswer reads the stored answer of the execution's Idempotent call
