@@ -479,24 +479,31 @@ func (a *Agent) joinFabric(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, name := range []string{fabric.StreamInvoke, fabric.StreamEvents} {
-		s, err := a.js.Stream(ctx, name)
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fmt.Errorf("%w: %q", ErrNotProvisioned, name)
-		}
-		if err != nil {
-			return fmt.Errorf("workeragent: stream %q: %w", name, err)
-		}
-		if name != fabric.StreamEvents {
-			continue
-		}
-		// Without direct gets an Idempotent call could not read its
-		// stored answer back, and would silently run again: the host
-		// that provisioned the stream predates answer subjects.
-		if !s.CachedInfo().Config.AllowDirect {
-			return fmt.Errorf("%w: %q does not allow direct get (provisioned by an older host)", ErrNotProvisioned, name)
-		}
-		a.events = s
+	if _, err := a.stream(ctx, fabric.StreamInvoke); err != nil {
+		return err
 	}
+	events, err := a.stream(ctx, fabric.StreamEvents)
+	if err != nil {
+		return err
+	}
+	// Without direct gets an Idempotent call could not read its stored
+	// answer back, and would silently run again: the host that
+	// provisioned the stream predates answer subjects.
+	if !events.CachedInfo().Config.AllowDirect {
+		return fmt.Errorf("%w: %q does not allow direct get (provisioned by an older host)", ErrNotProvisioned, fabric.StreamEvents)
+	}
+	a.events = events
 	return nil
+}
+
+// stream looks a fabric stream up; a missing one is ErrNotProvisioned.
+func (a *Agent) stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	s, err := a.js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrNotProvisioned, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workeragent: stream %q: %w", name, err)
+	}
+	return s, nil
 }

@@ -139,8 +139,8 @@ func awaitResult(t *testing.T, results chan protocol.Result, what string, ok fun
 
 // TestReconcileFindsStoredAnswer: for an Idempotent tool, whose calls keep
 // no journal record, the agent answers a reconciliation from the answer
-// subject under the asking host; a forgery there is no answer. A claimed
-// tool does not look there.
+// subject under the host the request names; a forgery there is no answer.
+// A claimed tool does not look there.
 func TestReconcileFindsStoredAnswer(t *testing.T) {
 	e := newEnv(t)
 	e.forgeries.Store(true)

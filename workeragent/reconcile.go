@@ -47,9 +47,10 @@ func (a *Agent) onReconcile(t *tool, m *nats.Msg) {
 	}
 	ctx, cancel := opContext()
 	defer cancel()
-	// The header names the host that asks, under whose events subject an
-	// Idempotent call's answer is stored; it is not authenticated, and a
-	// wrong one only finds no answer.
+	// The header names the host whose events take the session's answers
+	// (the one that accepted it), under which an Idempotent call's answer
+	// is stored; it is not authenticated, and a wrong one only finds no
+	// answer.
 	status, err := a.operationStatus(ctx, t, m.Header.Get(fabric.HeaderHost), req.OperationKey)
 	if err != nil {
 		a.log.Warn("reconcile: journal or stored answer unreadable", "tool", t.name, "request", req.RequestID, "err", err)
@@ -129,7 +130,25 @@ func journalStatus(rec idempotency.Record, now time.Time) protocol.OperationStat
 	case rec.State != idempotency.StateDone || rec.Result == nil:
 		return protocol.StatusUnknown()
 	}
-	r := *rec.Result
+	return resultStatus(*rec.Result)
+}
+
+// answerStatus maps a stored answer (see fabric.LookupAnswer) to the
+// state a reconciliation reports, as journalStatus maps the result the
+// journal would have held. A stored result's status has the journal's
+// names (messageOf maps one onto the other).
+func answerStatus(stored protocol.WorkerMessage) protocol.OperationStatus {
+	if stored.CancelDisp != nil {
+		return protocol.StatusCancelled()
+	}
+	r := stored.Result
+	return resultStatus(idempotency.Result{Status: idempotency.Status(r.Status), Payload: r.Payload, Error: r.Error})
+}
+
+// resultStatus maps a terminal result to the state a reconciliation
+// reports: an indeterminate one is reported failed (the protocol has no
+// such state, and its effect is not to be repeated).
+func resultStatus(r idempotency.Result) protocol.OperationStatus {
 	switch r.Status {
 	case idempotency.StatusSucceeded:
 		if r.Payload == nil {
@@ -139,26 +158,6 @@ func journalStatus(rec idempotency.Record, now time.Time) protocol.OperationStat
 	case idempotency.StatusCancelled:
 		return protocol.StatusCancelled()
 	case idempotency.StatusIndeterminate:
-		return protocol.StatusFailed(withDefault("indeterminate: ", r.Error, "its effect is unknown"))
-	}
-	return protocol.StatusFailed(withDefault("", r.Error, string(r.Status)))
-}
-
-// answerStatus maps a stored answer (see fabric.LookupAnswer) to the
-// state a reconciliation reports, as journalStatus maps the result the
-// journal would have held.
-func answerStatus(stored protocol.WorkerMessage) protocol.OperationStatus {
-	if stored.CancelDisp != nil {
-		return protocol.StatusCancelled()
-	}
-	r := *stored.Result
-	switch r.Status {
-	case protocol.ResultSucceeded:
-		if r.Payload == nil {
-			return protocol.StatusSucceeded(protocol.TextPayload(""))
-		}
-		return protocol.StatusSucceeded(*r.Payload)
-	case protocol.ResultIndeterminate:
 		return protocol.StatusFailed(withDefault("indeterminate: ", r.Error, "its effect is unknown"))
 	}
 	return protocol.StatusFailed(withDefault("", r.Error, string(r.Status)))
