@@ -100,19 +100,7 @@ func TestSecondHostAdoptsTheSessionsOfAnAbandonedHost(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 2*scripts)
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.step", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
-			in := call.Input.Text
-			if strings.HasSuffix(in, "-two") {
-				started <- struct{}{}
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return workeragent.Output{}, ctx.Err()
-				}
-			}
-			ok.add(call.IdempotencyKey)
-			return workeragent.Result(in + "!"), nil
-		})))
+		must(t, a.Handle("it.step", heldSecondStep(&ok, started, release)))
 	})
 	a, b := c.startPeer("ha"), c.startPeer("hb")
 	var ids []hostloop.SessionID
@@ -145,14 +133,7 @@ func TestSecondHostAdoptsTheSessionsOfAnAbandonedHost(t *testing.T) {
 	})
 	adopted := time.Since(lost)
 	close(release)
-	for _, id := range ids {
-		testwait.Until(t, 30*time.Second, "session "+string(id)+" to complete", func() bool {
-			s, _, err := b.loop.Status(ctx, id)
-			return err == nil && s.State == hostloop.SessionCompleted
-		})
-		s, _, _ := b.loop.Status(ctx, id)
-		wantCompleted(t, s, "one!|one!-two!")
-	}
+	b.wantCompleted(t, ids, "one!|one!-two!")
 	ok.check(t, 2*scripts)
 	t.Logf("adopted %d sessions %v after the first host was abandoned (lease %v)", scripts-scripts/3, adopted.Round(time.Millisecond), testLease)
 }
@@ -172,19 +153,7 @@ func TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, scripts)
 	w := c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.step", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
-			in := call.Input.Text
-			if strings.HasSuffix(in, "-two") {
-				started <- struct{}{}
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return workeragent.Output{}, ctx.Err()
-				}
-			}
-			ok.add(call.IdempotencyKey)
-			return workeragent.Result(in + "!"), nil
-		}), workeragent.Idempotent()))
+		must(t, a.Handle("it.step", heldSecondStep(&ok, started, release), workeragent.Idempotent()))
 	})
 	a, b := c.startPeer("ha"), c.startPeer("hb")
 	var ids []hostloop.SessionID
@@ -196,18 +165,49 @@ func TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost(t *testing.T) {
 	}
 	a.abandon()
 	close(release)
-	ctx, cancel := opCtx()
-	defer cancel()
-	for _, id := range ids {
-		testwait.Until(t, 30*time.Second, "session "+string(id)+" to complete", func() bool {
-			s, _, err := b.loop.Status(ctx, id)
-			return err == nil && s.State == hostloop.SessionCompleted
-		})
-		s, _, _ := b.loop.Status(ctx, id)
-		wantCompleted(t, s, "one!|one!-two!")
-	}
+	b.wantCompleted(t, ids, "one!|one!-two!")
 	ok.check(t, 2*scripts)
 	if n := w.Stats().Reconciled; n == 0 {
 		t.Fatalf("the worker answered %d reconciliations", n)
+	}
+}
+
+// heldSecondStep is it.step for twoStepScript: it answers its input with
+// "!" appended, except that a second step ("…-two") first signals started
+// and waits for release (or its context); every answered call is added
+// to ok.
+func heldSecondStep(ok *successes, started chan<- struct{}, release <-chan struct{}) workeragent.HandlerFunc {
+	return func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		in := call.Input.Text
+		if strings.HasSuffix(in, "-two") {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return workeragent.Output{}, ctx.Err()
+			}
+		}
+		ok.add(call.IdempotencyKey)
+		return workeragent.Result(in + "!"), nil
+	}
+}
+
+// wantCompleted waits for each of ids to complete on p, with want as its
+// value.
+func (p *peerHost) wantCompleted(t *testing.T, ids []hostloop.SessionID, want string) {
+	t.Helper()
+	status := func(id hostloop.SessionID) (hostloop.SessionStatus, error) {
+		ctx, cancel := opCtx()
+		defer cancel()
+		s, _, err := p.loop.Status(ctx, id)
+		return s, err
+	}
+	for _, id := range ids {
+		testwait.Until(t, 30*time.Second, "session "+string(id)+" to complete", func() bool {
+			s, err := status(id)
+			return err == nil && s.State == hostloop.SessionCompleted
+		})
+		s, _ := status(id)
+		wantCompleted(t, s, want)
 	}
 }
