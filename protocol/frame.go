@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // DefaultMaxFrameBytes is the line length ParseJSONLine accepts, not
@@ -166,15 +167,18 @@ func validateSessionID(id string) error {
 }
 
 // decodeStrict decodes exactly one JSON value into v, refusing unknown
-// fields and trailing data: a frame has one spelling, so fields a peer adds
-// are refused rather than silently dropped.
+// fields, names spelled in another case, and trailing data: a frame has
+// one spelling, so fields a peer adds are refused rather than silently
+// dropped. Every frame a host or worker opens comes through here, so it
+// uses segmentio's decoder: the same rules as encoding/json's strict
+// Decoder at about an eighth of its time and a third of its allocations
+// (see docs/decisions.md).
 func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	rest, err := segjson.Parse(data, v, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields)
+	if err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if len(bytes.TrimLeft(rest, " \t\r\n")) != 0 {
 		return fmt.Errorf("data after the JSON value")
 	}
 	return nil

@@ -146,6 +146,9 @@ func TestVerifyRejectsAuthenticInvalidMessages(t *testing.T) {
 		{"invalid payload", `{"kind":"chunk","chunk":{"request_id":"","sequence":1}}`},
 		{"trailing data", `{"kind":"chunk","chunk":{"request_id":"r","sequence":1}} {}`},
 		{"not json", `{"kind"`},
+		{"field in another case", `{"kind":"chunk","chunk":{"Request_ID":"r","sequence":1}}`},
+		{"number out of range", `{"kind":"chunk","chunk":{"request_id":"r","sequence":-1}}`},
+		{"invalid json payload", `{"kind":"result","result":{"request_id":"r","attempt":1,"status":"succeeded","payload":{"format":"json","json":{"a":}}}}`},
 	}
 	for _, tc := range tests {
 		_, err := protocol.VerifyFrame(testKey, sealRaw("s", protocol.RoleWorker, 1, tc.msg))
