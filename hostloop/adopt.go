@@ -63,7 +63,8 @@ func (l *Loop) adoptLoop() {
 
 // adoptOnce takes the lease of every incarnation that has ledgers and no
 // live holder, rebuilds its sessions off the loop and hands them to it;
-// then gives up the adopted incarnations whose sessions all ended.
+// then reads the events of the hosts it took sessions from, and gives up
+// the adopted incarnations whose sessions all ended.
 func (l *Loop) adoptOnce() {
 	ctx, cancel := context.WithTimeout(l.stopped, l.cfg.ArchiveTimeout)
 	defer cancel()
@@ -74,13 +75,6 @@ func (l *Loop) adoptOnce() {
 	for _, inc := range slices.Sorted(maps.Keys(groups)) {
 		if err := l.take(ctx, inc); err != nil {
 			continue
-		}
-		host, _ := incarnationHost(inc)
-		if a, ok := l.cfg.Transport.(EventsAdopter); ok && host != l.cfg.HostID {
-			if err := a.AdoptEvents(ctx, host); err != nil {
-				l.release(ctx, inc)
-				continue
-			}
 		}
 		rs, err := l.loadResumable(ctx, groups[inc])
 		if err == nil {
@@ -94,7 +88,34 @@ func (l *Loop) adoptOnce() {
 			}
 		}
 	}
+	l.readAdoptedEvents(ctx)
 	l.releaseEnded(ctx)
+}
+
+// readAdoptedEvents starts reading the events of every other host one of
+// whose incarnations this process holds. It runs once the sessions are in
+// the loop: an answer read before the loop knew its call would be refused
+// as an unknown request and acked away, leaving the call to
+// reconciliation. Answers sent meanwhile wait in the stream (the
+// adopter's durable starts at the first host's ack floor). A host whose
+// events cannot be read now is tried again at the next scan; for one
+// already read, AdoptEvents does nothing.
+func (l *Loop) readAdoptedEvents(ctx context.Context) {
+	a, ok := l.cfg.Transport.(EventsAdopter)
+	if !ok {
+		return
+	}
+	hosts := make(map[string]bool)
+	l.leaseMu.Lock()
+	for inc := range l.held {
+		if h, _ := incarnationHost(inc); h != l.cfg.HostID {
+			hosts[h] = true
+		}
+	}
+	l.leaseMu.Unlock()
+	for _, h := range slices.Sorted(maps.Keys(hosts)) {
+		_ = a.AdoptEvents(ctx, h)
+	}
 }
 
 // releaseEnded gives up the adopted incarnations that no longer have a

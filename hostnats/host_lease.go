@@ -129,7 +129,7 @@ func (h *HostLeases) Take(ctx context.Context, incarnation, holder string) error
 		rev, err = h.kv.Update(ctx, key, data, rev)
 	}
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
+		if errors.Is(err, jetstream.ErrKeyExists) || fabric.WrongLastSequence(err) {
 			return fmt.Errorf("%w: %s was taken meanwhile", hostloop.ErrLeaseHeld, incarnation)
 		}
 		return fmt.Errorf("hostnats: lease %s: %w", incarnation, err)
@@ -156,7 +156,7 @@ func (h *HostLeases) Release(ctx context.Context, incarnation string) error {
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	if err := h.kv.Delete(ctx, key, jetstream.LastRevision(l.rev)); err != nil && !isWrongSequence(err) {
+	if err := h.kv.Delete(ctx, key, jetstream.LastRevision(l.rev)); err != nil && !fabric.WrongLastSequence(err) {
 		return fmt.Errorf("hostnats: releasing lease %s: %w", incarnation, err)
 	}
 	return nil
@@ -237,7 +237,7 @@ func (h *HostLeases) renew() {
 				switch {
 				case err == nil:
 					h.held[key] = heldLease{holder: l.holder, rev: rev}
-				case isWrongSequence(err) || errors.Is(err, jetstream.ErrKeyNotFound):
+				case fabric.WrongLastSequence(err) || errors.Is(err, jetstream.ErrKeyNotFound):
 					// Taken by another host: no longer ours to renew.
 					delete(h.held, key)
 				}
@@ -256,9 +256,3 @@ func (h *HostLeases) Close() error {
 	return nil
 }
 
-// isWrongSequence reports JetStream's refusal of a write whose expected
-// revision is not the key's last.
-func isWrongSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
-}

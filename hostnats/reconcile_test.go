@@ -329,3 +329,39 @@ func TestReconcileRefusesBadInputAndSendsNothing(t *testing.T) {
 		t.Fatal("a zero reconcile timeout was accepted")
 	}
 }
+
+// A host that drives a session another host accepted (it adopted it)
+// names the accepting host in its reconciliation requests: that host's
+// answer subjects are where a worker finds the call's stored answer.
+func TestReconcileNamesTheSessionsAcceptingHost(t *testing.T) {
+	env := newEnv(t)
+	tr := newTransport(t, env, "h1")
+	codec := newCodec(t, testKey)
+	hosts := make(chan string, 2)
+	sub, err := env.nc.Subscribe(fabric.ReconcileSubject(reconcileTool), func(m *nats.Msg) {
+		req, err := codec.OpenReconcile(m.Header, m.Data)
+		if err != nil {
+			t.Errorf("reconcile request: %v", err)
+			return
+		}
+		hosts <- m.Header.Get(fabric.HeaderHost)
+		if err := m.RespondMsg(sealAnswer(t, testKey, req, protocol.StatusUnknown())); err != nil {
+			t.Errorf("respond: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	for _, tc := range []struct{ session, want string }{
+		{"s-h0-0123456789ab-7", "h0"},
+		{"session-1", "h1"},
+	} {
+		if _, err := tr.Reconcile(testCtx(t), tc.session, reconcileTool, "op-1"); err != nil {
+			t.Fatalf("%s: %v", tc.session, err)
+		}
+		if got := testwait.Receive(t, 0, "the request's host", hosts); got != tc.want {
+			t.Fatalf("%s: Splash-Host = %q, want %q", tc.session, got, tc.want)
+		}
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
@@ -50,7 +52,7 @@ func (c *cluster) startPeer(id string) *peerHost {
 		Archive: p.archive, Ledger: ledger, Leases: p.leases,
 		AdoptEvery: 100 * time.Millisecond, ArchiveTimeout: 5 * time.Second, LedgerRetry: 100 * time.Millisecond,
 		RetryInitial: c.opts.retryInitial, RetryMax: c.opts.retryMax,
-		ReconcileAfter: c.opts.reconcileAfter,
+		ReconcileAfter: c.opts.reconcileAfter, RedeliveryHorizon: c.opts.horizon, DuplicateWindow: c.opts.duplicateWindow,
 	})
 	must(c.t, err)
 	c.t.Cleanup(func() { p.stop() })
@@ -141,14 +143,16 @@ func TestSecondHostAdoptsTheSessionsOfAnAbandonedHost(t *testing.T) {
 // TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost loses the
 // first host while its sessions wait on an idempotent tool, whose answers
 // come while no host reads them: they are stored on the answer subjects
-// of the first host's events. The second host, once it has adopted the
-// sessions, asks the pool what became of the calls; the request names
-// the host whose events take the session's answers (the one that
-// accepted it, not the one asking), so the worker finds every stored
-// answer and every script completes without a call running twice.
+// of the first host's events. The invocation stream's memory of message
+// ids is made tiny, so the second host, once it has adopted the sessions,
+// cannot publish their calls again and asks the pool what became of
+// them; the request names the host whose events take the session's
+// answers (the one that accepted it, not the one asking; see
+// TestReconcileNamesTheSessionsAcceptingHost), and every script completes
+// without a call running twice.
 func TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost(t *testing.T) {
 	const scripts = 6
-	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true, reconcileAfter: 300 * time.Millisecond})
+	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true, reconcileAfter: 300 * time.Millisecond, duplicateWindow: time.Nanosecond})
 	var ok successes
 	release := make(chan struct{})
 	started := make(chan struct{}, scripts)
@@ -170,6 +174,49 @@ func TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost(t *testing.T) {
 	if n := w.Stats().Reconciled; n == 0 {
 		t.Fatalf("the worker answered %d reconciliations", n)
 	}
+}
+
+// TestAnswersStoredBeforeAnAdoptionReachTheAdopter loses the first host
+// while its sessions wait on an idempotent tool, and lets every call
+// answer before the second host adopts the sessions: the answers wait on
+// the first host's answer subjects. The adopter reads those events only
+// once the sessions are in its loop, so it takes every stored answer
+// itself; reconciliation is put out of reach, so a session completes only
+// if its answer was not refused as a call the loop did not know yet.
+func TestAnswersStoredBeforeAnAdoptionReachTheAdopter(t *testing.T) {
+	const scripts = 6
+	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true, reconcileAfter: time.Hour})
+	var ok successes
+	release := make(chan struct{})
+	started := make(chan struct{}, scripts)
+	c.startWorker("w1", func(a *workeragent.Agent) {
+		must(t, a.Handle("it.step", heldSecondStep(&ok, started, release), workeragent.Idempotent()))
+	})
+	a, b := c.startPeer("ha"), c.startPeer("hb")
+	var ids []hostloop.SessionID
+	for range scripts {
+		ids = append(ids, a.submit(t, sprintf(twoStepScript, "it.step")))
+	}
+	for range scripts {
+		testwait.Receive(t, 0, "the second calls to start", started)
+	}
+	a.abandon()
+	close(release)
+	events, err := c.hostJS.Stream(context.Background(), fabric.StreamEvents)
+	must(t, err)
+	testwait.Until(t, 10*time.Second, "every answer stored", func() bool {
+		ctx, cancel := opCtx()
+		defer cancel()
+		info, err := events.Info(ctx, jetstream.WithSubjectFilter(fabric.HostEventsSubjects("ha")[1]))
+		return err == nil && len(info.State.Subjects) == 2*scripts
+	})
+	ctx, cancel := opCtx()
+	defer cancel()
+	if _, _, err := b.loop.Status(ctx, ids[0]); !errors.As(err, new(*hostloop.SessionElsewhereError)) {
+		t.Fatalf("the second host before the lease lapsed: %v, want SessionElsewhereError", err)
+	}
+	b.wantCompleted(t, ids, "one!|one!-two!")
+	ok.check(t, 2*scripts)
 }
 
 // heldSecondStep is it.step for twoStepScript: it answers its input with
