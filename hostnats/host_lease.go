@@ -255,4 +255,3 @@ func (h *HostLeases) Close() error {
 	})
 	return nil
 }
-
