@@ -3,13 +3,12 @@ package fabric
 import "time"
 
 // PullHeartbeat is the idle heartbeat every pull consumer of the fabric
-// asks for: the worker pools' (in their pull requests, see workeragent's
-// puller) and each host's events (jetstream.PullHeartbeat). Two missed
-// heartbeats are how a client learns that the server holds none of its
-// pull requests, so they bound how long a lost request leaves a pull
-// silent: 1 s here, against 30 s at nats.go's default (half the pull
-// expiry), for one small status message per idle half second per waiting
-// request.
+// asks for in its pull requests (see Puller): the worker pools' and each
+// host's events. Two missed heartbeats are how a client learns that the
+// server holds none of its pull requests, so they bound how long a lost
+// request leaves a pull silent: 1 s here, against 30 s at nats.go's
+// default (half the pull expiry), for one small status message per idle
+// half second per waiting request.
 //
 // nats.go's Consume loses requests that way on a loaded process: it pulls
 // again when the count of messages it asked for and has not yet handled
@@ -20,8 +19,7 @@ import "time"
 // goroutine can be descheduled right after the send, for instance when it
 // hands a contended connection lock to a waiter), the client asks for
 // nothing more while the server holds no request of its, until the
-// heartbeats are missed. The worker agent therefore owns its pull
-// requests, deciding and counting them under one lock before the send;
-// the host's events consumer still uses Consume with a 500-message window,
-// where the stall needs 250 messages handled in that gap.
+// heartbeats are missed. Every pull of the fabric therefore goes through
+// a Puller, which decides and counts its requests under one lock before
+// the send.
 const PullHeartbeat = 500 * time.Millisecond

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -60,7 +59,7 @@ func (t *HostTransport) AdoptEvents(ctx context.Context, hostID string) error {
 	if err != nil {
 		return fmt.Errorf("hostnats: adopting the events of %q: %w", hostID, err)
 	}
-	cc, err := t.consumeEvents(cons)
+	cc, err := t.consumeEvents(cons, hostID)
 	if err != nil {
 		return fmt.Errorf("hostnats: consume the events of %q: %w", hostID, err)
 	}
@@ -78,7 +77,7 @@ func (t *HostTransport) ReleaseEvents(ctx context.Context, hostID string) error 
 	if !ok {
 		return nil
 	}
-	stopConsume(cc)
+	stopPull(cc)
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if err := t.js.DeleteConsumer(ctx, fabric.StreamEvents, adoptConsumerName(hostID, t.hostID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -87,13 +86,9 @@ func (t *HostTransport) ReleaseEvents(ctx context.Context, hostID string) error 
 	return nil
 }
 
-// stopConsume stops cc, waiting a bounded time for nats.go to let go.
-func stopConsume(cc jetstream.ConsumeContext) {
-	cc.Stop()
-	select {
-	case <-cc.Closed():
-	case <-time.After(stopTimeout):
-	}
+// stopPull stops p, waiting a bounded time for its last message.
+func stopPull(p *fabric.Puller) {
+	p.Stop(stopTimeout)
 }
 
 // PublishFor publishes inv, an operation of a session hostID's process

@@ -16,8 +16,8 @@ import (
 
 // HostTransport is the hostloop.Transport over NATS JetStream.
 //
-// Goroutines: the events consumer callback (owned by nats.go, stopped in
-// Close) and one ack watcher started here. Both write Events; Close waits
+// Goroutines: the events pull's callback and watch (a fabric.Puller per
+// events consumer, stopped in Close) and one ack watcher started here. Both write Events; Close waits
 // for them before it closes the channel.
 //
 // Chunks and terminal events are read through one durable consumer named
@@ -51,7 +51,7 @@ type HostTransport struct {
 	closed bool
 	active sync.WaitGroup
 
-	cc jetstream.ConsumeContext
+	pull *fabric.Puller
 
 	window  *replayWindow
 	rejects rejectCounter
@@ -61,7 +61,7 @@ type HostTransport struct {
 	// adopted holds the consumers of other hosts' events this host reads
 	// (AdoptEvents); cfg shapes them as it does the host's own.
 	adoptMu sync.Mutex
-	adopted map[string]jetstream.ConsumeContext
+	adopted map[string]*fabric.Puller
 	cfg     fabric.Config
 
 	closeOnce sync.Once
@@ -116,7 +116,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hos
 		watcherDone: make(chan struct{}),
 		window:      newReplayWindow(o.replayMemory),
 		seqs:        newPublishedSeqs(),
-		adopted:     make(map[string]jetstream.ConsumeContext),
+		adopted:     make(map[string]*fabric.Puller),
 		cfg:         cfg,
 	}
 	sctx, cancel := withDefaultTimeout(ctx)
@@ -125,7 +125,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hos
 	if err != nil {
 		return nil, fmt.Errorf("hostnats: events consumer of %q: %w", hostID, err)
 	}
-	t.cc, err = t.consumeEvents(cons)
+	t.pull, err = t.consumeEvents(cons, hostID)
 	if err != nil {
 		return nil, fmt.Errorf("hostnats: consume events of %q: %w", hostID, err)
 	}
@@ -155,12 +155,21 @@ func (t *HostTransport) eventsConsumer(durable, description, eventsHost string) 
 	}
 }
 
-// consumeEvents feeds cons's messages to onEvent.
-func (t *HostTransport) consumeEvents(cons jetstream.Consumer) (jetstream.ConsumeContext, error) {
-	return cons.Consume(t.onEvent,
-		jetstream.PullMaxMessages(500),
-		jetstream.PullHeartbeat(fabric.PullHeartbeat),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { t.reportError(err) }))
+// eventsWindow is how many events a host asks for ahead of its loop.
+const eventsWindow = 500
+
+// consumeEvents feeds cons's messages, the events sent to eventsHost, to
+// onEvent through a fabric.Puller, which keeps asking however the
+// connection is loaded (see fabric.PullHeartbeat).
+func (t *HostTransport) consumeEvents(cons jetstream.Consumer, eventsHost string) (*fabric.Puller, error) {
+	return fabric.StartPuller(t.nc, cons, fabric.PullConfig{
+		Window: eventsWindow,
+		Handle: t.onEvent,
+		Restarted: func() {
+			t.reportError(fmt.Errorf("hostnats: the events pull of %q was silent for two heartbeats; asked again", eventsHost))
+		},
+		Refused: t.reportError,
+	})
 }
 
 // HostID returns the id the transport was started with.
@@ -412,10 +421,10 @@ func (t *HostTransport) Close() error {
 		t.closed = true
 		t.mu.Unlock()
 		close(t.done)
-		stopConsume(t.cc)
+		stopPull(t.pull)
 		t.adoptMu.Lock()
 		for _, cc := range t.adopted {
-			stopConsume(cc)
+			stopPull(cc)
 		}
 		t.adoptMu.Unlock()
 		t.active.Wait()

@@ -27,7 +27,7 @@ const opTimeout = 10 * time.Second
 // them. Create it with New, register tools with Handle, then call Run.
 //
 // Goroutines: Run's caller owns the lifecycle. Each tool's pull inbox
-// callback (one per tool, run by the NATS client; see puller) hands each
+// callback (one per tool, run by the NATS client; see fabric.Puller) hands each
 // message to an execution goroutine, which also runs the handler, and a
 // watch goroutine per tool restarts its pull when it goes silent; its heartbeat is a timer (see
 // heartbeat). Cancel subscriptions run their callbacks on the client's
@@ -116,7 +116,7 @@ type tool struct {
 	spec    toolSpec
 	// slots bounds concurrently running handlers of the tool.
 	slots chan struct{}
-	pull  *puller
+	pull  *fabric.Puller
 	sub   *nats.Subscription
 	// reconcileSub answers the tool's reconciliation requests.
 	reconcileSub *nats.Subscription
@@ -372,7 +372,7 @@ func (a *Agent) beginStop() {
 		}
 		for _, t := range tools {
 			if t.pull != nil {
-				t.pull.drain()
+				t.pull.Drain()
 			}
 		}
 	})
@@ -433,7 +433,7 @@ func (a *Agent) teardown(wait bool) {
 		if t.reconcileSub != nil {
 			_ = t.reconcileSub.Unsubscribe()
 		}
-		if t.pull != nil && !t.pull.stop() {
+		if t.pull != nil && !t.pull.Stop(opTimeout) {
 			a.log.Warn("pull inbox did not close", "tool", t.name)
 		}
 	}

@@ -25,16 +25,20 @@ func (a *Agent) startTool(ctx context.Context, t *tool) error {
 	if err := a.startReconcile(t); err != nil {
 		return err
 	}
-	p, err := newPuller(a, t, cons)
+	p, err := fabric.StartPuller(a.nc, cons, fabric.PullConfig{
+		Window:    t.spec.concurrency,
+		Handle:    func(m jetstream.Msg) { a.onMessage(t, m) },
+		Restarted: func() { a.stats.pullRestarts.Add(1) },
+		Log:       a.log.With("tool", t.name),
+	})
 	if err != nil {
 		return fmt.Errorf("workeragent: pull inbox for %q: %w", t.name, err)
 	}
 	t.pull = p
-	a.goTracked(p.watch)
 	return nil
 }
 
-// onMessage runs on the tool's pull inbox callback (see puller). It
+// onMessage runs on the tool's pull inbox callback (see fabric.Puller). It
 // authenticates the message first: a forged or malformed one is
 // terminated at once, without waiting for a handler slot, so garbage on
 // the subject costs a counter and never queues ahead of real calls. An

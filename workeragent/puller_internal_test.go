@@ -61,14 +61,14 @@ func TestPullerStatuses(t *testing.T) {
 	if got := testwait.Receive(t, 0, "the first request", requests); got != 4 {
 		t.Fatalf("first request for %d, want 4", got)
 	}
-	inbox := a.tools["echo"].pull.sub.Subject
+	inbox := a.tools["echo"].pull.Inbox()
 
 	status := func(code, desc, pending string) *nats.Msg {
 		m := nats.NewMsg(inbox)
-		m.Header.Set(statusHeader, code)
-		m.Header.Set(descriptionHeader, desc)
+		m.Header.Set("Status", code)
+		m.Header.Set("Description", desc)
 		if pending != "" {
-			m.Header.Set(pendingHeader, pending)
+			m.Header.Set("Nats-Pending-Messages", pending)
 		}
 		return m
 	}

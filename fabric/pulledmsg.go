@@ -1,4 +1,4 @@
-package workeragent
+package fabric
 
 import (
 	"context"
@@ -19,12 +19,12 @@ var (
 	termBody     = []byte("+TERM")
 )
 
-// pulledMsg is a message of a pool consumer that arrived on a tool's own
-// pull inbox (see puller). The jetstream package wraps only the messages
-// of its own consumers, so this gives the executions the same
-// jetstream.Msg, acknowledging as that package does: once, except for
-// InProgress, which may be repeated until the message is acknowledged.
-// Any goroutine may use it (an execution and its heartbeat timer do).
+// pulledMsg is a message that arrived on a Puller's inbox. The jetstream
+// package wraps only the messages of its own consumers, so this gives the
+// handlers the same jetstream.Msg, acknowledging as that package does:
+// once, except for InProgress, which may be repeated until the message is
+// acknowledged. Any goroutine may use it (a worker's execution and its
+// heartbeat timer do).
 type pulledMsg struct {
 	nc  *nats.Conn
 	msg *nats.Msg
@@ -66,12 +66,15 @@ func (m *pulledMsg) Term() error { return m.ack(nil, termBody, true) }
 // acknowledgement.
 func (m *pulledMsg) InProgress() error { return m.ack(nil, progressBody, false) }
 
+// doubleAckTimeout bounds DoubleAck when its context has no deadline.
+const doubleAckTimeout = 10 * time.Second
+
 // DoubleAck acknowledges and waits for the server to confirm it, for at
-// most opTimeout when ctx has no deadline.
+// most doubleAckTimeout when ctx has no deadline.
 func (m *pulledMsg) DoubleAck(ctx context.Context) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opTimeout)
+		ctx, cancel = context.WithTimeout(ctx, doubleAckTimeout)
 		defer cancel()
 	}
 	return m.ack(ctx, ackBody, true)

@@ -1,7 +1,8 @@
-package workeragent
+package fabric
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -9,8 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/splashfabric/splashfabric/fabric"
 )
 
 // pullExpiry is how long the server keeps one pull request waiting; a
@@ -18,89 +17,126 @@ import (
 // agent asks again.
 const pullExpiry = 30 * time.Second
 
-// A puller owns the pull requests of one tool's pool consumer, in place of
+// PullConfig is what a Puller needs besides its consumer.
+type PullConfig struct {
+	// Window is how many messages may be asked for and not yet handled:
+	// a worker tool's concurrency, a host's events window. At least 1.
+	Window int
+	// Handle is called for each message, in order, on the subscription's
+	// goroutine. It may block (waiting for a slot, or for a loop to take
+	// the message); the pull then waits, and silence is not taken for a
+	// lost request meanwhile. It must acknowledge the message or leave it
+	// to redeliver.
+	Handle func(jetstream.Msg)
+	// Restarted, if set, is called each time a silent pull is asked
+	// again (two heartbeats without a word while nothing was handled).
+	Restarted func()
+	// Refused, if set, is told of each refusal the server sent in place
+	// of messages (the consumer deleted, no responders, a bad request):
+	// the puller asks again only after two silent heartbeats.
+	Refused func(error)
+	// Log receives the puller's debug and warning lines; nil discards
+	// them. Its attributes should name the consumer.
+	Log *slog.Logger
+}
+
+// A Puller owns the pull requests of one pull consumer, in place of
 // nats.go's Consume, whose pull decision could be skipped while its
 // previous request was being sent and then not be taken again until two
-// heartbeats were missed (see fabric.PullHeartbeat). Here the decision and
-// its accounting happen together under one lock, before the send, so no
+// heartbeats were missed (see PullHeartbeat). Here the decision and its
+// accounting happen together under one lock, before the send, so no
 // decision is ever skipped; the send may then wait on the connection as
 // long as it likes.
 //
-// It keeps the tool's window (its concurrency) of messages asked for and
-// not yet handled: messages on their way or waiting in the inbox, and the
-// one onMessage holds, possibly waiting for a slot. It asks again once
-// half the window is free, like Consume, so a message does not sit in
-// this agent's buffer (its ack wait running) while another agent of the
-// pool is idle, and the next message is at hand when a slot frees.
+// It keeps the window of messages asked for and not yet handled: messages
+// on their way or waiting in the inbox, and the one Handle holds. It asks
+// again once half the window is free, like Consume, so a message does not
+// sit in this client's buffer (its ack wait running) while another client
+// of the consumer is idle, and the next message is at hand when Handle
+// returns.
 //
 // Goroutines: the inbox's callback (the client's goroutine for the
-// subscription) handles messages and statuses; watch, started through
-// goTracked, restarts the pull after a reconnect or a silence of two
-// heartbeats. Both ask and send; mu orders their accounting.
-type puller struct {
-	// Immutable after newPuller.
-	a         *Agent
-	t         *tool
+// subscription) handles messages and statuses; watch, started by
+// StartPuller and ended by Stop, restarts the pull after a reconnect or a
+// silence of two heartbeats. Both ask and send; mu orders their
+// accounting.
+type Puller struct {
+	// Immutable after StartPuller.
+	nc        *nats.Conn
+	cfg       PullConfig
+	log       *slog.Logger
 	subject   string // $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>
-	window    int
 	threshold int
 	heartbeat time.Duration
 	sub       *nats.Subscription
 	status    chan nats.Status // the connection's reconnects; read by watch
 	closed    chan struct{}    // closed by the client after sub's last callback
-	quit      chan struct{}    // closed by stop; ends watch
+	quit      chan struct{}    // closed by Stop; ends watch
+	watchDone chan struct{}    // closed when watch returns
 	quitOnce  sync.Once
 	drainOnce sync.Once
 
 	mu sync.Mutex
 	// asked counts messages asked for and not yet handled.
 	asked int
-	// handling is set while onMessage runs; it may wait for a slot, and
-	// meanwhile the heartbeats wait in the inbox, so silence means nothing.
+	// handling is set while Handle runs; it may block, and meanwhile the
+	// heartbeats wait in the inbox, so silence means nothing.
 	handling bool
 	// heard is when the inbox last gave anything, or handling ended.
 	heard time.Time
-	// stopped is set by drain: no more requests.
+	// stopped is set by Drain: no more requests.
 	stopped bool
 }
 
-// newPuller subscribes to a fresh inbox for cons's messages and asks for
-// the first window; watch must then be started.
-func newPuller(a *Agent, t *tool, cons jetstream.Consumer) (*puller, error) {
+// StartPuller subscribes to a fresh inbox of nc for cons's messages, asks
+// for the first window and starts watching the pull; Stop ends it.
+func StartPuller(nc *nats.Conn, cons jetstream.Consumer, cfg PullConfig) (*Puller, error) {
+	if cfg.Window < 1 || cfg.Handle == nil {
+		return nil, fmt.Errorf("fabric: puller needs a window of at least 1 and a handler (window %d)", cfg.Window)
+	}
 	info := cons.CachedInfo()
-	p := &puller{
-		a:         a,
-		t:         t,
+	p := &Puller{
+		nc:        nc,
+		cfg:       cfg,
+		log:       cfg.Log,
 		subject:   fmt.Sprintf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", info.Stream, info.Name),
-		window:    t.spec.concurrency,
-		threshold: (t.spec.concurrency + 1) / 2,
-		heartbeat: fabric.PullHeartbeat,
+		threshold: (cfg.Window + 1) / 2,
+		heartbeat: PullHeartbeat,
 		closed:    make(chan struct{}),
 		quit:      make(chan struct{}),
+		watchDone: make(chan struct{}),
 		heard:     time.Now(),
 	}
-	sub, err := a.nc.Subscribe(a.nc.NewInbox(), p.receive)
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	sub, err := nc.Subscribe(nc.NewInbox(), p.receive)
 	if err != nil {
 		return nil, err
 	}
 	sub.SetClosedHandler(func(string) { close(p.closed) })
 	p.sub = sub
-	p.status = a.nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING)
+	p.status = nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING)
 	p.mu.Lock()
 	n := p.askLocked()
 	p.mu.Unlock()
 	p.pull(n)
+	go p.watch()
 	return p, nil
 }
+
+// Inbox is the subject the server delivers this puller's messages and
+// statuses to.
+func (p *Puller) Inbox() string { return p.sub.Subject }
 
 // askLocked takes the pull decision: when at least the threshold of the
 // window is free it counts the free part as asked for and returns it, to
 // be sent by pull; otherwise 0.
-func (p *puller) askLocked() int {
+func (p *Puller) askLocked() int {
 	if p.stopped {
 		return 0
 	}
-	free := p.window - p.asked
+	free := p.cfg.Window - p.asked
 	if free < p.threshold {
 		return 0
 	}
@@ -110,22 +146,22 @@ func (p *puller) askLocked() int {
 
 // pull sends a request for n messages (none when n is 0). A request that
 // cannot be sent is taken back from the count; the watch asks again.
-func (p *puller) pull(n int) {
+func (p *Puller) pull(n int) {
 	if n == 0 {
 		return
 	}
 	req := fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
 		n, pullExpiry.Nanoseconds(), p.heartbeat.Nanoseconds())
-	if err := p.a.nc.PublishRequest(p.subject, p.sub.Subject, req); err != nil {
+	if err := p.nc.PublishRequest(p.subject, p.sub.Subject, req); err != nil {
 		p.mu.Lock()
 		p.asked = max(p.asked-n, 0)
 		p.mu.Unlock()
-		p.a.log.Debug("pull request not sent", "tool", p.t.name, "err", err)
+		p.log.Debug("pull request not sent", "err", err)
 	}
 }
 
 // receive is the inbox's callback.
-func (p *puller) receive(m *nats.Msg) {
+func (p *Puller) receive(m *nats.Msg) {
 	if len(m.Data) == 0 && m.Header.Get(statusHeader) != "" {
 		p.onStatus(m)
 		return
@@ -133,7 +169,7 @@ func (p *puller) receive(m *nats.Msg) {
 	p.mu.Lock()
 	p.handling = true
 	p.mu.Unlock()
-	p.a.onMessage(p.t, &pulledMsg{nc: p.a.nc, msg: m})
+	p.cfg.Handle(&pulledMsg{nc: p.nc, msg: m})
 	p.mu.Lock()
 	p.handling = false
 	p.heard = time.Now()
@@ -152,7 +188,7 @@ const (
 
 // onStatus reads a status the server sent on the inbox in place of a
 // message: an idle heartbeat, or the end of one or every request.
-func (p *puller) onStatus(m *nats.Msg) {
+func (p *Puller) onStatus(m *nats.Msg) {
 	code, desc := m.Header.Get(statusHeader), m.Header.Get(descriptionHeader)
 	p.mu.Lock()
 	p.heard = time.Now()
@@ -183,7 +219,10 @@ func (p *puller) onStatus(m *nats.Msg) {
 		// refusal.
 		p.asked = 0
 		p.mu.Unlock()
-		p.a.log.Warn("pull refused", "tool", p.t.name, "status", code, "description", desc)
+		p.log.Warn("pull refused", "status", code, "description", desc)
+		if p.cfg.Refused != nil {
+			p.cfg.Refused(fmt.Errorf("fabric: pull of %s refused: status %s %s", p.subject, code, desc))
+		}
 		return
 	}
 	p.mu.Unlock()
@@ -194,7 +233,8 @@ func (p *puller) onStatus(m *nats.Msg) {
 // forgot the requests of the old connection) and after two heartbeats
 // without a word on the inbox while nothing waited for a slot: every
 // request is lost, or the server refused one without saying so.
-func (p *puller) watch() {
+func (p *Puller) watch() {
+	defer close(p.watchDone)
 	tick := time.NewTicker(p.heartbeat)
 	defer tick.Stop()
 	connected := true
@@ -226,8 +266,8 @@ func (p *puller) watch() {
 // checkSilence restarts the pull after two heartbeats of silence. A
 // callback that is merely behind (messages wait in the inbox) is not
 // silence: on a loaded process the client's goroutine may not have run.
-func (p *puller) checkSilence(now time.Time) {
-	if p.a.nc.IsClosed() {
+func (p *Puller) checkSilence(now time.Time) {
+	if p.nc.IsClosed() {
 		return
 	}
 	if queued, _, err := p.sub.Pending(); err == nil && queued > 0 {
@@ -243,29 +283,31 @@ func (p *puller) checkSilence(now time.Time) {
 	}
 	n := p.restartLocked()
 	p.mu.Unlock()
-	p.a.stats.pullRestarts.Add(1)
-	p.a.log.Debug("pull silent for two heartbeats; asking again", "tool", p.t.name)
+	if p.cfg.Restarted != nil {
+		p.cfg.Restarted()
+	}
+	p.log.Debug("pull silent for two heartbeats; asking again")
 	p.pull(n)
 }
 
 // restart forgets every request and asks for the free window.
-func (p *puller) restart() {
+func (p *Puller) restart() {
 	p.mu.Lock()
 	n := p.restartLocked()
 	p.mu.Unlock()
 	p.pull(n)
 }
 
-func (p *puller) restartLocked() int {
+func (p *Puller) restartLocked() int {
 	p.asked = 0
 	p.heard = time.Now()
 	return p.askLocked()
 }
 
-// drain stops asking and unsubscribes; messages already in the inbox
-// still reach onMessage, which Naks them once the agent is stopping, so
-// they redeliver at once instead of after the ack wait.
-func (p *puller) drain() {
+// Drain stops asking and unsubscribes; messages already in the inbox
+// still reach Handle (which may Nak them when its owner is stopping, so
+// they redeliver at once instead of after the ack wait).
+func (p *Puller) Drain() {
 	p.drainOnce.Do(func() {
 		p.mu.Lock()
 		p.stopped = true
@@ -274,16 +316,18 @@ func (p *puller) drain() {
 	})
 }
 
-// stop ends watch and waits for the inbox to close (drained or its
-// connection gone), at most opTimeout; it reports whether it closed.
-func (p *puller) stop() bool {
-	p.drain()
+// Stop drains, ends watch, and waits for the inbox to close (drained or
+// its connection gone), at most timeout; it reports whether it closed.
+// Handle is not called after Stop returns true.
+func (p *Puller) Stop(timeout time.Duration) bool {
+	p.Drain()
 	p.quitOnce.Do(func() { close(p.quit) })
-	p.a.nc.RemoveStatusListener(p.status)
+	p.nc.RemoveStatusListener(p.status)
+	<-p.watchDone
 	select {
 	case <-p.closed:
 		return true
-	case <-time.After(opTimeout):
+	case <-time.After(timeout):
 		return false
 	}
 }
