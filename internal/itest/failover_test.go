@@ -152,28 +152,49 @@ func TestSecondHostAdoptsTheSessionsOfAnAbandonedHost(t *testing.T) {
 // without a call running twice.
 func TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost(t *testing.T) {
 	const scripts = 6
-	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true, reconcileAfter: 300 * time.Millisecond, duplicateWindow: time.Nanosecond})
-	var ok successes
+	l := loseHostWithHeldAnswers(t, options{reconcileAfter: 300 * time.Millisecond, duplicateWindow: time.Nanosecond}, scripts)
+	l.b.wantCompleted(t, l.ids, "one!|one!-two!")
+	l.ok.check(t, 2*scripts)
+	if n := l.w.Stats().Reconciled; n == 0 {
+		t.Fatalf("the worker answered %d reconciliations", n)
+	}
+}
+
+// heldLoss is what loseHostWithHeldAnswers leaves: the second host, the
+// first host's sessions, the worker and the effects it had.
+type heldLoss struct {
+	c   *cluster
+	b   *peerHost
+	ids []hostloop.SessionID
+	w   *worker
+	ok  *successes
+}
+
+// loseHostWithHeldAnswers starts, on a durable cluster with opts, a worker
+// whose idempotent it.step holds every second call, and two hosts, "ha"
+// and "hb". The first takes scripts sessions of twoStepScript and is
+// abandoned once every one waits on its second call; then the held calls
+// answer, to the first host's answer subjects.
+func loseHostWithHeldAnswers(t *testing.T, opts options, scripts int) heldLoss {
+	t.Helper()
+	opts.tools, opts.durable = []hostTool{tool("it.step")}, true
+	l := heldLoss{c: newCluster(t, opts), ok: &successes{}}
 	release := make(chan struct{})
 	started := make(chan struct{}, scripts)
-	w := c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.step", heldSecondStep(&ok, started, release), workeragent.Idempotent()))
+	l.w = l.c.startWorker("w1", func(a *workeragent.Agent) {
+		must(t, a.Handle("it.step", heldSecondStep(l.ok, started, release), workeragent.Idempotent()))
 	})
-	a, b := c.startPeer("ha"), c.startPeer("hb")
-	var ids []hostloop.SessionID
+	a := l.c.startPeer("ha")
+	l.b = l.c.startPeer("hb")
 	for range scripts {
-		ids = append(ids, a.submit(t, sprintf(twoStepScript, "it.step")))
+		l.ids = append(l.ids, a.submit(t, sprintf(twoStepScript, "it.step")))
 	}
 	for range scripts {
 		testwait.Receive(t, 0, "the second calls to start", started)
 	}
 	a.abandon()
 	close(release)
-	b.wantCompleted(t, ids, "one!|one!-two!")
-	ok.check(t, 2*scripts)
-	if n := w.Stats().Reconciled; n == 0 {
-		t.Fatalf("the worker answered %d reconciliations", n)
-	}
+	return l
 }
 
 // TestAnswersStoredBeforeAnAdoptionReachTheAdopter loses the first host
@@ -185,24 +206,8 @@ func TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost(t *testing.T) {
 // if its answer was not refused as a call the loop did not know yet.
 func TestAnswersStoredBeforeAnAdoptionReachTheAdopter(t *testing.T) {
 	const scripts = 6
-	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true, reconcileAfter: time.Hour})
-	var ok successes
-	release := make(chan struct{})
-	started := make(chan struct{}, scripts)
-	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.step", heldSecondStep(&ok, started, release), workeragent.Idempotent()))
-	})
-	a, b := c.startPeer("ha"), c.startPeer("hb")
-	var ids []hostloop.SessionID
-	for range scripts {
-		ids = append(ids, a.submit(t, sprintf(twoStepScript, "it.step")))
-	}
-	for range scripts {
-		testwait.Receive(t, 0, "the second calls to start", started)
-	}
-	a.abandon()
-	close(release)
-	events, err := c.hostJS.Stream(context.Background(), fabric.StreamEvents)
+	l := loseHostWithHeldAnswers(t, options{reconcileAfter: time.Hour}, scripts)
+	events, err := l.c.hostJS.Stream(context.Background(), fabric.StreamEvents)
 	must(t, err)
 	testwait.Until(t, 10*time.Second, "every answer stored", func() bool {
 		ctx, cancel := opCtx()
@@ -212,11 +217,11 @@ func TestAnswersStoredBeforeAnAdoptionReachTheAdopter(t *testing.T) {
 	})
 	ctx, cancel := opCtx()
 	defer cancel()
-	if _, _, err := b.loop.Status(ctx, ids[0]); !errors.As(err, new(*hostloop.SessionElsewhereError)) {
+	if _, _, err := l.b.loop.Status(ctx, l.ids[0]); !errors.As(err, new(*hostloop.SessionElsewhereError)) {
 		t.Fatalf("the second host before the lease lapsed: %v, want SessionElsewhereError", err)
 	}
-	b.wantCompleted(t, ids, "one!|one!-two!")
-	ok.check(t, 2*scripts)
+	l.b.wantCompleted(t, l.ids, "one!|one!-two!")
+	l.ok.check(t, 2*scripts)
 }
 
 // heldSecondStep is it.step for twoStepScript: it answers its input with
