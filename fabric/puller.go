@@ -63,11 +63,9 @@ type PullConfig struct {
 type Puller struct {
 	// Immutable after StartPuller.
 	nc        *nats.Conn
-	cfg       PullConfig
-	log       *slog.Logger
-	subject   string // $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>
+	cfg       PullConfig // its Log is never nil
+	subject   string     // $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>
 	threshold int
-	heartbeat time.Duration
 	sub       *nats.Subscription
 	status    chan nats.Status // the connection's reconnects; read by watch
 	closed    chan struct{}    // closed by the client after sub's last callback
@@ -92,23 +90,21 @@ type Puller struct {
 // for the first window and starts watching the pull; Stop ends it.
 func StartPuller(nc *nats.Conn, cons jetstream.Consumer, cfg PullConfig) (*Puller, error) {
 	if cfg.Window < 1 || cfg.Handle == nil {
-		return nil, fmt.Errorf("fabric: puller needs a window of at least 1 and a handler (window %d)", cfg.Window)
+		return nil, fmt.Errorf("%w: a puller needs a window of at least 1 and a handler (window %d)", ErrInvalidConfig, cfg.Window)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	info := cons.CachedInfo()
 	p := &Puller{
 		nc:        nc,
 		cfg:       cfg,
-		log:       cfg.Log,
 		subject:   fmt.Sprintf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", info.Stream, info.Name),
 		threshold: (cfg.Window + 1) / 2,
-		heartbeat: PullHeartbeat,
 		closed:    make(chan struct{}),
 		quit:      make(chan struct{}),
 		watchDone: make(chan struct{}),
 		heard:     time.Now(),
-	}
-	if p.log == nil {
-		p.log = slog.New(slog.DiscardHandler)
 	}
 	sub, err := nc.Subscribe(nc.NewInbox(), p.receive)
 	if err != nil {
@@ -151,12 +147,12 @@ func (p *Puller) pull(n int) {
 		return
 	}
 	req := fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
-		n, pullExpiry.Nanoseconds(), p.heartbeat.Nanoseconds())
+		n, pullExpiry.Nanoseconds(), PullHeartbeat.Nanoseconds())
 	if err := p.nc.PublishRequest(p.subject, p.sub.Subject, req); err != nil {
 		p.mu.Lock()
 		p.asked = max(p.asked-n, 0)
 		p.mu.Unlock()
-		p.log.Debug("pull request not sent", "err", err)
+		p.cfg.Log.Debug("pull request not sent", "err", err)
 	}
 }
 
@@ -219,7 +215,7 @@ func (p *Puller) onStatus(m *nats.Msg) {
 		// refusal.
 		p.asked = 0
 		p.mu.Unlock()
-		p.log.Warn("pull refused", "status", code, "description", desc)
+		p.cfg.Log.Warn("pull refused", "status", code, "description", desc)
 		if p.cfg.Refused != nil {
 			p.cfg.Refused(fmt.Errorf("fabric: pull of %s refused: status %s %s", p.subject, code, desc))
 		}
@@ -235,7 +231,7 @@ func (p *Puller) onStatus(m *nats.Msg) {
 // request is lost, or the server refused one without saying so.
 func (p *Puller) watch() {
 	defer close(p.watchDone)
-	tick := time.NewTicker(p.heartbeat)
+	tick := time.NewTicker(PullHeartbeat)
 	defer tick.Stop()
 	connected := true
 	for {
@@ -277,7 +273,7 @@ func (p *Puller) checkSilence(now time.Time) {
 		return
 	}
 	p.mu.Lock()
-	if p.stopped || p.handling || now.Sub(p.heard) < 2*p.heartbeat {
+	if p.stopped || p.handling || now.Sub(p.heard) < 2*PullHeartbeat {
 		p.mu.Unlock()
 		return
 	}
@@ -286,7 +282,7 @@ func (p *Puller) checkSilence(now time.Time) {
 	if p.cfg.Restarted != nil {
 		p.cfg.Restarted()
 	}
-	p.log.Debug("pull silent for two heartbeats; asking again")
+	p.cfg.Log.Debug("pull silent for two heartbeats; asking again")
 	p.pull(n)
 }
 

@@ -105,17 +105,24 @@ func (l *Loop) readAdoptedEvents(ctx context.Context) {
 	if !ok {
 		return
 	}
-	hosts := make(map[string]bool)
-	l.leaseMu.Lock()
-	for inc := range l.held {
-		if h, _ := incarnationHost(inc); h != l.cfg.HostID {
-			hosts[h] = true
+	for _, h := range slices.Sorted(maps.Keys(l.heldHosts())) {
+		if h != l.cfg.HostID {
+			_ = a.AdoptEvents(ctx, h)
 		}
 	}
-	l.leaseMu.Unlock()
-	for _, h := range slices.Sorted(maps.Keys(hosts)) {
-		_ = a.AdoptEvents(ctx, h)
+}
+
+// heldHosts is the set of hosts one of whose incarnations this process
+// holds, its own included.
+func (l *Loop) heldHosts() map[string]bool {
+	l.leaseMu.Lock()
+	defer l.leaseMu.Unlock()
+	hosts := make(map[string]bool)
+	for inc := range l.held {
+		h, _ := incarnationHost(inc)
+		hosts[h] = true
 	}
+	return hosts
 }
 
 // releaseEnded gives up the adopted incarnations that no longer have a
@@ -147,13 +154,7 @@ func (l *Loop) releaseEnded(ctx context.Context) {
 	if !ok || len(ended) == 0 {
 		return
 	}
-	still := make(map[string]bool)
-	l.leaseMu.Lock()
-	for inc := range l.held {
-		h, _ := incarnationHost(inc)
-		still[h] = true
-	}
-	l.leaseMu.Unlock()
+	still := l.heldHosts()
 	for _, inc := range ended {
 		if h, _ := incarnationHost(inc); h != l.cfg.HostID && !still[h] {
 			_ = a.ReleaseEvents(ctx, h)

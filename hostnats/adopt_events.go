@@ -59,11 +59,11 @@ func (t *HostTransport) AdoptEvents(ctx context.Context, hostID string) error {
 	if err != nil {
 		return fmt.Errorf("hostnats: adopting the events of %q: %w", hostID, err)
 	}
-	cc, err := t.consumeEvents(cons, hostID)
+	p, err := t.pullEvents(cons, hostID)
 	if err != nil {
 		return fmt.Errorf("hostnats: consume the events of %q: %w", hostID, err)
 	}
-	t.adopted[hostID] = cc
+	t.adopted[hostID] = p
 	return nil
 }
 
@@ -71,24 +71,19 @@ func (t *HostTransport) AdoptEvents(ctx context.Context, hostID string) error {
 // durable for them: the sessions it adopted from hostID have ended.
 func (t *HostTransport) ReleaseEvents(ctx context.Context, hostID string) error {
 	t.adoptMu.Lock()
-	cc, ok := t.adopted[hostID]
+	p, ok := t.adopted[hostID]
 	delete(t.adopted, hostID)
 	t.adoptMu.Unlock()
 	if !ok {
 		return nil
 	}
-	stopPull(cc)
+	p.Stop(stopTimeout)
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if err := t.js.DeleteConsumer(ctx, fabric.StreamEvents, adoptConsumerName(hostID, t.hostID)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("hostnats: releasing the events of %q: %w", hostID, err)
 	}
 	return nil
-}
-
-// stopPull stops p, waiting a bounded time for its last message.
-func stopPull(p *fabric.Puller) {
-	p.Stop(stopTimeout)
 }
 
 // PublishFor publishes inv, an operation of a session hostID's process

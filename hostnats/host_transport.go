@@ -16,9 +16,10 @@ import (
 
 // HostTransport is the hostloop.Transport over NATS JetStream.
 //
-// Goroutines: the events pull's callback and watch (a fabric.Puller per
-// events consumer, stopped in Close) and one ack watcher started here. Both write Events; Close waits
-// for them before it closes the channel.
+// Goroutines: a fabric.Puller per events consumer (its inbox callback and
+// its watch, stopped in Close) and one ack watcher started here. The
+// callbacks and the watcher write Events; Close waits for them before it
+// closes the channel.
 //
 // Chunks and terminal events are read through one durable consumer named
 // "host_<host id>" rather than an ordered one: the server keeps its
@@ -125,7 +126,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hos
 	if err != nil {
 		return nil, fmt.Errorf("hostnats: events consumer of %q: %w", hostID, err)
 	}
-	t.pull, err = t.consumeEvents(cons, hostID)
+	t.pull, err = t.pullEvents(cons, hostID)
 	if err != nil {
 		return nil, fmt.Errorf("hostnats: consume events of %q: %w", hostID, err)
 	}
@@ -158,10 +159,10 @@ func (t *HostTransport) eventsConsumer(durable, description, eventsHost string) 
 // eventsWindow is how many events a host asks for ahead of its loop.
 const eventsWindow = 500
 
-// consumeEvents feeds cons's messages, the events sent to eventsHost, to
+// pullEvents feeds cons's messages, the events sent to eventsHost, to
 // onEvent through a fabric.Puller, which keeps asking however the
 // connection is loaded (see fabric.PullHeartbeat).
-func (t *HostTransport) consumeEvents(cons jetstream.Consumer, eventsHost string) (*fabric.Puller, error) {
+func (t *HostTransport) pullEvents(cons jetstream.Consumer, eventsHost string) (*fabric.Puller, error) {
 	return fabric.StartPuller(t.nc, cons, fabric.PullConfig{
 		Window: eventsWindow,
 		Handle: t.onEvent,
@@ -407,8 +408,8 @@ func (t *HostTransport) enter() bool {
 	return true
 }
 
-// stopTimeout bounds how long Close waits for nats.go to stop the events
-// consumer, so Close returns even on a broken connection.
+// stopTimeout bounds how long stopping an events pull waits for its inbox
+// to close, so Close returns even on a broken connection.
 const stopTimeout = 5 * time.Second
 
 // Close stops the consumer and the watcher, waits for
@@ -421,10 +422,10 @@ func (t *HostTransport) Close() error {
 		t.closed = true
 		t.mu.Unlock()
 		close(t.done)
-		stopPull(t.pull)
+		t.pull.Stop(stopTimeout)
 		t.adoptMu.Lock()
-		for _, cc := range t.adopted {
-			stopPull(cc)
+		for _, p := range t.adopted {
+			p.Stop(stopTimeout)
 		}
 		t.adoptMu.Unlock()
 		t.active.Wait()

@@ -26,14 +26,15 @@ const opTimeout = 10 * time.Second
 // Agent pulls invocations of its registered tools from the fabric and runs
 // them. Create it with New, register tools with Handle, then call Run.
 //
-// Goroutines: Run's caller owns the lifecycle. Each tool's pull inbox
-// callback (one per tool, run by the NATS client; see fabric.Puller) hands each
-// message to an execution goroutine, which also runs the handler, and a
-// watch goroutine per tool restarts its pull when it goes silent; its heartbeat is a timer (see
-// heartbeat). Cancel subscriptions run their callbacks on the client's
-// goroutines. Every goroutine the agent starts goes through goTracked,
-// except the heartbeat timer's callback, which works only while its
-// execution waits for it.
+// Goroutines: Run's caller owns the lifecycle. Each tool's
+// fabric.Puller has an inbox callback (run by the NATS client), which
+// hands each message to an execution goroutine that also runs the
+// handler, and a watch goroutine that restarts the pull when it goes
+// silent; teardown stops the puller, watch included. An execution's
+// heartbeat is a timer (see heartbeat). Cancel subscriptions run their
+// callbacks on the client's goroutines. Every other goroutine the agent
+// starts goes through goTracked, except the heartbeat timer's callback,
+// which works only while its execution waits for it.
 type Agent struct {
 	// Immutable after New.
 	nc *nats.Conn
