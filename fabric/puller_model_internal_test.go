@@ -55,7 +55,7 @@ func TestPullerAccountingRandomized(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if trace, err := runPullerModel(t, nc, observer, cons, seed); err != nil {
+			if trace, err := runPullerModel(nc, observer, cons, seed); err != nil {
 				t.Fatalf("seed %d: %v\nreplay: go test ./fabric -run TestPullerAccountingRandomized -puller.seed %d\n%s",
 					seed, err, seed, strings.Join(trace, "\n"))
 			}
@@ -81,7 +81,7 @@ func (m *pullerModel) refill() {
 	}
 }
 
-func runPullerModel(t *testing.T, nc, observer *nats.Conn, cons jetstream.Consumer, seed uint64) (trace []string, err error) {
+func runPullerModel(nc, observer *nats.Conn, cons jetstream.Consumer, seed uint64) (trace []string, err error) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e11e7))
 	window := 1 + rng.IntN(16)
 	m := &pullerModel{window: window, threshold: (window + 1) / 2}

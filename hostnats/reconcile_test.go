@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -19,7 +20,8 @@ import (
 const reconcileTool = "text.remote"
 
 // respond plays one worker of tool's pool: every request it hears is
-// authenticated and handed to answer, which returns the frames to reply
+// authenticated, checked to name the session's accepting host
+// (acceptingHost), and handed to answer, which returns the frames to reply
 // with, in order (none: it stays silent); raw is the request's frame as
 // the host sent it. Requests that fail to open are reported on the test.
 func respond(t *testing.T, env *fabricEnv, tool string, answer func(req protocol.OperationReconcileRequest, raw *nats.Msg) []*nats.Msg) {
@@ -31,8 +33,8 @@ func respond(t *testing.T, env *fabricEnv, tool string, answer func(req protocol
 			t.Errorf("reconcile request: %v", err)
 			return
 		}
-		if got := m.Header.Get(fabric.HeaderHost); got != "h1" {
-			t.Errorf("Splash-Host = %q", got)
+		if got, want := m.Header.Get(fabric.HeaderHost), acceptingHost(req.SessionID); got != want {
+			t.Errorf("Splash-Host = %q, want %q", got, want)
 		}
 		for _, data := range answer(req, &nats.Msg{Header: m.Header, Data: m.Data}) {
 			if err := m.RespondMsg(data); err != nil {
@@ -330,29 +332,27 @@ func TestReconcileRefusesBadInputAndSendsNothing(t *testing.T) {
 	}
 }
 
+// acceptingHost is the host the transports of these tests ("h1") name in
+// a reconciliation request for session: the one a session id of another
+// host names, else h1.
+func acceptingHost(session string) string {
+	if _, host, ok := hostloop.ParseSessionID(hostloop.SessionID(session)); ok {
+		return host
+	}
+	return "h1"
+}
+
 // A host that drives a session another host accepted (it adopted it)
 // names the accepting host in its reconciliation requests: that host's
 // answer subjects are where a worker finds the call's stored answer.
 func TestReconcileNamesTheSessionsAcceptingHost(t *testing.T) {
 	env := newEnv(t)
 	tr := newTransport(t, env, "h1")
-	codec := newCodec(t, testKey)
 	hosts := make(chan string, 2)
-	sub, err := env.nc.Subscribe(fabric.ReconcileSubject(reconcileTool), func(m *nats.Msg) {
-		req, err := codec.OpenReconcile(m.Header, m.Data)
-		if err != nil {
-			t.Errorf("reconcile request: %v", err)
-			return
-		}
-		hosts <- m.Header.Get(fabric.HeaderHost)
-		if err := m.RespondMsg(sealAnswer(t, testKey, req, protocol.StatusUnknown())); err != nil {
-			t.Errorf("respond: %v", err)
-		}
+	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, raw *nats.Msg) []*nats.Msg {
+		hosts <- raw.Header.Get(fabric.HeaderHost)
+		return []*nats.Msg{sealAnswer(t, testKey, req, protocol.StatusUnknown())}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	for _, tc := range []struct{ session, want string }{
 		{"s-h0-0123456789ab-7", "h0"},
 		{"session-1", "h1"},
