@@ -87,13 +87,23 @@ func (r *Runtime) Audit() []AuditEvent { return r.audit.copyOut() }
 // DrainAudit returns the retained audit log and empties it; the host Loop
 // drains after every step, so the bound (Config.AuditLimit) only matters
 // to hosts that never drain.
-func (r *Runtime) DrainAudit() []AuditEvent {
-	out := r.audit.copyOut()
-	clear(r.audit.buf)
-	r.audit.buf = r.audit.buf[:0]
-	r.audit.start = 0
-	return out
+func (r *Runtime) DrainAudit() []AuditEvent { return r.DrainAuditTo(nil) }
+
+// DrainAuditTo is DrainAudit appending to dst, oldest first, and returning
+// the extended slice: a host that keeps its sessions' audit appends to
+// what it keeps instead of copying every step's events twice.
+func (r *Runtime) DrainAuditTo(dst []AuditEvent) []AuditEvent {
+	l := &r.audit
+	dst = append(dst, l.buf[l.start:]...)
+	dst = append(dst, l.buf[:l.start]...)
+	clear(l.buf)
+	l.buf = l.buf[:0]
+	l.start = 0
+	return dst
 }
+
+// AuditPending reports whether the audit log holds events not drained yet.
+func (r *Runtime) AuditPending() bool { return len(r.audit.buf) > 0 }
 
 // AuditDropped returns how many events the bounded log has discarded.
 func (r *Runtime) AuditDropped() uint64 { return r.audit.dropped }

@@ -121,6 +121,15 @@ func (r *Runtime) PlannedCalls() []PlannedCall {
 	return out
 }
 
+// randomFloat is Math.random. Its source is made on the first call: most
+// scripts never draw, and a ChaCha8 state is a third of a kilobyte.
+func (r *Runtime) randomFloat() float64 {
+	if r.random == nil {
+		r.random = newRandom(r.seed)
+	}
+	return r.random.Float64()
+}
+
 // newRandom returns the session's Math.random source: ChaCha8, because a
 // seed must give the same numbers on every host and Go version.
 func newRandom(seed RandomSeed) *rand.Rand {

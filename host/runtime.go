@@ -31,7 +31,7 @@ type Runtime struct {
 	keyBuf       []byte // idempotency key prefix plus room for the call index
 	keyPrefixLen int
 	seed         RandomSeed
-	random       *rand.Rand  // Math.random, seeded by seed
+	random       *rand.Rand  // Math.random, seeded by seed on first use
 	plan         *replayPlan // nil unless the runtime replays a ledger
 
 	tools map[string]*tool
@@ -127,7 +127,6 @@ func NewRuntime(cfg Config) *Runtime {
 		// scripts still run, and the session's record still replays.
 		_, _ = io.ReadFull(src, r.seed[:])
 	}
-	r.random = newRandom(r.seed)
 	r.plan = newReplayPlan(cfg.Replay)
 	r.keyBuf = keyPrefix(r.nonce)
 	r.keyPrefixLen = len(r.keyBuf)

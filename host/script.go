@@ -91,7 +91,7 @@ func (r *Runtime) Eval(source string) (*EvalResult, error) {
 			bounds: boundsFor(r.memBudget),
 			// Time and randomness come from the runtime, so a replay
 			// sees what the first run saw.
-			rand:   r.random.Float64,
+			rand:   r.randomFloat,
 			now:    r.clock.Now,
 			budget: newBudgetTimer(r.execBudget),
 			mem:    memoryAccount{budget: r.memBudget},

@@ -177,8 +177,14 @@ func TestAuditLogBounded(t *testing.T) {
 	if len(ev) != 3 || ev[0].Seq != 2 || ev[2].Seq != 4 || r.AuditDropped() != 1 {
 		t.Fatalf("audit %+v dropped %d", ev, r.AuditDropped())
 	}
-	if d := r.DrainAudit(); len(d) != 3 || len(r.Audit()) != 0 {
-		t.Fatalf("drain %d left %d", len(d), len(r.Audit()))
+	kept := []AuditEvent{{Seq: 1}}
+	d := r.DrainAuditTo(kept)
+	if len(d) != 4 || d[0].Seq != 1 || d[1].Seq != 2 || d[3].Seq != 4 || r.AuditPending() || len(r.Audit()) != 0 {
+		t.Fatalf("drain %+v, pending %v", d, r.AuditPending())
+	}
+	start(t, r, "text.remote", "c")
+	if d := r.DrainAudit(); len(d) != 1 || d[0].Seq != 5 || r.AuditPending() {
+		t.Fatalf("drain after drain %+v", d)
 	}
 	_ = p
 }

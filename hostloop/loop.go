@@ -110,6 +110,8 @@ type Observer interface {
 	// Chunk reports a released (redacted) chunk.
 	Chunk(session SessionID, c host.ExternalToolStreamChunk)
 	// Audit reports audit events drained from a session's runtime.
+	// events is the loop's own slice, valid during the call: an observer
+	// copies what it keeps.
 	Audit(session SessionID, events []host.AuditEvent)
 	// Dispatched reports an attempt handed to the transport.
 	Dispatched(session SessionID, inv host.ExternalInvocation)

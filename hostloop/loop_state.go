@@ -161,10 +161,8 @@ func (st *loopState) changedOp(d *dispatched) {
 	}
 }
 
-// keepAudit appends ev to the session's audit, keeping the newest limit
-// events.
-func (s *session) keepAudit(ev []host.AuditEvent, limit int) {
-	s.audit = append(s.audit, ev...)
+// trimAudit keeps the newest limit events of the session's audit.
+func (s *session) trimAudit(limit int) {
 	if over := len(s.audit) - limit; over > 0 {
 		s.audit = append(s.audit[:0], s.audit[over:]...)
 	}
@@ -197,11 +195,12 @@ func (st *loopState) flushSession(s *session) {
 	}
 	st.pump(s)
 	st.claimAll(s)
-	if ev := s.rt.DrainAudit(); len(ev) > 0 {
-		s.keepAudit(ev, st.cfg.AuditPerSession)
+	if n := len(s.audit); s.rt.AuditPending() {
+		s.audit = s.rt.DrainAuditTo(s.audit)
 		if o := st.cfg.Observer; o != nil {
-			o.Audit(s.id, ev)
+			o.Audit(s.id, s.audit[n:])
 		}
+		s.trimAudit(st.cfg.AuditPerSession)
 	}
 	if next, ok := s.rt.NextDeadline(); ok && !next.Equal(s.deadline) {
 		s.deadline = next
