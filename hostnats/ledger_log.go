@@ -128,7 +128,7 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 		return err
 	}
 	for _, b := range batches {
-		body, _ := json.Marshal(b)
+		body := b.encode()
 		msg := nats.NewMsg(subject)
 		msg.Data = l.seal.Seal(sealName(session, b.From), body)
 		msg.Header.Set(ledgerIndexHeader, strconv.Itoa(b.From))
@@ -169,8 +169,28 @@ func (l *LedgerLog) last(ctx context.Context, subject string) (m *jetstream.RawS
 // encodedBatch is a batch whose entries are encoded already: each entry
 // is marshalled once, to measure it and to send it.
 type encodedBatch struct {
-	From    int               `json:"from"`
-	Entries []json.RawMessage `json:"entries"`
+	From    int
+	Entries [][]byte
+}
+
+// encode writes the batch as ledgerBatch's JSON. The entries are joined as
+// they are: json.Marshal would check and compact every one again.
+func (b encodedBatch) encode() []byte {
+	n := len(`{"from":,"entries":[]}`) + 20
+	for _, e := range b.Entries {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, `{"from":`...)
+	out = strconv.AppendInt(out, int64(b.From), 10)
+	out = append(out, `,"entries":[`...)
+	for i, e := range b.Entries {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, "]}"...)
 }
 
 // split cuts entries into batches whose sealed messages fit.
