@@ -65,9 +65,20 @@ func (l *auditLog) add(e AuditEvent) {
 }
 
 func (l *auditLog) copyOut() []AuditEvent {
-	out := make([]AuditEvent, 0, len(l.buf))
-	out = append(out, l.buf[l.start:]...)
-	return append(out, l.buf[:l.start]...)
+	return l.appendTo(make([]AuditEvent, 0, len(l.buf)))
+}
+
+// appendTo appends the retained events to dst, oldest first.
+func (l *auditLog) appendTo(dst []AuditEvent) []AuditEvent {
+	dst = append(dst, l.buf[l.start:]...)
+	return append(dst, l.buf[:l.start]...)
+}
+
+// reset empties the log, keeping its buffer.
+func (l *auditLog) reset() {
+	clear(l.buf)
+	l.buf = l.buf[:0]
+	l.start = 0
 }
 
 func (r *Runtime) record(op *operation, o AuditOutcome, detail string, n int, class RetryClass) {
@@ -87,23 +98,20 @@ func (r *Runtime) Audit() []AuditEvent { return r.audit.copyOut() }
 // DrainAudit returns the retained audit log and empties it; the host Loop
 // drains after every step, so the bound (Config.AuditLimit) only matters
 // to hosts that never drain.
-func (r *Runtime) DrainAudit() []AuditEvent { return r.DrainAuditTo(nil) }
-
-// DrainAuditTo is DrainAudit appending to dst, oldest first, and returning
-// the extended slice: a host that keeps its sessions' audit appends to
-// what it keeps instead of copying every step's events twice.
-func (r *Runtime) DrainAuditTo(dst []AuditEvent) []AuditEvent {
-	l := &r.audit
-	dst = append(dst, l.buf[l.start:]...)
-	dst = append(dst, l.buf[:l.start]...)
-	clear(l.buf)
-	l.buf = l.buf[:0]
-	l.start = 0
-	return dst
+func (r *Runtime) DrainAudit() []AuditEvent {
+	out := r.audit.copyOut()
+	r.audit.reset()
+	return out
 }
 
-// AuditPending reports whether the audit log holds events not drained yet.
-func (r *Runtime) AuditPending() bool { return len(r.audit.buf) > 0 }
+// DrainAuditTo is DrainAudit appending to dst and returning the extended
+// slice: a host that keeps its sessions' audit appends to what it keeps
+// instead of copying every step's events twice.
+func (r *Runtime) DrainAuditTo(dst []AuditEvent) []AuditEvent {
+	dst = r.audit.appendTo(dst)
+	r.audit.reset()
+	return dst
+}
 
 // AuditDropped returns how many events the bounded log has discarded.
 func (r *Runtime) AuditDropped() uint64 { return r.audit.dropped }

@@ -195,8 +195,8 @@ func (st *loopState) flushSession(s *session) {
 	}
 	st.pump(s)
 	st.claimAll(s)
-	if n := len(s.audit); s.rt.AuditPending() {
-		s.audit = s.rt.DrainAuditTo(s.audit)
+	n := len(s.audit)
+	if s.audit = s.rt.DrainAuditTo(s.audit); len(s.audit) > n {
 		if o := st.cfg.Observer; o != nil {
 			o.Audit(s.id, s.audit[n:])
 		}
