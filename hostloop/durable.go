@@ -308,6 +308,10 @@ func (st *loopState) removeLedger(s *session) {
 // relinquish drops a session another host took over: nothing of it is
 // recorded here, since its ledger and outcome are that host's now.
 func (st *loopState) relinquish(s *session) {
+	// Out of the loop's sessions first: a submitter waiting for the
+	// first write is answered below, and one that left must not have
+	// the session withdrawn here, since it is another host's now.
+	delete(st.sessions, s.id)
 	for _, d := range s.ops {
 		delete(st.byRequest, d.requestID)
 	}
@@ -322,7 +326,6 @@ func (st *loopState) relinquish(s *session) {
 		st.suspended--
 	}
 	s.rt.ReleaseScript()
-	delete(st.sessions, s.id)
 }
 
 // flushLedgers stores what every durable session has not stored yet, as

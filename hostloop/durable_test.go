@@ -19,19 +19,39 @@ import (
 )
 
 // dyingLog is a ledger log whose process can die: from then on nothing
-// more is written, as when a host is killed, until the next process.
+// more is written, as when a host is killed, until the next process. Its
+// writes can also stall, as writes do while the server fails over.
 type dyingLog struct {
 	workflow.Log
 	dead atomic.Bool
+	// stall, when set, holds every Append until it is closed.
+	stall atomic.Pointer[chan struct{}]
 }
 
 var errDead = errors.New("the process died")
 
 func (d *dyingLog) Append(ctx context.Context, session string, from int, entries []workflow.Entry) error {
+	if stall := d.stall.Load(); stall != nil {
+		select {
+		case <-*stall:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if d.dead.Load() {
 		return errDead
 	}
 	return d.Log.Append(ctx, session, from, entries)
+}
+
+// hold stalls the log's writes until the returned function is called.
+func (d *dyingLog) hold() (release func()) {
+	stall := make(chan struct{})
+	d.stall.Store(&stall)
+	return func() {
+		d.stall.Store(nil)
+		close(stall)
+	}
 }
 
 func (d *dyingLog) Remove(ctx context.Context, session string) error {
@@ -230,17 +250,22 @@ type durableModel struct {
 	// running are invocations a worker took and has not answered;
 	// answered are those it answered with a result.
 	running, answered []protocol.Invoke
+	// left counts the submissions whose caller left; withdrawn holds the
+	// tags of those that left before they were answered.
+	left      int
+	withdrawn map[string]bool
 }
 
 func newDurableModel(t *testing.T, seed uint64) *durableModel {
 	m := &durableModel{
-		t:       t,
-		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		tr:      NewMemTransport(4096),
-		archive: newMemArchive(),
-		log:     &dyingLog{Log: workflow.NewMemoryLog()},
-		journal: make(map[string]string),
-		effects: make(map[string]int),
+		t:         t,
+		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		tr:        NewMemTransport(4096),
+		archive:   newMemArchive(),
+		log:       &dyingLog{Log: workflow.NewMemoryLog()},
+		journal:   make(map[string]string),
+		effects:   make(map[string]int),
+		withdrawn: make(map[string]bool),
 	}
 	m.note("seed %d", seed)
 	m.start()
@@ -283,13 +308,14 @@ func (m *durableModel) step() {
 	m.take()
 	switch r := m.rng.IntN(100); {
 	case r < 12 && len(m.sessions) < 6:
-		src := fmt.Sprintf(`let s = 0; for (let i = 1; i <= %d; i++) { s += Number(await tool.start("text.remote", String(i))); } s`, modelCalls)
-		s, err := m.l.Submit(context.Background(), Submission{Source: src})
+		s, err := m.l.Submit(context.Background(), Submission{Source: modelScript("")})
 		if err != nil {
 			m.fail("Submit: %v", err)
 		}
 		m.sessions = append(m.sessions, s.ID)
 		m.note("submit %s", s.ID)
+	case r < 16 && len(m.sessions) < 6:
+		m.submitAndLeave()
 	case r < 55 && len(m.running) > 0:
 		m.answer(m.rng.IntN(len(m.running)))
 	case r < 62 && len(m.answered) > 0:
@@ -308,11 +334,63 @@ func (m *durableModel) step() {
 	}
 }
 
+// modelScript is the model's script: its calls' inputs carry tag, so an
+// invocation tells which submission it came from.
+func modelScript(tag string) string {
+	return fmt.Sprintf(`let s = 0; for (let i = 1; i <= %d; i++) { s += Number((await tool.start("text.remote", i + "#%s")).split("#")[0]); } s`, modelCalls, tag)
+}
+
+// submitAndLeave submits while the ledger's writes stall, and has the
+// caller leave either before the first write is stored or just after.
+// One that left is told an error, so nothing of its script may ever be
+// dispatched (take checks); one answered first is an ordinary session.
+func (m *durableModel) submitAndLeave() {
+	m.left++
+	tag := fmt.Sprintf("left%d", m.left)
+	release := m.log.hold()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		s   SessionStatus
+		err error
+	}
+	out := make(chan result, 1)
+	go func() {
+		s, err := m.l.Submit(ctx, Submission{Source: modelScript(tag)})
+		out <- result{s, err}
+	}()
+	synctest.Wait()
+	leavesFirst := m.rng.IntN(2) == 0
+	if leavesFirst {
+		cancel()
+		synctest.Wait()
+		release()
+	} else {
+		release()
+		synctest.Wait()
+		cancel()
+	}
+	got := <-out
+	switch {
+	case got.err == nil:
+		m.sessions = append(m.sessions, got.s.ID)
+		m.note("submit %s (%s), its caller leaving once answered", got.s.ID, tag)
+	case leavesFirst && errors.Is(got.err, context.Canceled):
+		m.withdrawn[tag] = true
+		m.note("submit %s, its caller leaving first", tag)
+	default:
+		m.fail("Submit (%s, caller leaving first: %v): %v", tag, leavesFirst, got.err)
+	}
+}
+
 // take moves every published invocation to the workers.
 func (m *durableModel) take() {
 	for {
 		select {
 		case inv := <-m.tr.Invocations():
+			if _, tag, _ := strings.Cut(inv.Input.Text, "#"); m.withdrawn[tag] {
+				m.fail("%s of a withdrawn submission was dispatched", inv.RequestID)
+			}
 			m.running = append(m.running, inv)
 		default:
 			return

@@ -32,6 +32,11 @@ var (
 	// ErrHostStopped is the reason of a session that was suspended when its
 	// host process stopped gracefully (Loop.Stop).
 	ErrHostStopped = errors.New("hostloop: host stopped while the session was suspended")
+	// ErrSubmissionWithdrawn is the reason of a durable session whose
+	// submitter gave up (its context ended) before the session's ledger
+	// was first stored: Submit answered it with the context's error, so
+	// the session ends without dispatching anything.
+	ErrSubmissionWithdrawn = errors.New("hostloop: submission withdrawn before the session was stored")
 	// ErrArchiveUnavailable reports a session archive that could not be
 	// written or read: StartLoop fails with it when the incarnation cannot
 	// be registered, Status when a lookup fails.

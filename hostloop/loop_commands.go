@@ -108,26 +108,11 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if l.cfg.durable(policy) {
 		n.ledger = newSubmitted(n.clock.own, n.cfg, n.rt, sub)
 	}
-	type answer struct {
-		s   SessionStatus
-		err error
-	}
-	a, err := call(ctx, l, func(reply chan<- answer) command {
-		return cmdFunc(func(st *loopState) {
-			s, err := st.adopt(n)
-			if sess := st.sessions[s.ID]; err == nil && sess.led != nil && !sess.done {
-				// A durable session is the caller's once a later host
-				// could resume it: its ledger's first write is stored.
-				sess.led.onStored = func() { reply <- answer{st.status(sess), nil} }
-				return
-			}
-			reply <- answer{s, err}
-		})
-	})
-	if err != nil {
+	w := &submitWait{reply: make(chan submitAnswer, 1)}
+	if err := l.send(ctx, cmdFunc(func(st *loopState) { st.take(n, w) })); err != nil {
 		return SessionStatus{}, err
 	}
-	return a.s, a.err
+	return w.wait(ctx, l.done)
 }
 
 // Status returns a session's snapshot and its audit log so far.

@@ -96,6 +96,9 @@ type session struct {
 	ops      map[host.ExternalToolID]*dispatched
 	audit    []host.AuditEvent
 	done     bool
+	// withdrawn: its submitter left before it was stored (withdraw), so
+	// nothing more of it is pumped or claimed.
+	withdrawn bool
 	// reported is the state last reported to the observer; a session's
 	// status goes out when it changes, its operations one by one.
 	reported SessionState
@@ -170,7 +173,9 @@ func (s *session) trimAudit(limit int) {
 
 // setResult records a script step; nil means the step resumed nothing.
 func (st *loopState) setResult(s *session, r *host.EvalResult) {
-	if r == nil {
+	if r == nil || s.withdrawn {
+		// A withdrawn session's outcome is its withdrawal, whatever its
+		// script does with the cancellations.
 		return
 	}
 	s.keep(r, st.cfg.MaxValueBytes)
@@ -194,7 +199,9 @@ func (st *loopState) flushSession(s *session) {
 		return // relinquished to another host
 	}
 	st.pump(s)
-	st.claimAll(s)
+	if !s.withdrawn {
+		st.claimAll(s)
+	}
 	n := len(s.audit)
 	if s.audit = s.rt.DrainAuditTo(s.audit); len(s.audit) > n {
 		if o := st.cfg.Observer; o != nil {
@@ -207,23 +214,7 @@ func (st *loopState) flushSession(s *session) {
 		st.timers.push(timerEntry{at: next, kind: timerDeadline, s: s})
 	}
 	if !s.done && s.result != nil && !s.result.Suspended {
-		s.done = true
-		st.suspended--
-		// Its summary is all a finished session keeps of its script:
-		// a VM per finished session, thousands of them, is memory
-		// nobody reads.
-		s.rt.ReleaseScript()
-		st.finished = append(st.finished, s.id)
-		if a := st.cfg.Archive; a != nil {
-			// Before retention can forget it, so there is no moment
-			// in which neither the loop nor the archive's queue
-			// holds it.
-			a.Record(summaryOf(s))
-		}
-		if s.led != nil {
-			st.finishLedger(s)
-		}
-		st.retain()
+		st.finishSession(s)
 	}
 	st.persist(s)
 	if s.clock.step == nil {
@@ -234,6 +225,25 @@ func (st *loopState) flushSession(s *session) {
 		s.reported = state
 		st.reporting = append(st.reporting, s)
 	}
+}
+
+// finishSession books the end of s, whose result is final.
+func (st *loopState) finishSession(s *session) {
+	s.done = true
+	st.suspended--
+	// Its summary is all a finished session keeps of its script: a VM
+	// per finished session, thousands of them, is memory nobody reads.
+	s.rt.ReleaseScript()
+	st.finished = append(st.finished, s.id)
+	if a := st.cfg.Archive; a != nil {
+		// Before retention can forget it, so there is no moment in
+		// which neither the loop nor the archive's queue holds it.
+		a.Record(summaryOf(s))
+	}
+	if s.led != nil {
+		st.finishLedger(s)
+	}
+	st.retain()
 }
 
 // report tells the observer what this step changed: each operation whose
@@ -269,6 +279,9 @@ const pumpRounds = 64
 // pump runs the session's host-pumped (local) tools on the loop, as the
 // reference's Pump: their handlers are the host's own Go functions.
 func (st *loopState) pump(s *session) {
+	if s.withdrawn {
+		return
+	}
 	for i := 0; i < pumpRounds && s.rt.LocalPending(); i++ {
 		res, err := s.rt.Pump()
 		if err != nil {

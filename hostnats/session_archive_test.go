@@ -82,6 +82,7 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 		{ID: "s-h1-0123456789ab-2", State: hostloop.SessionFailed, Err: stopped, Error: "stopped: 1 operation left", Created: created},
 		{ID: "s-h1-0123456789ab-3", State: hostloop.SessionFailed, Err: errors.New("Error: boom"), Error: "Error: boom", Created: created},
 		{ID: "s-h1-0123456789ab-4", State: hostloop.SessionFailed, Err: fmt.Errorf("script failed: %w", host.ErrMemoryBudget), Error: "script failed: memory budget exceeded", Created: created},
+		{ID: "s-h1-0123456789ab-5", State: hostloop.SessionFailed, Err: fmt.Errorf("%w: its submitter left", hostloop.ErrSubmissionWithdrawn), Error: "withdrawn: its submitter left", Created: created},
 	}
 	for _, r := range records {
 		a.Record(r)
@@ -89,7 +90,7 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 	if err := a.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := a.Stats(); st.Recorded != 4 || st.Stored != 4 || st.Failed+st.Dropped+st.Truncated != 0 {
+	if st := a.Stats(); st.Recorded != 5 || st.Stored != 5 || st.Failed+st.Dropped+st.Truncated != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 	// A second archive has no memory of the writes: it reads the bucket,
@@ -106,7 +107,7 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 		if (want.Err == nil) != (got.Err == nil) {
 			t.Fatalf("%s: err %v, want one like %v", want.ID, got.Err, want.Err)
 		}
-		for _, kind := range []error{hostloop.ErrHostStopped, host.ErrMemoryBudget} {
+		for _, kind := range []error{hostloop.ErrHostStopped, host.ErrMemoryBudget, hostloop.ErrSubmissionWithdrawn} {
 			if errors.Is(got.Err, kind) != errors.Is(want.Err, kind) {
 				t.Fatalf("%s: err %v, want one like %v", want.ID, got.Err, want.Err)
 			}

@@ -73,6 +73,7 @@ var errorKinds = []struct {
 }{
 	{hostloop.ErrHostStopped, "host_stopped"},
 	{hostloop.ErrHostRestarted, "host_restarted"},
+	{hostloop.ErrSubmissionWithdrawn, "submission_withdrawn"},
 	{hostloop.ErrValueTooLarge, "value_too_large"},
 	// A script over one of its session's budgets: the API's error_code
 	// of a session read back from the archive must be the one it had.

@@ -153,6 +153,8 @@ var sessionErrorCodes = []struct {
 }{
 	{hostloop.ErrHostRestarted, "host_restarted"},
 	{hostloop.ErrHostStopped, "host_stopped"},
+	// Its submitter left before the session was stored, and was told so.
+	{hostloop.ErrSubmissionWithdrawn, "submission_withdrawn"},
 	{hostloop.ErrValueTooLarge, "value_too_large"},
 	// A resumed script that did not repeat the calls its ledger holds.
 	{host.ErrNondeterministic, "nondeterministic"},

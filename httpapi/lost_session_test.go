@@ -38,11 +38,13 @@ func TestLostSessionsAnswerWithAnErrorCode(t *testing.T) {
 	}
 	restarted := fmt.Errorf("%w: the host process h1-0123456789ab ended", hostloop.ErrHostRestarted)
 	stopped := fmt.Errorf("%w: the host process h1-0123456789ab stopped", hostloop.ErrHostStopped)
+	withdrawn := fmt.Errorf("%w: its submitter left", hostloop.ErrSubmissionWithdrawn)
 	b := &archiveBackend{
 		fakeBackend: newFakeBackend(nil),
 		statuses: map[hostloop.SessionID]hostloop.SessionStatus{
 			"lost":      failed("lost", restarted),
 			"stopped":   failed("stopped", stopped),
+			"withdrawn": failed("withdrawn", withdrawn),
 			"threw":     failed("threw", errors.New("Error: boom")),
 			"truncated": {ID: "truncated", State: hostloop.SessionCompleted, Value: "abc", Truncated: true, Created: t0},
 		},
@@ -63,6 +65,7 @@ func TestLostSessionsAnswerWithAnErrorCode(t *testing.T) {
 	}{
 		{id: "lost", status: http.StatusOK, errorCode: "host_restarted", wantErrMsg: restarted.Error()},
 		{id: "stopped", status: http.StatusOK, errorCode: "host_stopped", wantErrMsg: stopped.Error()},
+		{id: "withdrawn", status: http.StatusOK, errorCode: "submission_withdrawn", wantErrMsg: withdrawn.Error()},
 		{id: "threw", status: http.StatusOK, wantErrMsg: "Error: boom"},
 		{id: "truncated", status: http.StatusOK, truncated: true},
 		{id: "never", status: http.StatusNotFound, apiCode: "unknown_session"},
