@@ -33,6 +33,9 @@ type load struct {
 	// transit (the host restarting): they were never accepted, so the
 	// audit does not expect them to finish.
 	refused int
+	// refusals are the first errors of refused submissions, for the
+	// audit's log: a refusal the host took anyway is told by its cause.
+	refusals []string
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -57,6 +60,9 @@ func startLoad(t *testing.T, api *apiClient, clients int) *load {
 				l.mu.Lock()
 				if err != nil {
 					l.refused++
+					if len(l.refusals) < maxRefusalsLogged {
+						l.refusals = append(l.refusals, err.Error())
+					}
 				} else {
 					l.sessions = append(l.sessions, s.ID)
 				}
@@ -80,6 +86,9 @@ func startLoad(t *testing.T, api *apiClient, clients int) *load {
 	t.Cleanup(l.finish)
 	return l
 }
+
+// maxRefusalsLogged bounds the refusal causes an audit logs.
+const maxRefusalsLogged = 5
 
 // waitTerminal polls a session until it is terminal (and returns it) or
 // ctx ends.
@@ -166,6 +175,9 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 	l.mu.Lock()
 	ids := append([]string(nil), l.sessions...)
 	c := auditCounts{submitted: len(ids), refused: l.refused}
+	for _, why := range l.refusals {
+		s.logf("submission refused: %s", why)
+	}
 	final := make(map[string]session, len(ids))
 	for id, ss := range l.final {
 		final[id] = ss
@@ -175,6 +187,14 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 		t.Fatal("audit: no script was accepted")
 	}
 
+	// waiting says which session the wait below stopped at, and how it
+	// stood, should the wait run out.
+	var waiting string
+	defer func() {
+		if t.Failed() && waiting != "" {
+			s.logf("still waiting for %s", waiting)
+		}
+	}()
 	testwait.Until(t, 3*time.Minute, "every submitted script terminal", func() bool {
 		for _, id := range ids {
 			if _, done := final[id]; done {
@@ -186,6 +206,7 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 				t.Fatalf("session %s unknown to the host: lost", id)
 			}
 			if err != nil || !ss.terminal() {
+				waiting = fmt.Sprintf("session %s: %+v (%v)", id, ss, err)
 				return false
 			}
 			final[id] = ss
