@@ -1,6 +1,7 @@
 package hostnats
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,6 +113,13 @@ func ledgerSubject(session string) (string, error) {
 
 // Append implements workflow.Log: entries land at index from, in as few
 // messages as MaxMsgSize allows, each fenced on the one before.
+//
+// A write can be stored while its acknowledgement is lost (the node the
+// writer is connected to stops), and the writer then tries it again. The
+// fence refuses the second try as if another writer had been there, so a
+// conflict is checked against the ledger: when what it holds from index
+// from is the start of entries, byte for byte, the earlier try landed, and
+// only the rest is written.
 func (l *LedgerLog) Append(ctx context.Context, session string, from int, entries []workflow.Entry) error {
 	subject, err := ledgerSubject(session)
 	if err != nil {
@@ -123,6 +131,50 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	err = l.append(ctx, session, subject, from, batches)
+	if !errors.Is(err, workflow.ErrLedgerConflict) {
+		return err
+	}
+	k, ok := l.landed(ctx, session, from, batches)
+	switch {
+	case !ok:
+		return err
+	case k == len(entries):
+		return nil
+	}
+	if batches, err = l.split(from+k, entries[k:]); err != nil {
+		return err
+	}
+	return l.append(ctx, session, subject, from+k, batches)
+}
+
+// landed reports how many of the encoded entries meant for index from the
+// ledger holds there already; ok is false when what it holds past from is
+// anything else, or cannot be read.
+func (l *LedgerLog) landed(ctx context.Context, session string, from int, batches []encodedBatch) (k int, ok bool) {
+	stored, err := l.Load(ctx, session)
+	if err != nil || len(stored) <= from {
+		return 0, false
+	}
+	for _, b := range batches {
+		for _, want := range b.Entries {
+			if from+k == len(stored) {
+				return k, true
+			}
+			got, err := json.Marshal(stored[from+k])
+			if err != nil || !bytes.Equal(got, want) {
+				return 0, false
+			}
+			k++
+		}
+	}
+	// Every entry landed; a ledger holding more than them was written
+	// by someone else.
+	return k, from+k == len(stored)
+}
+
+// append writes batches at index from, each fenced on the one before.
+func (l *LedgerLog) append(ctx context.Context, session, subject string, from int, batches []encodedBatch) error {
 	tail, err := l.tailOf(ctx, session, subject, from)
 	if err != nil {
 		return err

@@ -36,6 +36,56 @@ func ledgerEntries(n int) []workflow.Entry {
 	return out
 }
 
+// otherEntries are n entries from index from that no other helper writes:
+// another writer's history.
+func otherEntries(from, n int) []workflow.Entry {
+	var out []workflow.Entry
+	for i := from; i < from+n; i++ {
+		out = append(out, workflow.Entry{At: ledgerT0.Add(time.Duration(i) * time.Second), Applied: &workflow.Applied{Kind: workflow.InputSucceeded, Op: 1, Output: fmt.Sprint("other ", i)}})
+	}
+	return out
+}
+
+// An Append stored while its acknowledgement was lost (its node stopped)
+// is tried again by its writer, whose fence then refuses the second try.
+// What the ledger holds is compared with what the writer means: the start
+// of its entries, byte for byte, is its own earlier try, and only the rest
+// is written; anything else is another writer's and a conflict.
+func TestLedgerLogTakesARetriedAppendThatLanded(t *testing.T) {
+	all := ledgerEntries(4)
+	tests := []struct {
+		name       string
+		stored     []workflow.Entry // what the first try left, from 0
+		retry      []workflow.Entry // what the writer tries again, from 0
+		conflict   bool
+		wantLoaded int
+	}{
+		{"all of it landed", all[:3], all[:3], false, 3},
+		{"the first part landed", all[:2], all, false, 4},
+		{"another writer's entries", append(all[:1:1], otherEntries(1, 1)...), all[:2], true, 2},
+		{"more than the writer meant", all, all[:2], true, 4},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t)
+			ctx := testCtx(t)
+			session := fmt.Sprintf("s-h1-%d", i)
+			if err := newLedgerLog(t, env).Append(ctx, session, 0, tt.stored); err != nil {
+				t.Fatal(err)
+			}
+			// The writer that lost the acknowledgement keeps no tail.
+			err := newLedgerLog(t, env).Append(ctx, session, 0, tt.retry)
+			if tt.conflict != errors.Is(err, workflow.ErrLedgerConflict) || (!tt.conflict && err != nil) {
+				t.Fatalf("retried Append = %v, want conflict %v", err, tt.conflict)
+			}
+			got, err := newLedgerLog(t, env).Load(ctx, session)
+			if err != nil || len(got) != tt.wantLoaded {
+				t.Fatalf("Load = %d entries, %v; want %d", len(got), err, tt.wantLoaded)
+			}
+		})
+	}
+}
+
 func TestLedgerLogRoundTripsAndFencesWriters(t *testing.T) {
 	env := newEnv(t)
 	ctx := testCtx(t)
@@ -52,7 +102,7 @@ func TestLedgerLogRoundTripsAndFencesWriters(t *testing.T) {
 	// b never read the ledger: it learns its end from the stream.
 	must(b.Append(ctx, "s-h1-1", 3, all[3:4]))
 	// a believes the ledger ends at 3; its write is fenced off.
-	if err := a.Append(ctx, "s-h1-1", 3, all[3:4]); !errors.Is(err, workflow.ErrLedgerConflict) {
+	if err := a.Append(ctx, "s-h1-1", 3, otherEntries(3, 1)); !errors.Is(err, workflow.ErrLedgerConflict) {
 		t.Fatalf("a stale writer: %v, want ErrLedgerConflict", err)
 	}
 	if err := b.Append(ctx, "s-h1-1", 2, all[2:3]); !errors.Is(err, workflow.ErrLedgerConflict) {
