@@ -82,6 +82,11 @@ type OperationStatus struct {
 // runs one slice at a time with every other slice of the process (so the
 // heap's growth is the slice's, see host.Config.MemoryBudget). The loop
 // only takes ownership, claims and publishes.
+//
+// An error means nothing was submitted. If ctx ends before Submit answers,
+// it returns ctx's error and the session is not taken, or, if it keeps a
+// ledger, is withdrawn (ErrSubmissionWithdrawn) before any of its
+// operations is dispatched.
 func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error) {
 	select {
 	case <-l.stop:
