@@ -44,6 +44,33 @@ func (d *dyingLog) Append(ctx context.Context, session string, from int, entries
 	return d.Log.Append(ctx, session, from, entries)
 }
 
+// submitLeaving submits src to l while log's writes stall, and has the
+// caller leave before the session's first write is stored (leavesFirst)
+// or just after; it returns what Submit did. It runs in a synctest bubble.
+func submitLeaving(l *Loop, log *dyingLog, src string, leavesFirst bool) (SessionStatus, error) {
+	release := log.hold()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(chan submitAnswer, 1)
+	go func() {
+		s, err := l.Submit(ctx, Submission{Source: src})
+		out <- submitAnswer{s, err}
+	}()
+	synctest.Wait() // Submit waits for the stalled write
+	if leavesFirst {
+		cancel()
+		synctest.Wait()
+		release()
+	} else {
+		release()
+		synctest.Wait()
+		cancel()
+	}
+	got := <-out
+	synctest.Wait()
+	return got.s, got.err
+}
+
 // hold stalls the log's writes until the returned function is called.
 func (d *dyingLog) hold() (release func()) {
 	stall := make(chan struct{})
@@ -347,39 +374,17 @@ func modelScript(tag string) string {
 func (m *durableModel) submitAndLeave() {
 	m.left++
 	tag := fmt.Sprintf("left%d", m.left)
-	release := m.log.hold()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type result struct {
-		s   SessionStatus
-		err error
-	}
-	out := make(chan result, 1)
-	go func() {
-		s, err := m.l.Submit(ctx, Submission{Source: modelScript(tag)})
-		out <- result{s, err}
-	}()
-	synctest.Wait()
 	leavesFirst := m.rng.IntN(2) == 0
-	if leavesFirst {
-		cancel()
-		synctest.Wait()
-		release()
-	} else {
-		release()
-		synctest.Wait()
-		cancel()
-	}
-	got := <-out
+	s, err := submitLeaving(m.l, m.log, modelScript(tag), leavesFirst)
 	switch {
-	case got.err == nil:
-		m.sessions = append(m.sessions, got.s.ID)
-		m.note("submit %s (%s), its caller leaving once answered", got.s.ID, tag)
-	case leavesFirst && errors.Is(got.err, context.Canceled):
+	case err == nil:
+		m.sessions = append(m.sessions, s.ID)
+		m.note("submit %s (%s), its caller leaving once answered", s.ID, tag)
+	case leavesFirst && errors.Is(err, context.Canceled):
 		m.withdrawn[tag] = true
 		m.note("submit %s, its caller leaving first", tag)
 	default:
-		m.fail("Submit (%s, caller leaving first: %v): %v", tag, leavesFirst, got.err)
+		m.fail("Submit (%s, caller leaving first: %v): %v", tag, leavesFirst, err)
 	}
 }
 

@@ -61,43 +61,19 @@ func TestDurableSubmitWithdrawnWhenItsCallerLeaves(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer l.Stop()
-				release := log.hold()
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				type result struct {
-					s   SessionStatus
-					err error
-				}
-				out := make(chan result, 1)
-				go func() {
-					s, err := l.Submit(ctx, Submission{Source: `await tool.start("text.remote", "a"); await tool.start("text.remote", "b")`})
-					out <- result{s, err}
-				}()
-				synctest.Wait() // Submit waits for the stalled write
-				if tc.leavesFirst {
-					cancel()
-					synctest.Wait()
-					release()
-				} else {
-					release()
-					synctest.Wait()
-					cancel()
-				}
-				got := <-out
-				synctest.Wait()
-
+				got, err := submitLeaving(l, log, `await tool.start("text.remote", "a"); await tool.start("text.remote", "b")`, tc.leavesFirst)
 				if !tc.leavesFirst {
-					if got.err != nil || got.s.State != SessionSuspended {
-						t.Fatalf("Submit = %+v, %v; want the suspended session", got.s, got.err)
+					if err != nil || got.State != SessionSuspended {
+						t.Fatalf("Submit = %+v, %v; want the suspended session", got, err)
 					}
 					inv := next(t, tr)
 					tr.Succeed(inv, "A")
 					tr.Succeed(next(t, tr), "B")
-					waitState(t, l, got.s.ID, SessionCompleted)
+					waitState(t, l, got.ID, SessionCompleted)
 					return
 				}
-				if !errors.Is(got.err, context.Canceled) {
-					t.Fatalf("Submit = %+v, %v; want context.Canceled", got.s, got.err)
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("Submit = %+v, %v; want context.Canceled", got, err)
 				}
 				if p := tr.Published(); len(p) != 0 {
 					t.Fatalf("a withdrawn session dispatched %+v", p)
