@@ -96,11 +96,11 @@ func (st *loopState) take(n newSession, w *submitWait) {
 		return
 	}
 	s, err := st.adopt(n)
-	sess := st.sessions[s.ID]
-	if err != nil || sess == nil {
+	if err != nil {
 		w.answer(s, err)
 		return
 	}
+	sess := st.sessions[s.ID]
 	// A durable session is the caller's once a later host could resume
 	// it: its ledger's first write is stored.
 	sess.led.onStored = func() {
