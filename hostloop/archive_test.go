@@ -188,6 +188,12 @@ func TestLoopAnswersSessionsOfEarlierIncarnations(t *testing.T) {
 	lost := submit(t, l1, remoteScript)
 	inv := next(t, tr1)
 	finished := submit(t, l1, `"kept"`)
+	// Submit answers in the step that ran it; the archive is handed the
+	// record at that step's end, without the caller waiting for it.
+	testwait.Until(t, 0, "the finished session archived", func() bool {
+		_, ok := a.record(finished.ID)
+		return ok
+	})
 	// A kill: nothing more reaches the archive.
 	a.crash()
 	l1.Stop()
