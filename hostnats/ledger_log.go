@@ -184,12 +184,12 @@ func (l *LedgerLog) append(ctx context.Context, session, subject string, from in
 		msg := nats.NewMsg(subject)
 		msg.Data = l.seal.Seal(sealName(session, b.From), body)
 		msg.Header.Set(ledgerIndexHeader, strconv.Itoa(b.From))
-		ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(tail.seq))
+		ack, err := l.publish(ctx, msg, tail.seq)
 		if b.From == 0 && fabric.WrongLastSequence(err) {
 			// A removed ledger's tombstone may not have expired yet: a
 			// new ledger follows it, fenced on it instead of on nothing.
 			if last, live, lerr := l.last(ctx, subject); lerr == nil && last != nil && !live {
-				ack, err = l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(last.Sequence))
+				ack, err = l.publish(ctx, msg, last.Sequence)
 			}
 		}
 		if err != nil {
@@ -203,6 +203,28 @@ func (l *LedgerLog) append(ctx context.Context, session, subject string, from in
 		l.setTail(session, tail)
 	}
 	return nil
+}
+
+// ledgerTryWait bounds how long one try of a ledger write waits for its
+// acknowledgement. A write whose acknowledgement was lost (the connection
+// was cut after the server stored it) is otherwise waited for until the
+// write's own deadline, with the session's operations held all that time;
+// a NATS request that is answered at all is answered in milliseconds.
+const ledgerTryWait = 2 * time.Second
+
+// publish writes msg fenced on seq, trying again within ctx each time a
+// try's acknowledgement does not come within ledgerTryWait. A try that was
+// stored all the same makes the next one fail its fence, which Append
+// tells from another writer's by reading the ledger.
+func (l *LedgerLog) publish(ctx context.Context, msg *nats.Msg, seq uint64) (*jetstream.PubAck, error) {
+	for {
+		try, cancel := context.WithTimeout(ctx, ledgerTryWait)
+		ack, err := l.js.PublishMsg(try, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+		cancel()
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return ack, err
+		}
+	}
 }
 
 // last reads subject's last message, nil if the subject holds none; live
