@@ -55,7 +55,7 @@ func TestLoopSurvivesScriptAttacks(t *testing.T) {
 	}{
 		{"memory growth", Submission{Source: `const s = "x".repeat(2**20); let a=[]; while(true) a.push(s + a.length)`, ExecutionBudget: time.Minute}, host.ErrMemoryBudget},
 		{"issue reproduction", Submission{Source: `let a=[]; while(true) a.push("x".repeat(2**28) + a.length)`, ExecutionBudget: time.Minute}, host.ErrMemoryBudget},
-		{"100,000 un-awaited starts", Submission{Source: `for (let i = 0; i < 100000; i++) tool.start("text.remote", "x")`, MaxPending: DefaultMaxSessionPending, ToolCallBudget: 1_000_000}, host.ErrPendingLimit},
+		{"100,000 un-awaited starts", Submission{Source: `for (let i = 0; i < 100000; i++) tool.start("text.remote", "x")`, MaxPending: DefaultMaxSessionPending, ToolCallBudget: 1_000_000, ExecutionBudget: time.Minute}, host.ErrPendingLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
