@@ -93,7 +93,7 @@ func TestBenchDev(t *testing.T) {
 func BenchmarkDev(b *testing.B) {
 	for _, inFlight := range []int{1, 64, 512} {
 		b.Run(fmt.Sprintf("inflight=%d", inFlight), func(b *testing.B) {
-			benchharness.InFlight(b, inFlight, 1, devBench(inFlight+16, os.Stderr), benchharness.Submitters(inFlight), benchharness.ReportCPU())
+			benchharness.InFlight(b, inFlight, 1, devBench(inFlight+16, os.Stderr), benchharness.SubmitEach(), benchharness.ReportCPU())
 		})
 	}
 }

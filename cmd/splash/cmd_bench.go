@@ -44,10 +44,8 @@ type benchRunner struct {
 	name string
 	mk   benchharness.NewRunner
 	// submitEach submits every operation in flight from its own
-	// goroutine. A durable session's submission returns only once its
-	// ledger's first write is stored (as a POST to dev's API does): with
-	// the four submitters of the other rows, at most four operations
-	// would be in flight however many the cell names.
+	// goroutine (benchharness.SubmitEach): a durable session's submission
+	// returns only once its ledger's first write is stored.
 	submitEach bool
 }
 
@@ -228,12 +226,12 @@ func benchDev(w io.Writer, inFlight, workers int, cases []devCase, plain map[str
 
 // benchOne runs one runner in one cell.
 func benchOne(r benchRunner, inFlight, workers int) (testing.BenchmarkResult, error) {
-	submitters := 4
+	submit := benchharness.Submitters(4)
 	if r.submitEach {
-		submitters = inFlight
+		submit = benchharness.SubmitEach()
 	}
 	res := testing.Benchmark(func(b *testing.B) {
-		benchharness.InFlight(b, inFlight, workers, r.mk, benchharness.Submitters(submitters), benchharness.ReportCPU())
+		benchharness.InFlight(b, inFlight, workers, r.mk, submit, benchharness.ReportCPU())
 	})
 	if res.N == 0 {
 		return res, fmt.Errorf("bench: %s at %d in flight, %d workers failed", r.name, inFlight, workers)

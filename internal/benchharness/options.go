@@ -1,5 +1,7 @@
 package benchharness
 
+import "math"
+
 // Option changes how [InFlight] and [Matrix] drive and report a runner.
 type Option func(*config)
 
@@ -23,6 +25,17 @@ func newConfig(opts []Option) config {
 // goroutine does that work, not whether the path keeps its in-flight
 // operations moving. n below 1 fails the benchmark.
 func Submitters(n int) Option { return func(c *config) { c.submitters = n } }
+
+// SubmitEach submits every operation in flight from its own goroutine. A
+// submission that returns only once something is stored (a durable
+// session's first ledger write, a POST to dev's API) needs this: with a
+// few submitters, at most that many operations would be in flight however
+// many the cell names.
+func SubmitEach() Option { return func(c *config) { c.submitters = submitEach } }
+
+// submitEach is the submitter count SubmitEach stands for: InFlight never
+// starts more submitters than its in-flight bound.
+const submitEach = math.MaxInt
 
 // ReportCPU adds cpu_µs/op and cores: CPU per operation is steadier than
 // ops/s on a shared machine, and cores says whether a run was bound by CPU

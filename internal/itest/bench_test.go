@@ -62,8 +62,7 @@ func BenchmarkEndToEndArchived(b *testing.B) {
 // from its own goroutine, as splash bench's durable row is: with four
 // submitters the bound was four writes' round trips, not the path.
 func BenchmarkEndToEndDurable(b *testing.B) {
-	const submitEach = 1 << 20 // the harness never uses more than the in-flight bound
-	benchharness.Matrix(b, benchharness.Fabric(benchharness.FabricOptions{Durable: true}), benchharness.Submitters(submitEach), benchharness.ReportCPU())
+	benchharness.Matrix(b, benchharness.Fabric(benchharness.FabricOptions{Durable: true}), benchharness.SubmitEach(), benchharness.ReportCPU())
 }
 
 // BenchmarkBaselineCoreReply is baseline (a): publish to a work-queue
