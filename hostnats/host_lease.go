@@ -225,26 +225,67 @@ func (h *HostLeases) renew() {
 		}
 		h.mu.Unlock()
 		for key, l := range held {
-			data, err := h.record(key, l.holder)
-			if err != nil {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), h.lease/3)
-			rev, err := h.kv.Update(ctx, key, data, l.rev)
-			cancel()
-			h.mu.Lock()
-			if cur, ok := h.held[key]; ok && cur.rev == l.rev {
-				switch {
-				case err == nil:
-					h.held[key] = heldLease{holder: l.holder, rev: rev}
-				case fabric.WrongLastSequence(err) || errors.Is(err, jetstream.ErrKeyNotFound):
-					// Taken by another host: no longer ours to renew.
-					delete(h.held, key)
-				}
-			}
-			h.mu.Unlock()
+			h.renewOne(key, l)
 		}
 	}
+}
+
+// renewOne extends one lease. A renewal that finds the key changed under
+// it reads the key before giving the lease up: an earlier renewal whose
+// acknowledgement was lost may have landed, and a record this holder wrote
+// is still its lease, to be renewed from the revision it stored. Only a
+// record of another holder, or none, means the lease was taken.
+func (h *HostLeases) renewOne(key string, l heldLease) {
+	rev, err := h.update(key, l)
+	if fabric.WrongLastSequence(err) {
+		ctx, cancel := context.WithTimeout(context.Background(), h.lease/3)
+		cur, stored, rerr := h.read(ctx, key)
+		cancel()
+		switch {
+		case rerr != nil:
+			return
+		case cur != nil && cur.Holder == l.holder:
+			if !h.advance(key, l.rev, heldLease{holder: l.holder, rev: stored}) {
+				return
+			}
+			l.rev = stored
+			rev, err = h.update(key, l)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cur, ok := h.held[key]; ok && cur.rev == l.rev {
+		switch {
+		case err == nil:
+			h.held[key] = heldLease{holder: l.holder, rev: rev}
+		case fabric.WrongLastSequence(err) || errors.Is(err, jetstream.ErrKeyNotFound):
+			// Taken by another host: no longer ours to renew.
+			delete(h.held, key)
+		}
+	}
+}
+
+// update writes a fresh record of l over the revision l holds.
+func (h *HostLeases) update(key string, l heldLease) (uint64, error) {
+	data, err := h.record(key, l.holder)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.lease/3)
+	defer cancel()
+	return h.kv.Update(ctx, key, data, l.rev)
+}
+
+// advance moves the held revision of key from rev to l, unless the lease
+// was released or changed meanwhile.
+func (h *HostLeases) advance(key string, rev uint64, l heldLease) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cur, ok := h.held[key]; !ok || cur.rev != rev {
+		return false
+	}
+	h.held[key] = l
+	return true
 }
 
 // Close stops renewing; the leases lapse unless released.
