@@ -184,12 +184,12 @@ func (l *LedgerLog) append(ctx context.Context, session, subject string, from in
 		msg := nats.NewMsg(subject)
 		msg.Data = l.seal.Seal(sealName(session, b.From), body)
 		msg.Header.Set(ledgerIndexHeader, strconv.Itoa(b.From))
-		ack, err := l.publish(ctx, msg, tail.seq)
+		ack, err := l.publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(tail.seq))
 		if b.From == 0 && fabric.WrongLastSequence(err) {
 			// A removed ledger's tombstone may not have expired yet: a
 			// new ledger follows it, fenced on it instead of on nothing.
 			if last, live, lerr := l.last(ctx, subject); lerr == nil && last != nil && !live {
-				ack, err = l.publish(ctx, msg, last.Sequence)
+				ack, err = l.publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(last.Sequence))
 			}
 		}
 		if err != nil {
@@ -212,14 +212,16 @@ func (l *LedgerLog) append(ctx context.Context, session, subject string, from in
 // a NATS request that is answered at all is answered in milliseconds.
 const ledgerTryWait = 2 * time.Second
 
-// publish writes msg fenced on seq, trying again within ctx each time a
-// try's acknowledgement does not come within ledgerTryWait. A try that was
-// stored all the same makes the next one fail its fence, which Append
-// tells from another writer's by reading the ledger.
-func (l *LedgerLog) publish(ctx context.Context, msg *nats.Msg, seq uint64) (*jetstream.PubAck, error) {
+// publish writes msg, trying again within ctx each time a try's
+// acknowledgement does not come within ledgerTryWait. Every ledger write
+// may be made twice: a batch fenced on its subject's sequence (a try that
+// was stored all the same makes the next one fail its fence, which Append
+// tells from another writer's by reading the ledger), and a tombstone,
+// whose rollup leaves the same subject however often it lands.
+func (l *LedgerLog) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	for {
 		try, cancel := context.WithTimeout(ctx, ledgerTryWait)
-		ack, err := l.js.PublishMsg(try, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+		ack, err := l.js.PublishMsg(try, msg, opts...)
 		cancel()
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return ack, err
@@ -466,7 +468,7 @@ func (l *LedgerLog) Remove(ctx context.Context, session string) error {
 	msg := nats.NewMsg(subject)
 	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	msg.Header.Set(ledgerRemovedHeader, "1")
-	if _, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgTTL(tombstoneTTL)); err != nil {
+	if _, err := l.publish(ctx, msg, jetstream.WithMsgTTL(tombstoneTTL)); err != nil {
 		return fmt.Errorf("hostnats: ledger %s: %w", session, err)
 	}
 	return nil
