@@ -1,11 +1,8 @@
 package hostnats_test
 
 import (
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostnats"
@@ -17,12 +14,8 @@ import (
 // record, renews from there, and the lease stays held and renewed.
 func TestHostLeaseRenewalOutlivesALostAcknowledgement(t *testing.T) {
 	env := newEnv(t)
-	p := startCutProxy(t, strings.TrimPrefix(env.srv.ClientURL(), "nats://"))
-	nc, err := nats.Connect("nats://"+p.ln.Addr().String(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	p := env.srv.StartCutProxy(t)
+	nc := connectThrough(t, p)
 	ctx := testCtx(t)
 	const lease = 900 * time.Millisecond
 	leases, err := hostnats.NewHostLeases(ctx, nc, env.cfg, testKey, lease)
@@ -47,9 +40,9 @@ func TestHostLeaseRenewalOutlivesALostAcknowledgement(t *testing.T) {
 	}
 	taken := revision()
 
-	p.mute()
+	p.Mute()
 	testwait.Until(t, 0, "a renewal stored unacknowledged", func() bool { return revision() > taken })
-	p.cut()
+	p.Cut()
 	lost := revision()
 
 	testwait.Until(t, 0, "a renewal after the lost acknowledgement", func() bool { return revision() > lost })

@@ -2,11 +2,6 @@ package hostnats_test
 
 import (
 	"context"
-	"io"
-	"net"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,99 +10,21 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
-// cutProxy stands between a client and the server and can lose what the
-// server says on the connections open at the time, then cut them: a write
-// the server stored whose acknowledgement never reaches its writer, as
-// when the node the writer is connected to stops.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex
-	links []*proxyLink
-}
-
-type proxyLink struct {
-	client, server net.Conn
-	muted          atomic.Bool
-}
-
-func startCutProxy(t *testing.T, target string) *cutProxy {
+// connectThrough connects to the server through p, reconnecting at once
+// after a cut.
+func connectThrough(t *testing.T, p *natstest.CutProxy) *nats.Conn {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{ln: ln, target: target}
-	p.wg.Go(p.accept)
-	t.Cleanup(func() {
-		ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *cutProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		l := &proxyLink{client: c, server: s}
-		p.mu.Lock()
-		p.links = append(p.links, l)
-		p.mu.Unlock()
-		p.wg.Go(func() {
-			io.Copy(s, c)
-			s.Close()
-		})
-		p.wg.Go(func() {
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := s.Read(buf)
-				if n > 0 && !l.muted.Load() {
-					if _, werr := c.Write(buf[:n]); werr != nil {
-						break
-					}
-				}
-				if err != nil {
-					break
-				}
-			}
-			c.Close()
-		})
-	}
-}
-
-// mute drops from now on what the server sends on the open connections.
-func (p *cutProxy) mute() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, l := range p.links {
-		l.muted.Store(true)
-	}
-}
-
-// cut closes the open connections; the ones made after are whole.
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, l := range p.links {
-		l.client.Close()
-		l.server.Close()
-	}
-	p.links = nil
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 // A ledger write stored while its acknowledgement was lost is not waited
@@ -143,12 +60,8 @@ func TestLedgerWriteOutlivesALostAcknowledgement(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newEnv(t)
-			p := startCutProxy(t, strings.TrimPrefix(env.srv.ClientURL(), "nats://"))
-			nc, err := nats.Connect("nats://"+p.ln.Addr().String(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(nc.Close)
+			p := env.srv.StartCutProxy(t)
+			nc := connectThrough(t, p)
 			ctx := testCtx(t)
 			log, err := hostnats.NewLedgerLog(ctx, nc, env.cfg, testKey)
 			if err != nil {
@@ -164,14 +77,14 @@ func TestLedgerWriteOutlivesALostAcknowledgement(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			p.mute()
+			p.Mute()
 			done := make(chan error, 1)
 			go func() { done <- tt.write(ctx, log) }()
 			testwait.Until(t, 0, "the write stored", func() bool {
 				m, err := stream.GetLastMsgForSubject(ctx, fabric.LedgerSubject(session))
 				return err == nil && tt.stored(m)
 			})
-			p.cut()
+			p.Cut()
 
 			if err := <-done; err != nil {
 				deadline, _ := ctx.Deadline()

@@ -3,6 +3,7 @@ package workeragent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -34,6 +35,11 @@ type heartbeat struct {
 	timer   *time.Timer // guarded by mu
 	stopped bool        // guarded by mu
 	lost    bool        // guarded by mu; a renewal found the lease lost
+	// unsure: the last renewal went unanswered, so it may have landed
+	// and left e.claim a revision behind; guarded by mu. The next
+	// renewal resumes the claim under its owner id instead, which finds
+	// the record wherever this claim's own writes took it.
+	unsure bool
 }
 
 func (e *execution) startHeartbeat(cancel context.CancelCauseFunc) *heartbeat {
@@ -53,36 +59,68 @@ func (h *heartbeat) beat() {
 	e := h.e
 	_ = e.msg.InProgress()
 	if e.claim.Held() && !h.lost {
-		if err := h.renew(); errors.Is(err, idempotency.ErrLeaseLost) {
-			// Someone else holds the key: the handler must stop
-			// producing effects. Progress is still reported while it
-			// winds down, so the message is not redelivered meanwhile.
-			h.lost = true
-			h.cancel(idempotency.ErrLeaseLost)
-		}
+		h.renew()
 	}
 	h.timer.Reset(h.interval)
 }
 
-// renew extends the lease; called with mu held.
-func (h *heartbeat) renew() error {
+// renew extends the lease; called with mu held. A renewal that finds the
+// lease lost cancels the handler: someone else holds the key, so the
+// handler must stop producing effects. Progress is still reported while
+// it winds down, so the message is not redelivered meanwhile.
+func (h *heartbeat) renew() {
 	e := h.e
 	ctx, cancel := context.WithTimeout(context.Background(), h.interval)
 	defer cancel()
-	c, err := e.a.cfg.Journal.Renew(ctx, e.claim)
-	if err != nil {
-		e.a.log.Warn("lease renewal failed", "request", e.inv.RequestID, "err", err)
-		return err
+	var c idempotency.Claim
+	var err error
+	if h.unsure {
+		c, err = h.resume(ctx)
+	} else {
+		c, err = e.a.cfg.Journal.Renew(ctx, e.claim)
 	}
-	e.claim = c
-	return nil
+	switch {
+	case err == nil:
+		h.unsure = false
+		e.claim = c
+	case errors.Is(err, idempotency.ErrLeaseLost):
+		e.a.log.Warn("lease lost", "request", e.inv.RequestID, "err", err)
+		h.lost = true
+		h.cancel(idempotency.ErrLeaseLost)
+	default:
+		e.a.log.Warn("lease renewal failed", "request", e.inv.RequestID, "err", err)
+		h.unsure = true
+	}
 }
 
-// stop ends the heartbeats and reports whether the lease was lost.
+// resume renews a claim whose last renewal went unanswered: Resume under
+// the claim's owner gives back the record this execution's writes left,
+// whichever of them landed. Any other answer means another owner wrote
+// in between, and the lease is lost.
+func (h *heartbeat) resume(ctx context.Context) (idempotency.Claim, error) {
+	e := h.e
+	c, err := e.a.cfg.Journal.Resume(ctx, e.inv.IdempotencyKey, e.claim.Owner, e.claim.Lease)
+	switch {
+	case err != nil:
+		return idempotency.Claim{}, err
+	case c.Outcome != idempotency.Resumed:
+		return idempotency.Claim{}, fmt.Errorf("%w: %q is %s", idempotency.ErrLeaseLost, e.inv.IdempotencyKey, c.Outcome)
+	}
+	// The claim is still the one pickup took: only its record moves on.
+	c.Outcome = e.claim.Outcome
+	return c, nil
+}
+
+// stop ends the heartbeats and reports whether the lease was lost. A
+// claim left unsure by the last renewal is resumed first, so the Finish
+// or Release that follows writes over the record as it stands.
 func (h *heartbeat) stop() (leaseLost bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stopped = true
 	h.timer.Stop()
+	if h.unsure && !h.lost && h.e.claim.Held() {
+		h.renew()
+	}
 	return h.lost
 }

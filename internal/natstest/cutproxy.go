@@ -1,0 +1,106 @@
+package natstest
+
+import (
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// CutProxy stands between clients and a server and can lose what the
+// server says on the connections open at the time, then cut them: a write
+// the server stored whose acknowledgement never reaches its writer, as
+// when the node the writer is connected to stops. Connections made after
+// a cut are whole again, so a client that reconnects goes on.
+type CutProxy struct {
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	links []*proxyLink
+}
+
+type proxyLink struct {
+	client, server net.Conn
+	muted          atomic.Bool
+}
+
+// StartCutProxy listens on loopback in front of s; its goroutines and
+// connections end with the test.
+func (s *Server) StartCutProxy(t testing.TB) *CutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &CutProxy{ln: ln, target: s.Addr().String()}
+	p.wg.Go(p.accept)
+	t.Cleanup(func() {
+		ln.Close()
+		p.Cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// URL is the client URL of the server through the proxy.
+func (p *CutProxy) URL() string { return "nats://" + p.ln.Addr().String() }
+
+func (p *CutProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		l := &proxyLink{client: c, server: s}
+		p.mu.Lock()
+		p.links = append(p.links, l)
+		p.mu.Unlock()
+		p.wg.Go(func() {
+			io.Copy(s, c)
+			s.Close()
+		})
+		p.wg.Go(func() {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := s.Read(buf)
+				if n > 0 && !l.muted.Load() {
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			c.Close()
+		})
+	}
+}
+
+// Mute drops from now on what the server sends on the open connections.
+func (p *CutProxy) Mute() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.links {
+		l.muted.Store(true)
+	}
+}
+
+// Cut closes the open connections.
+func (p *CutProxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.links {
+		l.client.Close()
+		l.server.Close()
+	}
+	p.links = nil
+}
