@@ -15,7 +15,7 @@ import (
 func TestHostLeaseRenewalOutlivesALostAcknowledgement(t *testing.T) {
 	env := newEnv(t)
 	p := env.srv.StartCutProxy(t)
-	nc := connectThrough(t, p)
+	nc := p.Connect(t)
 	ctx := testCtx(t)
 	const lease = 900 * time.Millisecond
 	leases, err := hostnats.NewHostLeases(ctx, nc, env.cfg, testKey, lease)

@@ -5,27 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostnats"
-	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workflow"
 )
-
-// connectThrough connects to the server through p, reconnecting at once
-// after a cut.
-func connectThrough(t *testing.T, p *natstest.CutProxy) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
 
 // A ledger write stored while its acknowledgement was lost is not waited
 // for until the write's deadline: its try gives up after a bounded wait,
@@ -61,7 +47,7 @@ func TestLedgerWriteOutlivesALostAcknowledgement(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newEnv(t)
 			p := env.srv.StartCutProxy(t)
-			nc := connectThrough(t, p)
+			nc := p.Connect(t)
 			ctx := testCtx(t)
 			log, err := hostnats.NewLedgerLog(ctx, nc, env.cfg, testKey)
 			if err != nil {

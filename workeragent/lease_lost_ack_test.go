@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -23,9 +21,7 @@ import (
 func TestRenewalOutlivesALostAcknowledgement(t *testing.T) {
 	e := newEnv(t)
 	p := e.srv.StartCutProxy(t)
-	nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
-	must(t, err)
-	t.Cleanup(nc.Close)
+	nc := p.Connect(t)
 
 	var runs atomic.Int64
 	started := make(chan struct{}, 1)

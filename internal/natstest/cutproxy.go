@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // CutProxy stands between clients and a server and can lose what the
@@ -47,6 +50,18 @@ func (s *Server) StartCutProxy(t testing.TB) *CutProxy {
 
 // URL is the client URL of the server through the proxy.
 func (p *CutProxy) URL() string { return "nats://" + p.ln.Addr().String() }
+
+// Connect connects through the proxy, reconnecting at once after a cut;
+// the connection closes with the test.
+func (p *CutProxy) Connect(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
 
 func (p *CutProxy) accept() {
 	for {
