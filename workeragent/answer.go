@@ -1,6 +1,7 @@
 package workeragent
 
 import (
+	"context"
 	"errors"
 	"math"
 
@@ -37,9 +38,7 @@ func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.Wo
 		// the event's delivery to the host, and afterwards it overlaps
 		// the host's own work instead.
 		published := e.publishAnswer(e.messageOf(r), k, then...)
-		ctx, cancel := opContext()
-		ferr := j.Finish(ctx, e.claim, r)
-		cancel()
+		ferr := e.endClaim(func(ctx context.Context, c idempotency.Claim) error { return j.Finish(ctx, c, r) })
 		switch {
 		case errors.Is(ferr, idempotency.ErrLeaseLost):
 			// The answer is out, but the key has another holder now:
@@ -56,13 +55,12 @@ func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.Wo
 	}
 	// Otherwise the journal is written first, because a refused result
 	// changes the answer.
-	ctx, cancel := opContext()
-	err := j.Finish(ctx, e.claim, r)
+	finish := func(ctx context.Context, c idempotency.Claim) error { return j.Finish(ctx, c, r) }
+	err := e.endClaim(finish)
 	if errors.Is(err, idempotency.ErrResultTooLarge) {
 		r = tooLargeResult
-		err = j.Finish(ctx, e.claim, r)
+		err = e.endClaim(finish)
 	}
-	cancel()
 	switch {
 	case errors.Is(err, idempotency.ErrLeaseLost):
 		e.a.log.Warn("lease lost before finish", "request", e.inv.RequestID)

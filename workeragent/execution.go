@@ -297,9 +297,7 @@ func (e *execution) releaseClaim() {
 	if !e.claim.Held() {
 		return
 	}
-	ctx, cancel := opContext()
-	defer cancel()
-	if err := e.a.cfg.Journal.Release(ctx, e.claim); err != nil {
+	if err := e.endClaim(e.a.cfg.Journal.Release); err != nil {
 		e.a.log.Warn("journal release failed", "request", e.inv.RequestID, "err", err)
 	}
 }

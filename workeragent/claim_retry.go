@@ -1,0 +1,82 @@
+package workeragent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/splashfabric/splashfabric/idempotency"
+)
+
+// endClaim makes write, the claim's last journal write (Finish or
+// Release), and makes it again while its answer is lost. An unanswered
+// write may have landed or not; left as it is, a write that did not land
+// leaves the key running under this execution until its lease runs out,
+// and the next delivery then meets it as a lost holder's and ends the
+// call indeterminate: a retryable failure that is never retried, a
+// result that is never replayed.
+//
+// Before each try the record is read: still running under this claim
+// (the same owner and claim count), the claim is resumed (which gives it
+// back at the revision its own writes left) and written again; anything
+// else means the write landed or the key moved on, and there is nothing
+// left to write. The tries stop as beginClaim's do: after a lease, or
+// when the drain starts.
+func (e *execution) endClaim(write func(context.Context, idempotency.Claim) error) error {
+	ctx, cancel := opContext()
+	err := write(ctx, e.claim)
+	cancel()
+	if !lostAnswer(err) {
+		return err
+	}
+	a := e.a
+	a.log.Warn("journal write unanswered; trying it again", "request", e.inv.RequestID, "err", err)
+	giveUp := time.Now().Add(a.cfg.LeaseDuration)
+	wait := min(resumeBackoff, a.cfg.HeartbeatInterval)
+	for lostAnswer(err) && time.Now().Before(giveUp) && !e.drainStarted() {
+		time.Sleep(wait)
+		wait = min(2*wait, a.cfg.HeartbeatInterval)
+		ctx, cancel := opContext()
+		err = e.writeAgain(ctx, write)
+		cancel()
+	}
+	return err
+}
+
+// writeAgain is one more try of an unanswered write.
+func (e *execution) writeAgain(ctx context.Context, write func(context.Context, idempotency.Claim) error) error {
+	j, key := e.a.cfg.Journal, e.inv.IdempotencyKey
+	rec, err := j.Get(ctx, key)
+	switch {
+	case errors.Is(err, idempotency.ErrNotFound):
+		return nil // past the horizon: nothing holds the key
+	case err != nil:
+		return err
+	case rec.State != idempotency.StateRunning || rec.Owner != e.claim.Owner || rec.Claims != e.claim.Record.Claims:
+		return nil // the write landed, or another owner has the key
+	}
+	c, err := j.Resume(ctx, key, e.claim.Owner, e.claim.Lease)
+	switch {
+	case err != nil:
+		return err
+	case c.Outcome != idempotency.Resumed:
+		return nil // moved on between the read and the resume
+	}
+	c.Outcome = e.claim.Outcome
+	e.claim = c
+	return write(ctx, c)
+}
+
+// lostAnswer reports a journal error after which the write may or may not
+// have landed.
+func lostAnswer(err error) bool {
+	if err == nil || !unanswered(err) {
+		return false
+	}
+	for _, answered := range []error{idempotency.ErrLeaseLost, idempotency.ErrResultTooLarge, idempotency.ErrInvalidResult, idempotency.ErrNotHeld, idempotency.ErrContended} {
+		if errors.Is(err, answered) {
+			return false
+		}
+	}
+	return true
+}
