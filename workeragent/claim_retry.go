@@ -3,6 +3,7 @@ package workeragent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/splashfabric/splashfabric/idempotency"
@@ -14,23 +15,28 @@ import (
 // leaves the key running under this execution until its lease runs out,
 // and the next delivery then meets it as a lost holder's and ends the
 // call indeterminate: a retryable failure that is never retried, a
-// result that is never replayed.
+// result that is never replayed. A write refused as a lost lease is
+// looked into the same way, since the claim may only be behind its own
+// record: a renewal whose answer was lost moved the record on.
 //
 // Before each try the record is read: still running under this claim
 // (the same owner and claim count), the claim is resumed (which gives it
-// back at the revision its own writes left) and written again; anything
-// else means the write landed or the key moved on, and there is nothing
-// left to write. The tries stop as beginClaim's do: after a lease, or
-// when the drain starts.
+// back at the revision its own writes left) and written again; ended
+// under this claim, the write landed; under another claim, the lease is
+// lost. The tries stop as beginClaim's do: after a lease, or when the
+// drain starts.
 func (e *execution) endClaim(write func(context.Context, idempotency.Claim) error) error {
 	ctx, cancel := opContext()
 	err := write(ctx, e.claim)
 	cancel()
-	if !lostAnswer(err) {
+	if !lostAnswer(err) && !errors.Is(err, idempotency.ErrLeaseLost) {
 		return err
 	}
 	a := e.a
-	a.log.Warn("journal write unanswered; trying it again", "request", e.inv.RequestID, "err", err)
+	a.log.Warn("journal write unanswered or refused; looking at the record", "request", e.inv.RequestID, "err", err)
+	ctx, cancel = opContext()
+	err = e.writeAgain(ctx, write)
+	cancel()
 	giveUp := time.Now().Add(a.cfg.LeaseDuration)
 	wait := min(resumeBackoff, a.cfg.HeartbeatInterval)
 	for lostAnswer(err) && time.Now().Before(giveUp) && !e.drainStarted() {
@@ -43,7 +49,8 @@ func (e *execution) endClaim(write func(context.Context, idempotency.Claim) erro
 	return err
 }
 
-// writeAgain is one more try of an unanswered write.
+// writeAgain is one more try of a write that went unanswered or found the
+// claim behind its record.
 func (e *execution) writeAgain(ctx context.Context, write func(context.Context, idempotency.Claim) error) error {
 	j, key := e.a.cfg.Journal, e.inv.IdempotencyKey
 	rec, err := j.Get(ctx, key)
@@ -52,20 +59,27 @@ func (e *execution) writeAgain(ctx context.Context, write func(context.Context, 
 		return nil // past the horizon: nothing holds the key
 	case err != nil:
 		return err
-	case rec.State != idempotency.StateRunning || rec.Owner != e.claim.Owner || rec.Claims != e.claim.Record.Claims:
-		return nil // the write landed, or another owner has the key
+	case rec.Owner != e.claim.Owner || rec.Claims != e.claim.Record.Claims:
+		return fmt.Errorf("%w: %q", idempotency.ErrLeaseLost, key)
+	case rec.State != idempotency.StateRunning:
+		return nil // the write landed
 	}
 	c, err := j.Resume(ctx, key, e.claim.Owner, e.claim.Lease)
 	switch {
 	case err != nil:
 		return err
 	case c.Outcome != idempotency.Resumed:
-		return nil // moved on between the read and the resume
+		// Moved on between the read and the resume: the next try reads
+		// what it became.
+		return errAnswerMoved
 	}
 	c.Outcome = e.claim.Outcome
 	e.claim = c
 	return write(ctx, c)
 }
+
+// errAnswerMoved makes endClaim read the record again.
+var errAnswerMoved = errors.New("workeragent: the claim's record moved on while it was resumed")
 
 // lostAnswer reports a journal error after which the write may or may not
 // have landed.

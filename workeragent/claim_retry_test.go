@@ -24,7 +24,9 @@ type endLossyJournal struct {
 	lost   atomic.Bool
 }
 
-func (j *endLossyJournal) loses(op string) bool { return j.lose == op && j.lost.CompareAndSwap(false, true) }
+func (j *endLossyJournal) loses(op string) bool {
+	return j.lose == op && j.lost.CompareAndSwap(false, true)
+}
 
 func (j *endLossyJournal) Finish(ctx context.Context, c idempotency.Claim, r idempotency.Result) error {
 	if !j.loses("finish") {
