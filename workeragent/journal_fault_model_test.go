@@ -98,23 +98,27 @@ func (j *faultyJournal) Release(ctx context.Context, c idempotency.Claim) error 
 }
 
 // faultCall is what the seed makes of one call: whether its first run
-// fails retryably, and how long each run works (long enough, for some,
-// to be renewed once or twice).
+// fails retryably, how long each run works (long enough, for some, to be
+// renewed once or twice), and how many copies of it the stream holds (a
+// second, as a republish past the duplicate window makes, races the first
+// on its key).
 type faultCall struct {
 	inv        protocol.Invoke
 	retryFirst bool
 	work       time.Duration
+	copies     int
 }
 
-// TestJournalFaultModel runs claimed calls while the journal loses the
-// answers of its writes, landed or not, at generated points of every
-// claim's life: Begin, Resume, renewals, Finish and Release. With no crash
-// and no other owner, every call must end as if nothing were lost: each
-// answer the host takes is checked as it comes (never indeterminate,
-// the call's own output, a retryable failure only where the handler
-// returned one), and at the end every key's record is its one result,
-// from one successful run. A host plays its part by hand: a retryable
-// failure is answered with the next attempt.
+// TestJournalFaultModel runs claimed calls on two agents while the
+// journal loses the answers of its writes, landed or not, at generated
+// points of every claim's life: Begin, Resume, renewals, Finish and
+// Release. Some calls have two copies in the stream, which race on their
+// key. With no crash, every call must end as if nothing were lost: each
+// answer the host takes is checked as it comes (never indeterminate, the
+// call's own output, a retryable failure only where the handler returned
+// one), and at the end every key's record is its one result, from one
+// successful run. A host plays its part by hand: a retryable failure is
+// answered with the next attempt.
 //
 // A failing seed prints the journal's trace; -journal-faults.seed replays
 // its choices (the goroutines' interleaving is the scheduler's).
@@ -134,18 +138,24 @@ func runJournalFaultModel(t *testing.T, seed uint64) {
 	successes := map[string]*atomic.Int64{}
 	for range 8 {
 		inv := e.newInvoke("ledger", fmt.Sprintf("in-%d", rng.IntN(1000)))
-		c := &faultCall{inv: inv, retryFirst: rng.IntN(3) == 0}
+		c := &faultCall{inv: inv, retryFirst: rng.IntN(3) == 0, copies: 1}
 		if rng.IntN(2) == 0 {
 			c.work = time.Duration(250+rng.IntN(250)) * time.Millisecond
+		}
+		if !c.retryFirst && rng.IntN(3) == 0 {
+			c.copies = 2
 		}
 		calls[inv.IdempotencyKey] = c
 		runs[inv.IdempotencyKey] = new(atomic.Int64)
 		successes[inv.IdempotencyKey] = new(atomic.Int64)
 	}
-	a := e.startAgentWith("w1", func(cfg *workeragent.Config) {
-		j = &faultyJournal{Journal: cfg.Journal, rng: rand.New(rand.NewPCG(^seed, seed)), budget: map[string]int{}}
+	shareJournal := func(cfg *workeragent.Config) {
+		if j == nil {
+			j = &faultyJournal{Journal: cfg.Journal, rng: rand.New(rand.NewPCG(^seed, seed)), budget: map[string]int{}}
+		}
 		cfg.Journal = j
-	}, func(a *workeragent.Agent) {
+	}
+	register := func(a *workeragent.Agent) {
 		must(t, a.Handle("ledger", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			c := calls[call.IdempotencyKey]
 			n := runs[call.IdempotencyKey].Add(1)
@@ -160,7 +170,8 @@ func runJournalFaultModel(t *testing.T, seed uint64) {
 			successes[call.IdempotencyKey].Add(1)
 			return workeragent.Result(strings.ToUpper(call.Input.Text)), nil
 		})))
-	})
+	}
+	agents := []*running{e.startAgentWith("w1", shareJournal, register), e.startAgentWith("w2", shareJournal, register)}
 	fail := func(format string, args ...any) {
 		t.Helper()
 		j.mu.Lock()
@@ -174,7 +185,13 @@ func runJournalFaultModel(t *testing.T, seed uint64) {
 	for _, c := range calls {
 		byRequest[c.inv.RequestID] = c
 		e.publish(c.inv)
+		if c.copies == 2 {
+			e.publishAs(c.inv, c.inv.IdempotencyKey+"/copy")
+		}
 	}
+	// The events stream keeps one terminal answer per attempt, so the
+	// copies of a call answer once between them; that both were settled
+	// shows in the consumer's pending count below.
 	done := map[string]bool{}
 	for len(done) < len(calls) {
 		res := e.result(t)
@@ -209,7 +226,19 @@ func runJournalFaultModel(t *testing.T, seed uint64) {
 			fail("%s succeeded in %d runs", key, successes[key].Load())
 		}
 	}
-	if s := a.Stats(); s.TakenOver != 0 || s.Indeterminate != 0 {
-		fail("stats %+v", s)
+	var deferred, hits uint64
+	for _, a := range agents {
+		s := a.Stats()
+		if s.TakenOver != 0 || s.Indeterminate != 0 {
+			fail("stats of an agent: %+v", s)
+		}
+		deferred, hits = deferred+s.Deferred, hits+s.DedupeHits
 	}
+	j.mu.Lock()
+	lost := 0
+	for _, left := range j.budget {
+		lost += faultBudget - left
+	}
+	j.mu.Unlock()
+	t.Logf("seed %d: %d answers lost, %d deliveries deferred to another holder, %d answered from the journal", seed, lost, deferred, hits)
 }
