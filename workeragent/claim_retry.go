@@ -52,30 +52,46 @@ func (e *execution) endClaim(write func(context.Context, idempotency.Claim) erro
 // writeAgain is one more try of a write that went unanswered or found the
 // claim behind its record.
 func (e *execution) writeAgain(ctx context.Context, write func(context.Context, idempotency.Claim) error) error {
+	c, ended, err := e.resumeOwn(ctx)
+	if err != nil || ended {
+		return err
+	}
+	return write(ctx, c)
+}
+
+// resumeOwn gives this execution its claim back at the revision its own
+// writes left, after one of them went unanswered. It reads the record
+// first, so it never writes a claim this execution did not hold: under
+// another claim (another owner or claim count) the lease is lost; ended
+// under this claim (or gone past the horizon), ended is true and there is
+// nothing to resume; still running under it, Resume under the owner id
+// gives it back.
+func (e *execution) resumeOwn(ctx context.Context) (c idempotency.Claim, ended bool, err error) {
 	j, key := e.a.cfg.Journal, e.inv.IdempotencyKey
 	rec, err := j.Get(ctx, key)
 	switch {
 	case errors.Is(err, idempotency.ErrNotFound):
-		return nil // past the horizon: nothing holds the key
+		return c, true, nil
 	case err != nil:
-		return err
+		return c, false, err
 	case rec.Owner != e.claim.Owner || rec.Claims != e.claim.Record.Claims:
-		return fmt.Errorf("%w: %q", idempotency.ErrLeaseLost, key)
+		return c, false, fmt.Errorf("%w: %q", idempotency.ErrLeaseLost, key)
 	case rec.State != idempotency.StateRunning:
-		return nil // the write landed
+		return c, true, nil
 	}
-	c, err := j.Resume(ctx, key, e.claim.Owner, e.claim.Lease)
+	c, err = j.Resume(ctx, key, e.claim.Owner, e.claim.Lease)
 	switch {
 	case err != nil:
-		return err
+		return c, false, err
 	case c.Outcome != idempotency.Resumed:
 		// Moved on between the read and the resume: the next try reads
 		// what it became.
-		return errAnswerMoved
+		return idempotency.Claim{}, false, errAnswerMoved
 	}
+	// Still the claim pickup took: only its record moved on.
 	c.Outcome = e.claim.Outcome
 	e.claim = c
-	return write(ctx, c)
+	return c, false, nil
 }
 
 // errAnswerMoved makes endClaim read the record again.

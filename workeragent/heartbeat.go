@@ -93,22 +93,16 @@ func (h *heartbeat) renew() {
 	}
 }
 
-// resume renews a claim whose last renewal went unanswered: Resume under
-// the claim's owner gives back the record this execution's writes left,
-// whichever of them landed. Any other answer means another owner wrote
-// in between, and the lease is lost.
+// resume renews a claim whose last renewal went unanswered, from the
+// record this execution's writes left, whichever of them landed. A claim
+// that ended meanwhile cannot have: the handler is still running, so
+// someone else ended it, and the lease is lost.
 func (h *heartbeat) resume(ctx context.Context) (idempotency.Claim, error) {
-	e := h.e
-	c, err := e.a.cfg.Journal.Resume(ctx, e.inv.IdempotencyKey, e.claim.Owner, e.claim.Lease)
-	switch {
-	case err != nil:
-		return idempotency.Claim{}, err
-	case c.Outcome != idempotency.Resumed:
-		return idempotency.Claim{}, fmt.Errorf("%w: %q is %s", idempotency.ErrLeaseLost, e.inv.IdempotencyKey, c.Outcome)
+	c, ended, err := h.e.resumeOwn(ctx)
+	if err == nil && ended {
+		err = fmt.Errorf("%w: %q ended under this claim while it ran", idempotency.ErrLeaseLost, h.e.inv.IdempotencyKey)
 	}
-	// The claim is still the one pickup took: only its record moves on.
-	c.Outcome = e.claim.Outcome
-	return c, nil
+	return c, err
 }
 
 // stop ends the heartbeats and reports whether the lease was lost. A
