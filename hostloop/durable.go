@@ -22,6 +22,11 @@ type sessionLedger struct {
 	writing bool
 	// retrying: the last Append failed and a timer will try again.
 	retrying bool
+	// unsure: an Append failed in a way that leaves unknown whether it
+	// was stored (its answer lost, a timeout), so the ledger may exist
+	// even with nothing persisted; a session that ends must then remove
+	// it, or a later process would replay what this one ended.
+	unsure bool
 	// removeAfter: the session finished while an Append was in flight;
 	// its ledger is removed once that write is answered.
 	removeAfter bool
@@ -30,6 +35,9 @@ type sessionLedger struct {
 	// onStored, if set, answers the submission once the first write is
 	// stored (or the session ended without needing one).
 	onStored func()
+	// callerLeft, if set, reports whether the submitter waiting for the
+	// first write has left; it is unset once the submission is answered.
+	callerLeft func() bool
 	// acks are the transport acknowledgements of answers the runtime
 	// applied, each waiting for the write that stores its entry (upTo).
 	acks []pendingEventAck
@@ -90,8 +98,13 @@ func (lg *sessionLedger) takeAcks() []func() {
 	return out
 }
 
+// mayExist reports whether the Log may hold this ledger: some of it is
+// stored, or a write of it may have been.
+func (lg *sessionLedger) mayExist() bool { return lg.persisted > 0 || lg.unsure }
+
 // stored calls onStored once.
 func (lg *sessionLedger) stored() {
+	lg.callerLeft = nil
 	if f := lg.onStored; f != nil {
 		lg.onStored = nil
 		f()
@@ -213,6 +226,7 @@ func (st *loopState) ledgerWritten(w ledgerWrite) {
 	default:
 		st.reject("ledger", w.err)
 		lg.retrying = true
+		lg.unsure = true
 		st.timers.push(timerEntry{at: st.now.Add(st.cfg.LedgerRetry), kind: timerLedger, s: s})
 	}
 }
@@ -245,7 +259,7 @@ func (st *loopState) retryLedger(s *session) {
 	}
 	s.led.retrying = false
 	if s.done {
-		if !s.led.writing && s.led.persisted > 0 {
+		if !s.led.writing && s.led.mayExist() {
 			st.removeLedger(s)
 		}
 		return
@@ -268,7 +282,7 @@ func (st *loopState) finishLedger(s *session) {
 	switch {
 	case lg.writing:
 		lg.removeAfter = true
-	case lg.persisted > 0:
+	case lg.mayExist():
 		st.removeLedger(s)
 	default:
 		for _, ack := range lg.takeAcks() {
@@ -347,6 +361,14 @@ func (st *loopState) flushLedgers(ctx context.Context) {
 	for _, s := range st.sessions {
 		lg := s.led
 		if lg == nil || s.done || lg.persisted == lg.l.Len() {
+			continue
+		}
+		if lg.persisted == 0 && lg.callerLeft != nil && lg.callerLeft() {
+			// Stored now, it would be withdrawn at once or, if this
+			// write's answer were lost too, resumed by the next process
+			// although its caller was told an error. It is withdrawn
+			// instead, and a first write that may have landed removed.
+			st.withdraw(s)
 			continue
 		}
 		if err := st.cfg.Ledger.Append(ctx, string(s.id), lg.persisted, lg.l.Entries(lg.persisted)); err == nil {

@@ -3,7 +3,9 @@ package hostloop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -153,6 +155,46 @@ func TestSubmitTakenOnlyIfItsCallerWaits(t *testing.T) {
 				}
 				if err != nil || s.State != SessionSuspended || len(tr.Published()) != 1 {
 					t.Fatalf("Submit = %+v, %v; %d published; want the session, answered", s, err, len(tr.Published()))
+				}
+			})
+		})
+	}
+}
+
+// A durable submission whose first write went unanswered, and whose
+// caller then left, is withdrawn when the host stops, not stored for the
+// next process: had that write landed, the next process would resume a
+// session whose caller was told an error. Whether it landed or not, no
+// ledger is left and the next process dispatches nothing.
+func TestDurableSubmitWithdrawnAtStopAfterAnUnansweredWrite(t *testing.T) {
+	for _, landed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("write landed %v", landed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr, a, log := newChanTransport(), newMemArchive(), &dyingLog{Log: workflow.NewMemoryLog()}
+				var once atomic.Bool
+				log.losing = func() (bool, bool) { return once.CompareAndSwap(false, true), landed }
+				cfg := LoopConfig{Transport: tr, HostID: "h1", Archive: a, Ledger: log, Catalog: remoteCatalog}
+				l, err := StartLoop(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = submitLeaving(l, log, `await tool.start("text.remote", "a")`, false)
+				if !errors.Is(err, context.Canceled) || log.lost.Load() != 1 {
+					t.Fatalf("Submit = %v with %d answers lost; want context.Canceled after one", err, log.lost.Load())
+				}
+				l.Stop()
+				synctest.Wait()
+				if left, _ := log.Sessions(context.Background()); len(left) != 0 {
+					t.Fatalf("ledgers left: %v", left)
+				}
+				next, err := StartLoop(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				next.Stop()
+				if p := tr.Published(); len(p) != 0 {
+					t.Fatalf("a withdrawn session dispatched %+v", p)
 				}
 			})
 		})

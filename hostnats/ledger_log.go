@@ -1,7 +1,6 @@
 package hostnats
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -135,7 +134,11 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 	if !errors.Is(err, workflow.ErrLedgerConflict) {
 		return err
 	}
-	k, ok := l.landed(ctx, session, from, batches)
+	stored, lerr := l.Load(ctx, session)
+	if lerr != nil {
+		return err
+	}
+	k, ok := workflow.Landed(stored, from, entries)
 	switch {
 	case !ok:
 		return err
@@ -146,31 +149,6 @@ func (l *LedgerLog) Append(ctx context.Context, session string, from int, entrie
 		return err
 	}
 	return l.append(ctx, session, subject, from+k, batches)
-}
-
-// landed reports how many of the encoded entries meant for index from the
-// ledger holds there already; ok is false when what it holds past from is
-// anything else, or cannot be read.
-func (l *LedgerLog) landed(ctx context.Context, session string, from int, batches []encodedBatch) (k int, ok bool) {
-	stored, err := l.Load(ctx, session)
-	if err != nil || len(stored) <= from {
-		return 0, false
-	}
-	for _, b := range batches {
-		for _, want := range b.Entries {
-			if from+k == len(stored) {
-				return k, true
-			}
-			got, err := json.Marshal(stored[from+k])
-			if err != nil || !bytes.Equal(got, want) {
-				return 0, false
-			}
-			k++
-		}
-	}
-	// Every entry landed; a ledger holding more than them was written
-	// by someone else.
-	return k, from+k == len(stored)
 }
 
 // append writes batches at index from, each fenced on the one before.

@@ -1,7 +1,9 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +13,13 @@ import (
 // index from only if the stored ledger has exactly from entries, so two
 // hosts that both think they own a session cannot interleave its history
 // (the second gets ErrLedgerConflict).
+//
+// An Append whose answer was lost may have landed, and its writer makes it
+// again. So a ledger that already holds, from index from, the start of
+// entries (the writer's own earlier try) takes the Append: only the rest
+// is written. Entries carry their time to the nanosecond and request ids
+// naming their host's incarnation, so another owner never writes the same
+// entries; anything else past from is a conflict.
 type Log interface {
 	Append(ctx context.Context, session string, from int, entries []Entry) error
 	// Load returns the session's entries; ErrUnknownLedger if none.
@@ -41,11 +50,38 @@ func NewMemoryLog() *MemoryLog { return &MemoryLog{ledgers: make(map[string][]En
 func (m *MemoryLog) Append(_ context.Context, session string, from int, entries []Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if have := len(m.ledgers[session]); have != from {
-		return fmt.Errorf("%w: %s holds %d entries, the writer expected %d", ErrLedgerConflict, session, have, from)
+	have := m.ledgers[session]
+	if len(have) != from {
+		k, ok := Landed(have, from, entries)
+		if !ok {
+			return fmt.Errorf("%w: %s holds %d entries, the writer expected %d", ErrLedgerConflict, session, len(have), from)
+		}
+		entries = entries[k:]
 	}
-	m.ledgers[session] = append(m.ledgers[session], entries...)
+	m.ledgers[session] = append(have, entries...)
 	return nil
+}
+
+// Landed reports how many of entries, meant for index from, the stored
+// ledger holds there already, compared as the entries are encoded; ok is
+// false when what it holds past from is anything else (another writer's
+// entries, or more than entries).
+func Landed(stored []Entry, from int, entries []Entry) (k int, ok bool) {
+	if len(stored) <= from {
+		return 0, false
+	}
+	for _, e := range entries {
+		if from+k == len(stored) {
+			return k, true
+		}
+		got, err1 := json.Marshal(stored[from+k])
+		want, err2 := json.Marshal(e)
+		if err1 != nil || err2 != nil || !bytes.Equal(got, want) {
+			return 0, false
+		}
+		k++
+	}
+	return k, from+k == len(stored)
 }
 
 // Load implements Log.
