@@ -2,7 +2,6 @@ package hostnats_test
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workflow"
+	"github.com/splashfabric/splashfabric/workflow/logtest"
 )
 
 var ledgerT0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -28,69 +28,22 @@ func newLedgerLog(t *testing.T, env *fabricEnv) *hostnats.LedgerLog {
 	return l
 }
 
-func ledgerEntries(n int) []workflow.Entry {
-	out := []workflow.Entry{{At: ledgerT0, Submitted: &workflow.Submitted{Source: `await tool.start("t", "x")`, Seed: [32]byte{1}}}}
-	for i := 1; i < n; i++ {
-		out = append(out, workflow.Entry{At: ledgerT0.Add(time.Duration(i) * time.Second), Applied: &workflow.Applied{Kind: workflow.InputSucceeded, Op: 1, Output: fmt.Sprint("out ", i)}})
-	}
-	return out
-}
-
-// otherEntries are n entries from index from that no other helper writes:
-// another writer's history.
-func otherEntries(from, n int) []workflow.Entry {
-	var out []workflow.Entry
-	for i := from; i < from+n; i++ {
-		out = append(out, workflow.Entry{At: ledgerT0.Add(time.Duration(i) * time.Second), Applied: &workflow.Applied{Kind: workflow.InputSucceeded, Op: 1, Output: fmt.Sprint("other ", i)}})
-	}
-	return out
-}
-
-// An Append stored while its acknowledgement was lost (its node stopped)
-// is tried again by its writer, whose fence then refuses the second try.
-// What the ledger holds is compared with what the writer means: the start
-// of its entries, byte for byte, is its own earlier try, and only the rest
-// is written; anything else is another writer's and a conflict.
-func TestLedgerLogTakesARetriedAppendThatLanded(t *testing.T) {
-	all := ledgerEntries(4)
-	tests := []struct {
-		name       string
-		stored     []workflow.Entry // what the first try left, from 0
-		retry      []workflow.Entry // what the writer tries again, from 0
-		conflict   bool
-		wantLoaded int
-	}{
-		{"all of it landed", all[:3], all[:3], false, 3},
-		{"the first part landed", all[:2], all, false, 4},
-		{"another writer's entries", append(all[:1:1], otherEntries(1, 1)...), all[:2], true, 2},
-		{"more than the writer meant", all, all[:2], true, 4},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			env := newEnv(t)
-			ctx := testCtx(t)
-			session := fmt.Sprintf("s-h1-%d", i)
-			if err := newLedgerLog(t, env).Append(ctx, session, 0, tt.stored); err != nil {
-				t.Fatal(err)
-			}
-			// The writer that lost the acknowledgement keeps no tail.
-			err := newLedgerLog(t, env).Append(ctx, session, 0, tt.retry)
-			if tt.conflict != errors.Is(err, workflow.ErrLedgerConflict) || (!tt.conflict && err != nil) {
-				t.Fatalf("retried Append = %v, want conflict %v", err, tt.conflict)
-			}
-			got, err := newLedgerLog(t, env).Load(ctx, session)
-			if err != nil || len(got) != tt.wantLoaded {
-				t.Fatalf("Load = %d entries, %v; want %d", len(got), err, tt.wantLoaded)
-			}
-		})
-	}
+// TestLedgerLogConformance holds LedgerLog to workflow.Log's contract; a
+// retried Append matters most here, since a write can be stored while its
+// acknowledgement is lost (its node stopped), and the fence then refuses
+// the writer's second try.
+func TestLedgerLogConformance(t *testing.T) {
+	logtest.RunConformance(t, func(t *testing.T) func() workflow.Log {
+		env := newEnv(t)
+		return func() workflow.Log { return newLedgerLog(t, env) }
+	})
 }
 
 func TestLedgerLogRoundTripsAndFencesWriters(t *testing.T) {
 	env := newEnv(t)
 	ctx := testCtx(t)
 	a, b := newLedgerLog(t, env), newLedgerLog(t, env)
-	all := ledgerEntries(5)
+	all := logtest.Entries(5)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -102,7 +55,7 @@ func TestLedgerLogRoundTripsAndFencesWriters(t *testing.T) {
 	// b never read the ledger: it learns its end from the stream.
 	must(b.Append(ctx, "s-h1-1", 3, all[3:4]))
 	// a believes the ledger ends at 3; its write is fenced off.
-	if err := a.Append(ctx, "s-h1-1", 3, otherEntries(3, 1)); !errors.Is(err, workflow.ErrLedgerConflict) {
+	if err := a.Append(ctx, "s-h1-1", 3, logtest.Other(3, 1)); !errors.Is(err, workflow.ErrLedgerConflict) {
 		t.Fatalf("a stale writer: %v, want ErrLedgerConflict", err)
 	}
 	if err := b.Append(ctx, "s-h1-1", 2, all[2:3]); !errors.Is(err, workflow.ErrLedgerConflict) {
@@ -168,7 +121,7 @@ func TestLedgerRemovalIsOneMessageThatExpires(t *testing.T) {
 	env := newEnv(t)
 	ctx := testCtx(t)
 	l := newLedgerLog(t, env)
-	if err := l.Append(ctx, "s-h1-1", 0, ledgerEntries(3)); err != nil {
+	if err := l.Append(ctx, "s-h1-1", 0, logtest.Entries(3)); err != nil {
 		t.Fatal(err)
 	}
 	stream, err := env.js.Stream(ctx, fabric.StreamLedger)
@@ -205,7 +158,7 @@ func TestLedgerLogSplitsALargeAppend(t *testing.T) {
 	env := newEnv(t)
 	ctx := testCtx(t)
 	l := newLedgerLog(t, env)
-	big := ledgerEntries(1)
+	big := logtest.Entries(1)
 	chunk := strings.Repeat("x", int(env.cfg.MaxMsgSize)/3)
 	for i := 1; i <= 6; i++ {
 		big = append(big, workflow.Entry{At: ledgerT0, Applied: &workflow.Applied{Kind: workflow.InputSucceeded, Op: 1, Output: chunk}})
@@ -223,14 +176,14 @@ func TestLedgerLogRefusesForgedRecords(t *testing.T) {
 	env := newEnv(t)
 	ctx := testCtx(t)
 	l := newLedgerLog(t, env)
-	if err := l.Append(ctx, "s-a", 0, ledgerEntries(2)); err != nil {
+	if err := l.Append(ctx, "s-a", 0, logtest.Entries(2)); err != nil {
 		t.Fatal(err)
 	}
 	other, err := hostnats.NewLedgerLog(ctx, env.nc, env.cfg, otherKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Append(ctx, "s-b", 0, ledgerEntries(2)); err != nil {
+	if err := other.Append(ctx, "s-b", 0, logtest.Entries(2)); err != nil {
 		t.Fatal(err)
 	}
 	// A record copied from one session's ledger to another's.

@@ -11,6 +11,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workflow"
+	"github.com/splashfabric/splashfabric/workflow/logtest"
 )
 
 // A ledger write stored while its acknowledgement was lost is not waited
@@ -19,7 +20,7 @@ import (
 // long before the caller's context ends.
 func TestLedgerWriteOutlivesALostAcknowledgement(t *testing.T) {
 	const session = "s-h1-lost"
-	entries := ledgerEntries(2)
+	entries := logtest.Entries(2)
 	tests := []struct {
 		name   string
 		before []workflow.Entry

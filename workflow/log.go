@@ -19,7 +19,8 @@ import (
 // entries (the writer's own earlier try) takes the Append: only the rest
 // is written. Entries carry their time to the nanosecond and request ids
 // naming their host's incarnation, so another owner never writes the same
-// entries; anything else past from is a conflict.
+// entries; anything else past from is a conflict. Package logtest checks
+// an implementation against this contract.
 type Log interface {
 	Append(ctx context.Context, session string, from int, entries []Entry) error
 	// Load returns the session's entries; ErrUnknownLedger if none.
