@@ -67,6 +67,13 @@
 // lease renewal; an Idempotent one costs none, however long it runs (its
 // answer is its record). Retryable answers are never stored.
 //
+// A journal write whose answer is lost may have landed or not. The agent
+// never guesses: an unanswered Begin is resumed under the same owner id,
+// and an unanswered renewal, Finish or Release reads the record and, while
+// it is still this claim's, resumes the claim and writes again. So a lost
+// answer neither costs a healthy call its lease nor leaves a key running
+// under a claim that has ended.
+//
 // # Reconciliation
 //
 // Each tool's reconcile subject is served too, in a queue group, so one
