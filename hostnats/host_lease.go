@@ -236,6 +236,7 @@ func (h *HostLeases) renew() {
 // is still its lease, to be renewed from the revision it stored. Only a
 // record of another holder, or none, means the lease was taken.
 func (h *HostLeases) renewOne(key string, l heldLease) {
+	from := l.rev
 	rev, err := h.update(key, l)
 	if fabric.WrongLastSequence(err) {
 		ctx, cancel := context.WithTimeout(context.Background(), h.lease/3)
@@ -245,16 +246,13 @@ func (h *HostLeases) renewOne(key string, l heldLease) {
 		case rerr != nil:
 			return
 		case cur != nil && cur.Holder == l.holder:
-			if !h.advance(key, l.rev, heldLease{holder: l.holder, rev: stored}) {
-				return
-			}
 			l.rev = stored
 			rev, err = h.update(key, l)
 		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if cur, ok := h.held[key]; ok && cur.rev == l.rev {
+	if cur, ok := h.held[key]; ok && cur.rev == from {
 		switch {
 		case err == nil:
 			h.held[key] = heldLease{holder: l.holder, rev: rev}
@@ -274,18 +272,6 @@ func (h *HostLeases) update(key string, l heldLease) (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.lease/3)
 	defer cancel()
 	return h.kv.Update(ctx, key, data, l.rev)
-}
-
-// advance moves the held revision of key from rev to l, unless the lease
-// was released or changed meanwhile.
-func (h *HostLeases) advance(key string, rev uint64, l heldLease) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if cur, ok := h.held[key]; !ok || cur.rev != rev {
-		return false
-	}
-	h.held[key] = l
-	return true
 }
 
 // Close stops renewing; the leases lapse unless released.
