@@ -35,9 +35,9 @@ type sessionLedger struct {
 	// onStored, if set, answers the submission once the first write is
 	// stored (or the session ended without needing one).
 	onStored func()
-	// callerLeft, if set, reports whether the submitter waiting for the
-	// first write has left; it is unset once the submission is answered.
-	callerLeft func() bool
+	// submitter, if set, is the submission waiting for the first write,
+	// to tell whether its caller left; unset once it is answered.
+	submitter *submitWait
 	// acks are the transport acknowledgements of answers the runtime
 	// applied, each waiting for the write that stores its entry (upTo).
 	acks []pendingEventAck
@@ -104,7 +104,7 @@ func (lg *sessionLedger) mayExist() bool { return lg.persisted > 0 || lg.unsure 
 
 // stored calls onStored once.
 func (lg *sessionLedger) stored() {
-	lg.callerLeft = nil
+	lg.submitter = nil
 	if f := lg.onStored; f != nil {
 		lg.onStored = nil
 		f()
@@ -363,7 +363,7 @@ func (st *loopState) flushLedgers(ctx context.Context) {
 		if lg == nil || s.done || lg.persisted == lg.l.Len() {
 			continue
 		}
-		if lg.persisted == 0 && lg.callerLeft != nil && lg.callerLeft() {
+		if lg.persisted == 0 && lg.submitter != nil && lg.submitter.abandoned() {
 			// Stored now, it would be withdrawn at once or, if this
 			// write's answer were lost too, resumed by the next process
 			// although its caller was told an error. It is withdrawn

@@ -108,7 +108,7 @@ func (st *loopState) take(n newSession, w *submitWait) {
 			st.withdraw(sess)
 		}
 	}
-	sess.led.callerLeft = w.abandoned
+	sess.led.submitter = w
 }
 
 // withdraw ends a durable session whose submitter left before its ledger
