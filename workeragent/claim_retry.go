@@ -23,8 +23,7 @@ import (
 // (the same owner and claim count), the claim is resumed (which gives it
 // back at the revision its own writes left) and written again; ended
 // under this claim, the write landed; under another claim, the lease is
-// lost. The tries stop as beginClaim's do: after a lease, or when the
-// drain starts.
+// lost. The tries stop as beginClaim's do (retryUnanswered).
 func (e *execution) endClaim(write func(context.Context, idempotency.Claim) error) error {
 	ctx, cancel := opContext()
 	err := write(ctx, e.claim)
@@ -32,21 +31,33 @@ func (e *execution) endClaim(write func(context.Context, idempotency.Claim) erro
 	if !lostAnswer(err) && !errors.Is(err, idempotency.ErrLeaseLost) {
 		return err
 	}
-	a := e.a
-	a.log.Warn("journal write unanswered or refused; looking at the record", "request", e.inv.RequestID, "err", err)
+	e.a.log.Warn("journal write unanswered or refused; looking at the record", "request", e.inv.RequestID, "err", err)
+	again := func(ctx context.Context) error { return e.writeAgain(ctx, write) }
 	ctx, cancel = opContext()
-	err = e.writeAgain(ctx, write)
+	err = again(ctx)
 	cancel()
+	_, err = e.retryUnanswered(err, lostAnswer, again)
+	return err
+}
+
+// retryUnanswered makes try again while more(err) says the journal's
+// answer to the last try was lost: backing off from resumeBackoff to the
+// heartbeat interval, for at most a lease (a claim of this execution's
+// own would have expired by then), and not once the drain starts. It
+// returns how many tries it made and the last one's error.
+func (e *execution) retryUnanswered(err error, more func(error) bool, try func(context.Context) error) (tries int, _ error) {
+	a := e.a
 	giveUp := time.Now().Add(a.cfg.LeaseDuration)
 	wait := min(resumeBackoff, a.cfg.HeartbeatInterval)
-	for lostAnswer(err) && time.Now().Before(giveUp) && !e.drainStarted() {
+	for more(err) && time.Now().Before(giveUp) && !e.drainStarted() {
 		time.Sleep(wait)
 		wait = min(2*wait, a.cfg.HeartbeatInterval)
+		tries++
 		ctx, cancel := opContext()
-		err = e.writeAgain(ctx, write)
+		err = try(ctx)
 		cancel()
 	}
-	return err
+	return tries, err
 }
 
 // writeAgain is one more try of a write that went unanswered or found the
@@ -100,7 +111,7 @@ var errAnswerMoved = errors.New("workeragent: the claim's record moved on while 
 // lostAnswer reports a journal error after which the write may or may not
 // have landed.
 func lostAnswer(err error) bool {
-	if err == nil || !unanswered(err) {
+	if !unanswered(err) {
 		return false
 	}
 	for _, answered := range []error{idempotency.ErrLeaseLost, idempotency.ErrResultTooLarge, idempotency.ErrInvalidResult, idempotency.ErrNotHeld, idempotency.ErrContended} {

@@ -1,6 +1,7 @@
 package workeragent
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -118,21 +119,14 @@ func (e *execution) beginClaim() (idempotency.Claim, error) {
 	ctx, cancel := opContext()
 	claim, err := a.cfg.Journal.Begin(ctx, key, owner, lease)
 	cancel()
-	if err == nil || !unanswered(err) {
+	if !unanswered(err) {
 		return claim, err
 	}
 	a.log.Warn("journal claim unanswered; resuming it", "request", e.inv.RequestID, "owner", owner, "err", err)
-	giveUp := time.Now().Add(lease)
-	wait := min(resumeBackoff, a.cfg.HeartbeatInterval)
-	tries := 0
-	for err != nil && unanswered(err) && time.Now().Before(giveUp) && !e.drainStarted() {
-		time.Sleep(wait)
-		wait = min(2*wait, a.cfg.HeartbeatInterval)
-		tries++
-		ctx, cancel := opContext()
+	tries, err := e.retryUnanswered(err, unanswered, func(ctx context.Context) (err error) {
 		claim, err = a.cfg.Journal.Resume(ctx, key, owner, lease)
-		cancel()
-	}
+		return err
+	})
 	if err != nil {
 		a.log.Warn("journal claim still unanswered", "request", e.inv.RequestID, "owner", owner, "tries", tries, "err", err)
 	} else {
@@ -141,13 +135,16 @@ func (e *execution) beginClaim() (idempotency.Claim, error) {
 	return claim, err
 }
 
-// resumeBackoff is the first pause before beginClaim resumes an
-// unanswered claim; it doubles up to the heartbeat interval.
+// resumeBackoff is the first pause before an unanswered journal write is
+// made again (retryUnanswered); it doubles up to the heartbeat interval.
 const resumeBackoff = 100 * time.Millisecond
 
 // unanswered reports a journal error that leaves unknown whether the
-// write landed, as opposed to a refusal no retry can change.
+// write landed, as opposed to a refusal no retry can change (or none).
 func unanswered(err error) bool {
+	if err == nil {
+		return false
+	}
 	for _, never := range []error{idempotency.ErrCorruptRecord, idempotency.ErrInvalidKey, idempotency.ErrInvalidOwner, idempotency.ErrInvalidLease} {
 		if errors.Is(err, never) {
 			return false
