@@ -38,13 +38,7 @@ func TestHostLeaseRenewalOutlivesALostAcknowledgement(t *testing.T) {
 		}
 		return e.Revision()
 	}
-	taken := revision()
-
-	p.Mute()
-	testwait.Until(t, 0, "a renewal stored unacknowledged", func() bool { return revision() > taken })
-	p.Cut()
-	lost := revision()
-
+	lost := p.LoseNextWrite(t, revision)
 	testwait.Until(t, 0, "a renewal after the lost acknowledgement", func() bool { return revision() > lost })
 	if got, err := leases.Holder(ctx, inc); err != nil || got != holder {
 		t.Fatalf("Holder = %q, %v; want %q", got, err, holder)

@@ -53,11 +53,7 @@ func TestRenewalOutlivesALostAcknowledgement(t *testing.T) {
 		}
 		return r.Revision
 	}
-	claimed := revision()
-	p.Mute()
-	testwait.Until(t, 0, "a renewal stored unacknowledged", func() bool { return revision() > claimed })
-	p.Cut()
-	lost := revision()
+	lost := p.LoseNextWrite(t, revision)
 	testwait.Until(t, 0, "a renewal after the lost acknowledgement", func() bool { return revision() > lost })
 	close(release)
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 // CutProxy stands between clients and a server and can lose what the
@@ -107,6 +109,19 @@ func (p *CutProxy) Mute() {
 	for _, l := range p.links {
 		l.muted.Store(true)
 	}
+}
+
+// LoseNextWrite loses the answer of the next write that moves revision on
+// (a renewal, say): it mutes the open connections, waits until revision
+// passes what it reads now, and cuts them. It returns the revision that
+// write stored.
+func (p *CutProxy) LoseNextWrite(t testing.TB, revision func() uint64) uint64 {
+	t.Helper()
+	before := revision()
+	p.Mute()
+	testwait.Until(t, 0, "a write stored unacknowledged", func() bool { return revision() > before })
+	p.Cut()
+	return revision()
 }
 
 // Cut closes the open connections.
