@@ -114,6 +114,12 @@ type stack struct {
 	// the deployment's frame key as the workers derive it.
 	journalKey recordauth.Key
 	begun      time.Time
+
+	mu sync.Mutex
+	// failures are the scenario's own failed checks (errorf, fatalf),
+	// repeated after its logs so that the end of a long output names
+	// them.
+	failures []string
 }
 
 // logf logs msg with the time since the stack was prepared, so a
@@ -121,6 +127,26 @@ type stack struct {
 func (s *stack) logf(format string, args ...any) {
 	s.t.Helper()
 	s.t.Logf("[%5.1fs] %s", time.Since(s.begun).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// errorf fails the test with a message the teardown repeats.
+func (s *stack) errorf(format string, args ...any) {
+	s.t.Helper()
+	s.note(format, args...)
+	s.t.Errorf(format, args...)
+}
+
+// fatalf is errorf that stops the test.
+func (s *stack) fatalf(format string, args ...any) {
+	s.t.Helper()
+	s.note(format, args...)
+	s.t.Fatalf(format, args...)
+}
+
+func (s *stack) note(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures = append(s.failures, fmt.Sprintf("[%5.1fs] ", time.Since(s.begun).Seconds())+fmt.Sprintf(format, args...))
 }
 
 // newStack prepares a project with a unique name and fresh secrets, and
@@ -211,18 +237,14 @@ func (s *stack) mustCompose(args ...string) string {
 	s.t.Helper()
 	out, err := s.compose(3*time.Minute, args...)
 	if err != nil {
-		s.t.Fatal(err)
+		s.fatalf("%v", err)
 	}
 	return out
 }
 
 func (s *stack) teardown() {
 	if s.t.Failed() {
-		if out, err := s.compose(time.Minute, "logs", "--no-color", "--timestamps"); err == nil {
-			s.t.Logf("compose logs of %s:\n%s", s.project, tail(out, 2000))
-		} else {
-			s.t.Logf("compose logs: %v", err)
-		}
+		s.dumpLogs()
 		if os.Getenv("SPLASH_E2E_KEEP") == "1" {
 			s.t.Logf("SPLASH_E2E_KEEP=1: project %s left running (env file %s)", s.project, s.envFile)
 			return
@@ -232,6 +254,50 @@ func (s *stack) teardown() {
 		s.t.Logf("teardown: %v", err)
 	}
 	s.logf("down")
+}
+
+// dumpLogs keeps a failed scenario's compose logs: all of them in a file
+// (SPLASH_E2E_LOGS, a directory, or the system's temporary one), their
+// warnings and errors in the test output, followed by the scenario's own
+// failed checks, which those logs would otherwise push out of sight.
+func (s *stack) dumpLogs() {
+	out, err := s.compose(time.Minute, "logs", "--no-color", "--timestamps")
+	switch {
+	case err != nil:
+		s.t.Logf("compose logs: %v", err)
+	default:
+		dir := os.Getenv("SPLASH_E2E_LOGS")
+		if dir == "" {
+			dir = filepath.Join(os.TempDir(), "splash-e2e-logs")
+		}
+		file := filepath.Join(dir, s.t.Name()+"-"+s.project+".log")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			s.t.Logf("compose logs: %v", err)
+		} else if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+			s.t.Logf("compose logs: %v", err)
+		} else {
+			s.t.Logf("compose logs of %s in %s", s.project, file)
+		}
+		s.t.Logf("their warnings and errors:\n%s", tail(notable(out), 300))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.failures) > 0 {
+		s.t.Logf("%s failed on:\n\t%s", s.t.Name(), strings.Join(s.failures, "\n\t"))
+	}
+}
+
+// notable keeps the log lines above INFO (and any a service wrote other
+// than through its logger, such as a panic).
+func notable(logs string) string {
+	var keep []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "level=INFO") || strings.Contains(line, "level=DEBUG") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	return strings.Join(keep, "\n")
 }
 
 // tail keeps the last n lines of s.
@@ -287,11 +353,11 @@ func (s *stack) inspect(ids ...string) []containerState {
 	}
 	out, err := exec.Command("docker", append([]string{"inspect"}, ids...)...).Output()
 	if err != nil {
-		s.t.Fatalf("docker inspect: %v", err)
+		s.fatalf("docker inspect: %v", err)
 	}
 	var st []containerState
 	if err := json.Unmarshal(out, &st); err != nil {
-		s.t.Fatal(err)
+		s.fatalf("%v", err)
 	}
 	return st
 }
@@ -309,10 +375,10 @@ func (s *stack) waitHealthy(timeout time.Duration) {
 		for _, c := range s.inspect(s.containers("")...) {
 			switch {
 			case !c.State.Running:
-				s.t.Fatalf("container %s is %s", c.Name, c.State.Status)
+				s.fatalf("container %s is %s", c.Name, c.State.Status)
 			case c.State.Health == nil:
 			case c.State.Health.Status == "unhealthy":
-				s.t.Fatalf("container %s is unhealthy", c.Name)
+				s.fatalf("container %s is unhealthy", c.Name)
 			case c.State.Health.Status != "healthy":
 				waiting = append(waiting, c.Name+" "+c.State.Health.Status)
 			}
@@ -321,7 +387,7 @@ func (s *stack) waitHealthy(timeout time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("not healthy after %v: %v", timeout, waiting)
+			s.fatalf("not healthy after %v: %v", timeout, waiting)
 		}
 	}
 }
@@ -332,7 +398,7 @@ func (s *stack) port(service string, port int) string {
 	s.t.Helper()
 	out := strings.TrimSpace(s.mustCompose("port", service, fmt.Sprint(port)))
 	if out == "" || strings.HasSuffix(out, ":0") {
-		s.t.Fatalf("%s:%d is not published (%q)", service, port, out)
+		s.fatalf("%s:%d is not published (%q)", service, port, out)
 	}
 	return out
 }
@@ -379,11 +445,11 @@ func (s *stack) opsJS() jetstream.JetStream {
 	s.t.Helper()
 	nc, err := s.connect("ops")
 	if err != nil {
-		s.t.Fatalf("connect as ops: %v", err)
+		s.fatalf("connect as ops: %v", err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		s.t.Fatal(err)
+		s.fatalf("%v", err)
 	}
 	return js
 }

@@ -184,7 +184,7 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 	}
 	l.mu.Unlock()
 	if c.submitted == 0 {
-		t.Fatal("audit: no script was accepted")
+		s.fatalf("audit: no script was accepted")
 	}
 
 	// waiting says which session the wait below stopped at, and how it
@@ -192,6 +192,7 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 	var waiting string
 	defer func() {
 		if t.Failed() && waiting != "" {
+			s.note("still waiting for %s", waiting)
 			s.logf("still waiting for %s", waiting)
 		}
 	}()
@@ -203,7 +204,7 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 			ss, err := l.api.session(ctx, id)
 			var ae *apiError
 			if errors.As(err, &ae) && ae.Status == 404 {
-				t.Fatalf("session %s unknown to the host: lost", id)
+				s.fatalf("session %s unknown to the host: lost", id)
 			}
 			if err != nil || !ss.terminal() {
 				waiting = fmt.Sprintf("session %s: %+v (%v)", id, ss, err)
@@ -218,7 +219,7 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 		case "completed":
 			c.completed++
 			if ss.Value != "1" {
-				t.Errorf("session %s: ledger answered %q, want 1 (a repeated effect)", ss.ID, ss.Value)
+				s.errorf("session %s: ledger answered %q, want 1 (a repeated effect)", ss.ID, ss.Value)
 			}
 		case "failed":
 			c.failed++
@@ -238,21 +239,21 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 			}
 			switch {
 			case ss.Error == "":
-				t.Errorf("session %s failed without a reason", ss.ID)
+				s.errorf("session %s failed without a reason", ss.ID)
 			case allow == noFailures, allow == resumedOutcomes, allow == lostWorkerOutcomes && !fault:
-				t.Errorf("session %s failed: %s", ss.ID, ss.Error)
+				s.errorf("session %s failed: %s", ss.ID, ss.Error)
 			}
 		}
 	}
 
 	counts, err := demotools.LedgerCounts(ctx, s.opsJS())
 	if err != nil {
-		t.Fatalf("ledger counts: %v", err)
+		s.fatalf("ledger counts: %v", err)
 	}
 	c.ledgerKeys = len(counts)
 	for key, n := range counts {
 		if n != 1 {
-			t.Errorf("idempotency key %q: effect ran %d times", key, n)
+			s.errorf("idempotency key %q: effect ran %d times", key, n)
 		}
 	}
 	// Each completed script ran one ledger call; a failed one at most one.
@@ -263,7 +264,7 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 		most += c.refused
 	}
 	if c.ledgerKeys < c.completed || c.ledgerKeys > most {
-		t.Errorf("ledger holds %d keys for %d completed and %d failed scripts", c.ledgerKeys, c.completed, c.failed)
+		s.errorf("ledger holds %d keys for %d completed and %d failed scripts", c.ledgerKeys, c.completed, c.failed)
 	}
 
 	// The host's counters (of the host process now running: a restarted
@@ -271,7 +272,7 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 	// scripts whose ids carry the current incarnation).
 	fams, err := l.api.metrics(ctx)
 	if err != nil {
-		t.Fatalf("metrics: %v", err)
+		s.fatalf("metrics: %v", err)
 	}
 	ledgerOK := metricSum(fams, "splash_operations_finished_total", map[string]string{"tool": demotools.Ledger, "outcome": "succeeded"})
 	sessionsDone := metricSum(fams, "splash_sessions_total", map[string]string{"state": "completed"})
@@ -282,14 +283,14 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 	switch allow {
 	case noFailures:
 		if int(ledgerOK) != c.ledgerKeys {
-			t.Errorf("metrics: %v demo.ledger operations succeeded, ledger holds %d keys", ledgerOK, c.ledgerKeys)
+			s.errorf("metrics: %v demo.ledger operations succeeded, ledger holds %d keys", ledgerOK, c.ledgerKeys)
 		}
 	case lostWorkerOutcomes:
 		if int(ledgerOK) > c.ledgerKeys || c.ledgerKeys > int(ledgerOK+ledgerUnknown) {
-			t.Errorf("metrics: %v demo.ledger operations succeeded and %v indeterminate, ledger holds %d keys", ledgerOK, ledgerUnknown, c.ledgerKeys)
+			s.errorf("metrics: %v demo.ledger operations succeeded and %v indeterminate, ledger holds %d keys", ledgerOK, ledgerUnknown, c.ledgerKeys)
 		}
 		if int(ledgerUnknown) != c.indeterminate {
-			t.Errorf("metrics: %v demo.ledger operations indeterminate, the audit found %d scripts failed so", ledgerUnknown, c.indeterminate)
+			s.errorf("metrics: %v demo.ledger operations indeterminate, the audit found %d scripts failed so", ledgerUnknown, c.indeterminate)
 		}
 	}
 	switch allow {
@@ -297,18 +298,18 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 		// Resumed sessions finished here, fresh ones too; a submission
 		// that failed in transit may have been taken and finished.
 		if int(sessionsDone) > c.completed+c.refused {
-			t.Errorf("metrics: %v sessions completed, audit found %d (refused %d)", sessionsDone, c.completed, c.refused)
+			s.errorf("metrics: %v sessions completed, audit found %d (refused %d)", sessionsDone, c.completed, c.refused)
 		}
 		if f := metricSum(fams, "splash_sessions_total", map[string]string{"state": "failed"}); f != 0 {
-			t.Errorf("metrics: %v sessions failed", f)
+			s.errorf("metrics: %v sessions failed", f)
 		}
 	case noFailures, lostWorkerOutcomes:
 		if int(sessionsDone) != c.completed {
-			t.Errorf("metrics: %v sessions completed, audit found %d", sessionsDone, c.completed)
+			s.errorf("metrics: %v sessions completed, audit found %d", sessionsDone, c.completed)
 		}
 	}
 	if p := metricSum(fams, "splash_operations_pending", nil) + metricSum(fams, "splash_operations_claimed", nil); p != 0 {
-		t.Errorf("metrics: %v operations still pending or claimed after the audit", p)
+		s.errorf("metrics: %v operations still pending or claimed after the audit", p)
 	}
 	s.logf("audit: %v", c)
 	return c

@@ -49,7 +49,7 @@ func (s *stack) pickVictim() *victim {
 	st := s.inspect(id)[0]
 	v := &victim{container: id, workerID: st.Config.Hostname}
 	if v.workerID == "" {
-		s.t.Fatalf("worker %s has no host name", st.Name)
+		s.fatalf("worker %s has no host name", st.Name)
 	}
 	if n, ok := st.NetworkSettings.Networks[s.project+"_fabric"]; ok && n.IPAddress != "" {
 		v.addr = fmt.Sprintf("%s:%d", n.IPAddress, workerPort)
@@ -102,18 +102,18 @@ func (s *stack) lost(v *victim) {
 	defer cancel()
 	kv, err := v.js.KeyValue(ctx, idempotency.BucketName)
 	if err != nil {
-		s.t.Fatalf("journal bucket: %v", err)
+		s.fatalf("journal bucket: %v", err)
 	}
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
-		s.t.Fatalf("journal watch: %v", err)
+		s.fatalf("journal watch: %v", err)
 	}
 	defer func() { _ = w.Stop() }()
 	records := 0
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
-			s.t.Fatalf("journal watch: %v", ctx.Err())
+			s.fatalf("journal watch: %v", ctx.Err())
 		case e := <-w.Updates():
 			if e == nil {
 				// The end of the records present when the watch began.
@@ -123,11 +123,11 @@ func (s *stack) lost(v *victim) {
 			records++
 			body, err := s.journalKey.Open(e.Key(), e.Value())
 			if err != nil {
-				s.t.Fatalf("journal record %s: %v", e.Key(), err)
+				s.fatalf("journal record %s: %v", e.Key(), err)
 			}
 			var r idempotency.Record
 			if err := json.Unmarshal(body, &r); err != nil {
-				s.t.Fatalf("journal record %s: %v", e.Key(), err)
+				s.fatalf("journal record %s: %v", e.Key(), err)
 			}
 			mine := func(owner string) bool { return strings.HasPrefix(owner, v.workerID+"/") }
 			if (r.State == idempotency.StateRunning && mine(r.Owner)) || (r.TakenOver && mine(r.PreviousOwner)) {
@@ -157,7 +157,7 @@ func auditLostWorker(t *testing.T, s *stack, l *load, v *victim) auditCounts {
 	t.Helper()
 	c := audit(t, s, l, lostWorkerOutcomes)
 	if c.indeterminate > v.held {
-		t.Errorf("%d calls ended indeterminate; the lost worker %s held %d claims", c.indeterminate, v.workerID, v.held)
+		s.errorf("%d calls ended indeterminate; the lost worker %s held %d claims", c.indeterminate, v.workerID, v.held)
 	}
 	s.logf("lost worker %s: held %d claims, %d calls ended indeterminate (at most that), %d timed out (none allowed)",
 		v.workerID, v.held, c.indeterminate, c.timedOut)

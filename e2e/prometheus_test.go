@@ -106,7 +106,7 @@ func (s *stack) workerAddrs() []string {
 	for _, c := range s.inspect(s.containers("worker")...) {
 		n, ok := c.NetworkSettings.Networks[network]
 		if !ok || n.IPAddress == "" {
-			s.t.Fatalf("worker %s has no address on %s", c.Name, network)
+			s.fatalf("worker %s has no address on %s", c.Name, network)
 		}
 		addrs = append(addrs, fmt.Sprintf("%s:%d", n.IPAddress, workerPort))
 	}

@@ -51,7 +51,7 @@ func (s *stack) ledgerReady() {
 	js := s.opsJS()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, demotools.LedgerBucketConfig(clusterReplicas))
 	if err != nil {
-		s.t.Fatalf("ledger bucket: %v", err)
+		s.fatalf("ledger bucket: %v", err)
 	}
 	testwait.Until(s.t, time.Minute, "ledger bucket answers reads", func() bool {
 		_, err := kv.Get(ctx, "e2e-ready")
