@@ -292,7 +292,8 @@ func (s *stack) dumpLogs() {
 func notable(logs string) string {
 	var keep []string
 	for _, line := range strings.Split(logs, "\n") {
-		if strings.Contains(line, "level=INFO") || strings.Contains(line, "level=DEBUG") || strings.TrimSpace(line) == "" {
+		l := strings.ToLower(line)
+		if strings.Contains(l, "level=info") || strings.Contains(l, "level=debug") || strings.TrimSpace(line) == "" {
 			continue
 		}
 		keep = append(keep, line)

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -207,13 +208,15 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 				s.fatalf("session %s unknown to the host: lost", id)
 			}
 			if err != nil || !ss.terminal() {
-				waiting = fmt.Sprintf("session %s: %+v (%v)", id, ss, err)
+				desc, _ := json.Marshal(ss)
+				waiting = fmt.Sprintf("session %s: %s (%v)", id, desc, err)
 				return false
 			}
 			final[id] = ss
 		}
 		return true
 	})
+	waiting = "" // every one is
 	for _, ss := range final {
 		switch ss.State {
 		case "completed":

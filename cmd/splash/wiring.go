@@ -78,6 +78,10 @@ func fabricConfig(replicas int, ackWait time.Duration) (fabric.Config, error) {
 	return cfg, nil
 }
 
+// clientPingInterval is how often a host or worker asks its node whether
+// the connection still carries anything.
+const clientPingInterval = 5 * time.Second
+
 // connectNATS connects with infinite reconnects. The first connection is
 // retried with backoff until ctx ends, so a host or worker started before
 // its NATS cluster (a compose file bringing everything up at once) waits
@@ -87,6 +91,12 @@ func connectNATS(ctx context.Context, f natsClientFlags, name string, log *slog.
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
+		// A connection that went silent (the network cut, the node
+		// unreachable) is given up within 15s and another node tried,
+		// rather than when TCP gives up, which after a long cut can be
+		// minutes after the network is back.
+		nats.PingInterval(clientPingInterval),
+		nats.MaxPingsOutstanding(2),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("nats disconnected", "err", err)

@@ -1,7 +1,6 @@
 package natstest
 
 import (
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -29,7 +28,8 @@ type CutProxy struct {
 
 type proxyLink struct {
 	client, server net.Conn
-	muted          atomic.Bool
+	muted          atomic.Bool // what the server sends is dropped
+	deaf           atomic.Bool // what the client sends is dropped
 }
 
 // StartCutProxy listens on loopback in front of s; its goroutines and
@@ -54,10 +54,11 @@ func (s *Server) StartCutProxy(t testing.TB) *CutProxy {
 func (p *CutProxy) URL() string { return "nats://" + p.ln.Addr().String() }
 
 // Connect connects through the proxy, reconnecting at once after a cut;
-// the connection closes with the test.
-func (p *CutProxy) Connect(t testing.TB) *nats.Conn {
+// the connection closes with the test. opts come after the proxy's own.
+func (p *CutProxy) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(p.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
+	opts = append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(10 * time.Millisecond)}, opts...)
+	nc, err := nats.Connect(p.URL(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,25 +81,38 @@ func (p *CutProxy) accept() {
 		p.mu.Lock()
 		p.links = append(p.links, l)
 		p.mu.Unlock()
-		p.wg.Go(func() {
-			io.Copy(s, c)
-			s.Close()
-		})
-		p.wg.Go(func() {
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := s.Read(buf)
-				if n > 0 && !l.muted.Load() {
-					if _, werr := c.Write(buf[:n]); werr != nil {
-						break
-					}
-				}
-				if err != nil {
-					break
-				}
+		p.wg.Go(func() { relay(s, c, &l.deaf) })
+		p.wg.Go(func() { relay(c, s, &l.muted) })
+	}
+}
+
+// relay copies what from says to to, dropping it while drop is set, and
+// closes to once from ends.
+func relay(to, from net.Conn, drop *atomic.Bool) {
+	defer to.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 && !drop.Load() {
+			if _, werr := to.Write(buf[:n]); werr != nil {
+				return
 			}
-			c.Close()
-		})
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Partition drops from now on what either side sends on the open
+// connections, which stay open: a network that stopped carrying
+// anything, which neither side is told of.
+func (p *CutProxy) Partition() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.links {
+		l.muted.Store(true)
+		l.deaf.Store(true)
 	}
 }
 
