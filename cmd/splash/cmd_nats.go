@@ -113,6 +113,17 @@ func (c *natsConfig) options() (*server.Options, error) {
 	if opts.ServerName == "" {
 		opts.ServerName = c.name
 	}
+	// A client cut off the network keeps its pull requests, taking
+	// invocations it never receives, until the node drops it: within
+	// the ack wait, so a redelivered one cannot go to it again (see
+	// deploy/nats/splash.conf, which says the same). A file may set its
+	// own.
+	if opts.PingInterval == 0 {
+		opts.PingInterval = silentClientPing
+	}
+	if opts.MaxPingsOut == 0 {
+		opts.MaxPingsOut = silentClientPings
+	}
 	// Signals belong to the command, which shuts the server down itself.
 	opts.NoSigs = true
 	if len(opts.Routes) > 0 && opts.Cluster.Port == 0 {
@@ -120,6 +131,14 @@ func (c *natsConfig) options() (*server.Options, error) {
 	}
 	return opts, nil
 }
+
+// A node pings a silent client every silentClientPing and drops it after
+// silentClientPings go unanswered: at most 8s after its last word, below
+// the smallest ack wait worth running (10s in the compose cluster).
+const (
+	silentClientPing  = 2 * time.Second
+	silentClientPings = 2
+)
 
 func (c *natsConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) > 0 {

@@ -19,7 +19,7 @@ import (
 
 func TestNatsOptions(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "nats.conf")
-	if err := os.WriteFile(conf, []byte("port: 5555\nserver_name: from-file\nhttp_port: 8333\n"), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte("port: 5555\nserver_name: from-file\nhttp_port: 8333\nping_interval: \"20s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -30,13 +30,16 @@ func TestNatsOptions(t *testing.T) {
 		wantHTTP int
 		wantName string
 		wantJS   bool
+		// wantPing is the node's PING interval (the command's unless
+		// the file sets one); the pings allowed out are 2 throughout.
+		wantPing time.Duration
 		wantErr  error
 	}{
-		{name: "defaults", args: []string{"--name", "n"}, wantPort: 4222, wantName: "n", wantJS: true},
-		{name: "flags", args: []string{"--name", "n", "--port", "-1", "--http-port", "8222", "--jetstream=false"}, wantPort: -1, wantHTTP: 8222, wantName: "n"},
-		{name: "config file alone", args: []string{"--config", conf}, wantPort: 5555, wantHTTP: 8333, wantName: "from-file"},
-		{name: "flag overrides config", args: []string{"--config", conf, "--port", "6000"}, wantPort: 6000, wantHTTP: 8333, wantName: "from-file"},
-		{name: "env overrides config", args: []string{"--config", conf}, env: map[string]string{"SPLASH_NATS_NAME": "from-env"}, wantPort: 5555, wantHTTP: 8333, wantName: "from-env"},
+		{name: "defaults", args: []string{"--name", "n"}, wantPort: 4222, wantName: "n", wantJS: true, wantPing: silentClientPing},
+		{name: "flags", args: []string{"--name", "n", "--port", "-1", "--http-port", "8222", "--jetstream=false"}, wantPort: -1, wantHTTP: 8222, wantName: "n", wantPing: silentClientPing},
+		{name: "config file alone", args: []string{"--config", conf}, wantPort: 5555, wantHTTP: 8333, wantName: "from-file", wantPing: 20 * time.Second},
+		{name: "flag overrides config", args: []string{"--config", conf, "--port", "6000"}, wantPort: 6000, wantHTTP: 8333, wantName: "from-file", wantPing: 20 * time.Second},
+		{name: "env overrides config", args: []string{"--config", conf}, env: map[string]string{"SPLASH_NATS_NAME": "from-env"}, wantPort: 5555, wantHTTP: 8333, wantName: "from-env", wantPing: 20 * time.Second},
 		{name: "missing config", args: []string{"--config", conf + ".absent"}, wantErr: errUsage},
 		{name: "routes without cluster", args: []string{"--routes", "nats-route://a:6222"}, wantErr: errUsage},
 	}
@@ -58,6 +61,9 @@ func TestNatsOptions(t *testing.T) {
 			if opts.Port != tt.wantPort || opts.HTTPPort != tt.wantHTTP || opts.ServerName != tt.wantName || opts.JetStream != tt.wantJS {
 				t.Errorf("port %d http %d name %q jetstream %v, want %d %d %q %v",
 					opts.Port, opts.HTTPPort, opts.ServerName, opts.JetStream, tt.wantPort, tt.wantHTTP, tt.wantName, tt.wantJS)
+			}
+			if opts.PingInterval != tt.wantPing || opts.MaxPingsOut != silentClientPings {
+				t.Errorf("ping every %v, %d out, want %v, %d", opts.PingInterval, opts.MaxPingsOut, tt.wantPing, silentClientPings)
 			}
 			if !opts.NoSigs {
 				t.Errorf("the server handles signals; the command must")
