@@ -109,7 +109,11 @@ func (x *SessionIndex) entry(id hostloop.SessionID) *indexed {
 		for _, old := range x.order[:over] {
 			delete(x.sessions, old)
 		}
-		x.order = slices.Delete(x.order, 0, over)
+		// Cut from the front rather than shifting every id left: append
+		// moves the live ids to a new array only once the front has used
+		// up the spare capacity, so letting one go is not a copy of all.
+		clear(x.order[:over])
+		x.order = x.order[over:]
 	}
 	return e
 }
