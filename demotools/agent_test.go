@@ -29,6 +29,7 @@ type fabricEnv struct {
 	nc      *nats.Conn
 	codec   *fabric.Codec
 	agent   *workeragent.Agent
+	journal *idempotency.KVJournal
 	seq     atomic.Uint64
 	chunks  chan protocol.Chunk
 	results chan protocol.Result
@@ -91,7 +92,7 @@ func newFabricEnv(t *testing.T) *fabricEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.agent = agent
+	e.agent, e.journal = agent, journal
 	if err := demotools.Register(agent); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +188,14 @@ func TestAgentLedgerOnce(t *testing.T) {
 	if r := e.result(); r.Status != protocol.ResultSucceeded || r.Payload == nil || r.Payload.Text != "1" {
 		t.Fatalf("result %+v", r)
 	}
+	// A claimed call's answer is published before its result is stored
+	// (Finish): a copy that came now would meet the claim still running
+	// and be put back until the lease ran out. The copy is sent once the
+	// journal holds the result, as a redelivery after the ack would be.
+	testwait.Until(t, 0, "result stored", func() bool {
+		rec, err := e.journal.Get(t.Context(), inv.IdempotencyKey)
+		return err == nil && rec.State == idempotency.StateDone
+	})
 	e.publish(inv, inv.IdempotencyKey+"/1-republished")
 	testwait.Until(t, 0, "second copy replayed", func() bool { return e.agent.Stats().DedupeHits == 1 })
 	counts, err := demotools.LedgerCounts(t.Context(), e.js)
