@@ -190,8 +190,8 @@ func TestAgentLedgerOnce(t *testing.T) {
 	}
 	// A claimed call's answer is published before its result is stored
 	// (Finish): a copy that came now would meet the claim still running
-	// and be put back until the lease ran out. The copy is sent once the
-	// journal holds the result, as a redelivery after the ack would be.
+	// and be put back until the lease ran out. The case under test is a
+	// copy that finds the result, so it is sent once the journal holds it.
 	testwait.Until(t, 0, "result stored", func() bool {
 		rec, err := e.journal.Get(t.Context(), inv.IdempotencyKey)
 		return err == nil && rec.State == idempotency.StateDone
