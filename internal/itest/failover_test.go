@@ -158,7 +158,7 @@ func TestAdoptedIdempotentAnswersAreReconciledUnderTheirHost(t *testing.T) {
 	// The adopter also reads the first host's events, and the stored
 	// answers there can complete the sessions before the worker has
 	// answered the reconciliation: its count is waited for.
-	testwait.Until(t, 10*time.Second, "a reconciliation answered", func() bool { return l.w.Stats().Reconciled > 0 })
+	testwait.Until(t, 0, "a reconciliation answered", func() bool { return l.w.Stats().Reconciled > 0 })
 }
 
 // heldLoss is what loseHostWithHeldAnswers leaves: the second host, the
