@@ -51,10 +51,21 @@ func TestPullerAccountingRandomized(t *testing.T) {
 	}
 	for _, seed := range testwait.Seeds(pullerFixedSeeds, *pullerSeeds, *pullerSeed) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "c" + strconv.FormatUint(seed, 10), AckPolicy: jetstream.AckExplicitPolicy})
+			// A context per seed: -puller.seeds runs thousands of them.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			name := "c" + strconv.FormatUint(seed, 10)
+			cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy})
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The seed's consumer goes with it, once its puller has
+			// stopped: the server caps the consumers a stream may hold.
+			defer func() {
+				if err := stream.DeleteConsumer(ctx, name); err != nil {
+					t.Error(err)
+				}
+			}()
 			if trace, err := runPullerModel(nc, observer, cons, seed); err != nil {
 				t.Fatalf("seed %d: %v\nreplay: go test ./fabric -run TestPullerAccountingRandomized -puller.seed %d\n%s",
 					seed, err, seed, strings.Join(trace, "\n"))
