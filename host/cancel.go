@@ -48,13 +48,23 @@ func (r *Runtime) ConfirmExternalToolCancellation(id ExternalToolID) (*EvalResul
 // from the claim queue, so it is never dispatched. It is not the way to
 // ask a running worker to stop: use RequestExternalToolCancellation.
 func (r *Runtime) CancelExternalTool(id ExternalToolID) (*EvalResult, error) {
+	return r.CancelExternalToolBecause(id, "")
+}
+
+// CancelExternalToolBecause is CancelExternalTool with the reason the
+// audit event and the script's error give (an operator's forced end of a
+// session, say); "" is the default reason.
+func (r *Runtime) CancelExternalToolBecause(id ExternalToolID, reason string) (*EvalResult, error) {
 	op, err := r.lookup(id, actCancel)
 	if err != nil {
 		return nil, err
 	}
-	reason := "cancelled by host"
-	if op.state == Queued {
+	switch {
+	case reason != "":
+	case op.state == Queued:
 		reason = "cancelled by host before claim"
+	default:
+		reason = "cancelled by host"
 	}
 	r.cancel(op, reason)
 	return r.finish(), nil

@@ -88,3 +88,29 @@ func (r *Runtime) PushExternalToolChunk(id ExternalToolID, text string) (Externa
 	r.record(op, AuditStreamed, "released "+strconv.Itoa(len(released))+" bytes", src, 0)
 	return ExternalToolStreamChunk{ID: op.id, Tool: op.tool.policy.Name, Index: op.chunks, Text: released, SourceBytes: src, ReleasedBytes: len(released)}, nil
 }
+
+// RestoreStreamUsage raises a live operation's stream counters to what an
+// earlier run of the session recorded it had streamed, so its bounds go on
+// spanning every attempt after a restart. Counters already higher stay;
+// the audit gets one streamed event for the restored difference. It
+// refuses an operation without a stream, or counts below zero.
+func (r *Runtime) RestoreStreamUsage(id ExternalToolID, used StreamUsage) error {
+	op, err := r.live(id)
+	if err != nil {
+		return err
+	}
+	if op.tool.policy.Stream == nil {
+		return fmt.Errorf("%w: %q", ErrStreamNotEnabled, op.tool.policy.Name)
+	}
+	if used.Chunks < 0 || used.SourceBytes < 0 || used.ReleasedBytes < 0 {
+		return fmt.Errorf("%w: negative stream usage %+v", ErrInvalidInput, used)
+	}
+	chunks, src := used.Chunks-op.chunks, used.SourceBytes-op.sourceBytes
+	op.chunks = max(op.chunks, used.Chunks)
+	op.sourceBytes = max(op.sourceBytes, used.SourceBytes)
+	op.releasedBytes = max(op.releasedBytes, used.ReleasedBytes)
+	if chunks > 0 {
+		r.record(op, AuditStreamed, "restored "+strconv.Itoa(chunks)+" chunks streamed before a restart", max(src, 0), 0)
+	}
+	return nil
+}

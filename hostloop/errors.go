@@ -21,6 +21,9 @@ var (
 	// ErrInvalidConfig is returned by StartLoop for a configuration it
 	// cannot run with.
 	ErrInvalidConfig = errors.New("hostloop: invalid loop configuration")
+	// ErrSessionEnded: the session asked to be cancelled has ended
+	// already; nothing was changed.
+	ErrSessionEnded = errors.New("hostloop: session ended")
 )
 
 var (
@@ -81,7 +84,3 @@ func (e *SessionElsewhereError) Unwrap() error { return ErrSessionElsewhere }
 // a value over LoopConfig.MaxValueBytes: the value is refused rather than
 // cut, since a cut JSON value no longer parses.
 var ErrValueTooLarge = errors.New("hostloop: session value too large")
-
-// ErrInvalidReconcileState reports a reconciliation state DecideReconcile
-// does not know; no action is taken on it.
-var ErrInvalidReconcileState = errors.New("hostloop: invalid reconciliation state")

@@ -79,6 +79,8 @@ func (l Limits) check(sub Submission) error {
 		return fmt.Errorf("%w: tool call budget %d, maximum %d", ErrLimitTooHigh, sub.ToolCallBudget, l.MaxToolCallBudget)
 	case sub.MaxPending > l.MaxPending:
 		return fmt.Errorf("%w: pending limit %d, maximum %d", ErrLimitTooHigh, sub.MaxPending, l.MaxPending)
+	case sub.MaxLifetime < 0:
+		return fmt.Errorf("%w: max lifetime %v", ErrInvalidSubmission, sub.MaxLifetime)
 	}
 	return nil
 }

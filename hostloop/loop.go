@@ -93,6 +93,10 @@ type LoopConfig struct {
 	// message id (fabric.Config.DuplicateWindow); zero picks two
 	// minutes. A resumed operation is published again only within it.
 	DuplicateWindow time.Duration
+	// LifetimeGrace is how long the workers of a session that outlived
+	// its MaxLifetime have to acknowledge its cancellations before the
+	// host asserts them cancelled; zero picks DefaultLifetimeGrace.
+	LifetimeGrace time.Duration
 }
 
 // DefaultAuditPerSession is how many audit events the loop keeps for a
@@ -210,6 +214,9 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	}
 	if cfg.DuplicateWindow <= 0 {
 		cfg.DuplicateWindow = 2 * time.Minute
+	}
+	if cfg.LifetimeGrace <= 0 {
+		cfg.LifetimeGrace = DefaultLifetimeGrace
 	}
 	if cfg.Leases != nil && cfg.Ledger == nil {
 		return nil, fmt.Errorf("%w: leases without a ledger hold nothing", ErrInvalidConfig)

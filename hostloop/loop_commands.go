@@ -27,6 +27,11 @@ type Submission struct {
 	// session if this one ends first; "" takes LoopConfig.Restart. It
 	// matters only with a LoopConfig.Ledger.
 	Restart workflow.RestartPolicy
+	// MaxLifetime, when positive, ends the session once it has lived
+	// that long (workflow.ErrMaxLifetime): its live operations are
+	// cancelled, as an operator's cancel does. Zero: it lives as long as
+	// its script waits.
+	MaxLifetime time.Duration
 }
 
 // SessionState is where a session's script stands.
@@ -37,6 +42,8 @@ const (
 	SessionSuspended SessionState = "suspended"
 	SessionCompleted SessionState = "completed"
 	SessionFailed    SessionState = "failed"
+	// SessionCancelled: an operator ended it (CancelSession).
+	SessionCancelled SessionState = "cancelled"
 )
 
 // SessionStatus is a snapshot of one session.
@@ -110,6 +117,7 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if err != nil {
 		return SessionStatus{}, err
 	}
+	n.lifetime = sub.MaxLifetime
 	if l.cfg.durable(policy) {
 		n.ledger = newSubmitted(n.clock.own, n.cfg, n.rt, sub)
 	}
@@ -197,12 +205,15 @@ type newSession struct {
 	res   *host.EvalResult
 	cfg   host.Config
 	clock *sessionClock
-	// ledger is set for a durable session; persisted is how much of it
-	// a Log already holds (a resumed session's).
-	ledger    *workflow.Ledger
-	persisted int
-	// id is a resumed session's; a new one gets the next of this loop.
-	id SessionID
+	// ledger is set for a durable session.
+	ledger *workflow.Ledger
+	// core is a resumed session's, rebuilt from its ledger; id is its
+	// id. A new session gets a core and the next id of this loop.
+	core *workflow.Session
+	id   SessionID
+	// lifetime is the submission's MaxLifetime (a durable session's is
+	// in its ledger).
+	lifetime time.Duration
 }
 
 // prepareSession builds a session's runtime from the loop's template and
@@ -276,7 +287,7 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 	}
 	s := &session{
 		id:      n.id,
-		rt:      n.rt,
+		core:    n.core,
 		clock:   n.clock,
 		created: st.now,
 		ops:     make(map[host.ExternalToolID]*dispatched),
@@ -285,17 +296,26 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 		st.nextSession++
 		s.id = SessionID("s-" + st.incarnation + "-" + strconv.FormatUint(st.nextSession, 36))
 	}
-	if n.ledger != nil {
-		s.led = &sessionLedger{l: n.ledger, persisted: n.persisted}
+	if s.core == nil {
+		s.core = workflow.NewSession(workflow.Config{Runtime: n.rt, First: n.res, Clock: n.clock, Ledger: n.ledger, RequestID: st.requestID})
+	}
+	lifetime := n.lifetime
+	if l := s.core.Ledger(); l != nil {
+		s.created, lifetime = l.Entries(0)[0].At, l.Submitted().MaxLifetime
+	}
+	if lifetime > 0 {
+		st.timers.push(timerEntry{at: s.created.Add(lifetime), kind: timerLifetime, s: s})
 	}
 	st.sessions[s.id] = s
-	st.setResult(s, n.res)
+	st.takeResult(s)
 	st.touch(s)
 	// Counted until it is done; one that finished at once is done at
 	// this step's flush.
 	st.suspended++
 	// Claim now so the returned status already lists the dispatches.
-	st.claimAll(s)
+	for _, op := range s.core.Claim() {
+		st.track(s, op)
+	}
 	return st.status(s), nil
 }
 
@@ -308,24 +328,8 @@ func (st *loopState) cancel(id SessionID, op host.ExternalToolID) error {
 	if d == nil {
 		return fmt.Errorf("%w: %s", host.ErrUnknownOperation, op)
 	}
-	if info, ok := s.rt.Operation(op); ok && info.State == host.CancellationRequested {
-		// Asking again would only send the same frame again: the first
-		// request stands, and the caller learns that it does.
-		return fmt.Errorf("%w: %s", host.ErrCancellationRequested, op)
-	}
-	req, err := s.rt.RequestExternalToolCancellation(op)
-	if err != nil {
-		return err
-	}
-	st.record(s, workflow.Applied{Kind: workflow.InputCancelRequested, Op: op})
 	st.changedOp(d)
-	if d.betweenAttempts || d.held {
-		// No worker holds it: the next attempt is not out yet and never
-		// will be, so the cancellation is certain now.
-		st.confirmCancel(d)
-		return nil
-	}
-	return st.cfg.Transport.Cancel(context.Background(), cancelFor(d.requestID, req))
+	return s.core.RequestCancel(d.op)
 }
 
 func (st *loopState) status(s *session) SessionStatus {
@@ -344,6 +348,8 @@ func summaryOf(s *session) SessionStatus {
 	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended, Truncated: s.truncated}
 	if r := s.result; r != nil {
 		switch {
+		case r.Err != nil && errors.Is(r.Err, workflow.ErrSessionCancelled):
+			out.State, out.Err, out.Error = SessionCancelled, r.Err, r.Err.Error()
 		case r.Err != nil:
 			out.State, out.Err, out.Error = SessionFailed, r.Err, r.Err.Error()
 		case !r.Suspended:
@@ -356,17 +362,17 @@ func summaryOf(s *session) SessionStatus {
 func (st *loopState) opStatus(d *dispatched) OperationStatus {
 	o := OperationStatus{
 		Session:           d.s.id,
-		ID:                d.id,
-		RequestID:         d.requestID,
-		Tool:              d.inv.Tool,
-		Attempt:           d.inv.Attempt,
+		ID:                d.op.ID,
+		RequestID:         d.requestID(),
+		Tool:              d.op.Inv.Tool,
+		Attempt:           d.op.Inv.Attempt,
 		Worker:            d.worker,
 		Since:             d.since,
 		CancelDisposition: string(d.cancelDisposition),
 	}
-	switch info, ok := d.s.rt.Operation(d.id); {
-	case d.final != 0:
-		o.State = d.final
+	switch info, ok := d.s.core.Operation(d.op.ID); {
+	case d.op.Final != 0:
+		o.State = d.op.Final
 	case ok:
 		o.State = info.State
 	}

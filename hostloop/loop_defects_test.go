@@ -195,7 +195,7 @@ func TestLoopFinishedSessionReleasesItsVM(t *testing.T) {
 	l := startTestLoop(t, tr, func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) })
 	id := submitID(t, l, `return await tool.start("t", "x")`)
 	inv := next(t, tr)
-	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].rt.HoldsScript() }); !held {
+	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].core.HoldsScript() }); !held {
 		t.Fatal("a suspended session has no script engine")
 	}
 	p := protocol.TextPayload("done")
@@ -203,7 +203,7 @@ func TestLoopFinishedSessionReleasesItsVM(t *testing.T) {
 	if s := waitState(t, l, id, SessionCompleted); s.Value != "done" {
 		t.Fatalf("value %q", s.Value)
 	}
-	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].rt.HoldsScript() }); held {
+	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].core.HoldsScript() }); held {
 		t.Fatal("a finished session still holds its script engine")
 	}
 }

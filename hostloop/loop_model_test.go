@@ -66,7 +66,7 @@ func (m *loopModel) checkPublish(inv protocol.Invoke) {
 	case d == nil:
 		m.fail("published %s attempt %d for no tracked operation", inv.RequestID, inv.Attempt)
 	default:
-		if info, ok := d.s.rt.Operation(d.id); !ok || info.State != host.Claimed {
+		if info, ok := d.s.core.Operation(d.op.ID); !ok || info.State != host.Claimed {
 			m.fail("published %s attempt %d while the operation is %s", inv.RequestID, inv.Attempt, info.State)
 		}
 	}
@@ -283,12 +283,12 @@ func invariants(st *loopState, final bool) []string {
 			}
 		}
 		for opID, d := range s.ops {
-			info, ok := s.rt.Operation(opID)
+			info, ok := s.core.Operation(opID)
 			if !ok || info.State.Terminal() {
 				out = append(out, fmt.Sprintf("%s tracks %s, which the runtime holds %v (%s)", id, opID, ok, info.State))
 			}
-			if st.byRequest[d.requestID] != d {
-				out = append(out, fmt.Sprintf("%s %s is not indexed by its request %s", id, opID, d.requestID))
+			if st.byRequest[d.requestID()] != d {
+				out = append(out, fmt.Sprintf("%s %s is not indexed by its request %s", id, opID, d.requestID()))
 			}
 		}
 		if !s.done {

@@ -34,7 +34,8 @@ type loopState struct {
 	byRequest map[string]*dispatched
 	timers    timerHeap
 	// dirty holds the sessions touched by the current step: only they
-	// can have something new to claim, a new deadline or new audit.
+	// can have something new to claim, a new deadline, new audit or
+	// something ready.
 	dirty map[*session]struct{}
 	// finished is the order in which sessions finished, for retention.
 	finished []SessionID
@@ -59,7 +60,7 @@ type loopState struct {
 	// started for its stores, which end once gone is closed.
 	ledgerDone chan ledgerWrite
 	inflight   int
-	// reconcileDone carries the workers' accounts of resumed operations.
+	// reconcileDone carries the workers' accounts of operations.
 	reconcileDone chan reconcileAnswer
 	bg            *sync.WaitGroup
 	gone          <-chan struct{}
@@ -75,20 +76,20 @@ type Forgetter interface {
 	Forget(requestID string)
 }
 
-// session is one script and its runtime.
+// session is one script and the core that owns its runtime and ledger.
 type session struct {
-	id    SessionID
-	rt    *host.Runtime
+	id SessionID
+	// core owns the runtime and the ledger; the loop reaches the runtime
+	// only through it.
+	core  *workflow.Session
 	clock *sessionClock
-	// led is the session's ledger; nil for a session that ends with its
-	// process.
-	led *sessionLedger
 	// host is the id of the host whose process accepted the session, when
 	// this host adopted it; its workers answer there.
 	host    string
 	created time.Time
-	result  *host.EvalResult
-	// truncated: boundResult cut the result's error text to fit.
+	// result is the core's outcome as last taken, bounded once final
+	// (see keep); truncated: boundResult cut its error text to fit.
+	result    *host.EvalResult
 	truncated bool
 	// deadline is the runtime's NextDeadline as last armed, so a timer
 	// entry is pushed only when it changes.
@@ -102,38 +103,39 @@ type session struct {
 	// reported is the state last reported to the observer; a session's
 	// status goes out when it changes, its operations one by one.
 	reported SessionState
+	// onAccepted, if set, answers the submission once the core accepts
+	// it (its ledger's first write is stored, or it needs none);
+	// submitter is that submission, to tell whether its caller left.
+	onAccepted func()
+	submitter  *submitWait
 }
 
-// dispatched is one claimed operation the loop has handed out.
+// dispatched is the loop's bookkeeping of one operation a session claimed:
+// what the core leaves to its driver (the retry backoff, the worker, what
+// was reported).
 type dispatched struct {
-	s         *session
-	id        host.ExternalToolID
-	requestID string
-	inv       host.ExternalInvocation
-	bo        backoff.BackOff
-	worker    string
-	since     time.Time
+	s  *session
+	op *workflow.Op
+	bo backoff.BackOff
+	// worker is the last worker heard from about it.
+	worker string
+	since  time.Time
 	// cancelDisposition is the last answer to a cancellation request.
 	cancelDisposition protocol.CancelDisposition
-	// betweenAttempts: the last attempt ended with a retryable answer and
-	// the next one is scheduled, not yet published. No worker holds the
-	// operation then, so a cancellation needs no worker to acknowledge it.
-	betweenAttempts bool
 	// deniedAttempt is the last attempt told that its stream is spent.
 	deniedAttempt uint32
-	// changed: d is in loopState.changedOps. final is its terminal state
-	// once it settled (the runtime may forget it later).
+	// changed: d is in loopState.changedOps.
 	changed bool
-	final   host.OperationState
-	// held: claimed, waiting for its prepared entry (at prepIndex of the
-	// session's ledger) to be stored before it is published.
-	held      bool
-	prepIndex int
+	// answered: a worker's terminal frame for it came through the
+	// transport, which then holds nothing more of it.
+	answered bool
 	// dispatched is when the operation's current attempt was last
-	// published, as far as this process knows (a resumed one's prepare
+	// published, as far as this process knows (a resumed one's attempt
 	// time): its redelivery horizon counts from there.
 	dispatched time.Time
 }
+
+func (d *dispatched) requestID() string { return d.op.RequestID }
 
 func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loopState {
 	return &loopState{
@@ -150,6 +152,12 @@ func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loo
 		settled:       make(map[string]*dispatched),
 		settledRing:   make([]string, settledMemory),
 	}
+}
+
+// requestID names the next operation this process claims.
+func (st *loopState) requestID() string {
+	st.nextRequest++
+	return st.incarnation + "-" + strconv.FormatUint(st.nextRequest, 36)
 }
 
 func (st *loopState) touch(s *session) { st.dirty[s] = struct{}{} }
@@ -171,20 +179,9 @@ func (s *session) trimAudit(limit int) {
 	}
 }
 
-// setResult records a script step; nil means the step resumed nothing.
-func (st *loopState) setResult(s *session, r *host.EvalResult) {
-	if r == nil || s.withdrawn {
-		// A withdrawn session's outcome is its withdrawal, whatever its
-		// script does with the cancellations.
-		return
-	}
-	s.keep(r, st.cfg.MaxValueBytes)
-	st.touch(s)
-}
-
 // flush does what every step ends with, for the sessions it touched:
-// drain audit, claim and publish everything claimable, re-arm deadlines,
-// and report the new state.
+// drain audit, claim everything claimable, re-arm deadlines, do what the
+// cores made ready, and report the new state.
 func (st *loopState) flush() {
 	for s := range st.dirty {
 		delete(st.dirty, s)
@@ -200,23 +197,29 @@ func (st *loopState) flushSession(s *session) {
 	}
 	st.pump(s)
 	if !s.withdrawn {
-		st.claimAll(s)
+		for _, op := range s.core.Claim() {
+			st.track(s, op)
+		}
 	}
 	n := len(s.audit)
-	if s.audit = s.rt.DrainAuditTo(s.audit); len(s.audit) > n {
+	if s.audit = s.core.DrainAuditTo(s.audit); len(s.audit) > n {
 		if o := st.cfg.Observer; o != nil {
 			o.Audit(s.id, s.audit[n:])
 		}
 		s.trimAudit(st.cfg.AuditPerSession)
 	}
-	if next, ok := s.rt.NextDeadline(); ok && !next.Equal(s.deadline) {
+	if next, ok := s.core.NextDeadline(); ok && !next.Equal(s.deadline) {
 		s.deadline = next
 		st.timers.push(timerEntry{at: next, kind: timerDeadline, s: s})
 	}
+	st.takeResult(s)
 	if !s.done && s.result != nil && !s.result.Suspended {
 		st.finishSession(s)
 	}
-	st.persist(s)
+	st.drive(s)
+	if st.sessions[s.id] != s {
+		return // relinquished just now
+	}
 	if s.clock.step == nil {
 		// Its first step is over: from now on it reads the loop's time.
 		s.clock.step = &st.now
@@ -227,21 +230,82 @@ func (st *loopState) flushSession(s *session) {
 	}
 }
 
+// takeResult takes the core's outcome, bounding a final one before
+// anything reports or stores it.
+func (st *loopState) takeResult(s *session) {
+	if r := s.core.Result(); r != nil && !s.done && r != s.result {
+		s.keep(r, st.cfg.MaxValueBytes)
+	}
+}
+
+// track starts the loop's bookkeeping of an operation its session claimed.
+func (st *loopState) track(s *session, op *workflow.Op) *dispatched {
+	d := &dispatched{s: s, op: op, bo: newBackoff(st.cfg), since: st.cfg.Clock.Now()}
+	s.ops[op.ID] = d
+	st.byRequest[op.RequestID] = d
+	st.changedOp(d)
+	return d
+}
+
+// drive does what s's core made ready: writes, publishes, cancels,
+// acknowledgements, the end of settled operations, the answer to its
+// submitter, the removal of its ledger, or its relinquishment.
+func (st *loopState) drive(s *session) {
+	for st.sessions[s.id] == s && s.core.HasReady() {
+		st.doReady(s, s.core.Ready())
+	}
+}
+
+func (st *loopState) doReady(s *session, rd workflow.Ready) {
+	for _, op := range rd.Settled {
+		if d := s.ops[op.ID]; d != nil && d.op == op {
+			st.forget(d)
+		}
+	}
+	if rd.Relinquish {
+		for _, ack := range rd.Acks {
+			ack()
+		}
+		st.relinquish(s)
+		return
+	}
+	if rd.Accepted {
+		s.accepted()
+	}
+	for _, op := range rd.Publish {
+		if d := st.byRequest[op.RequestID]; d != nil && d.op == op {
+			st.publish(d)
+		}
+	}
+	for _, c := range rd.Cancel {
+		if err := st.cfg.Transport.Cancel(context.Background(), cancelFor(c.Op.RequestID, c.Request)); err != nil {
+			st.reject("cancel", err)
+		}
+	}
+	for _, ack := range rd.Acks {
+		ack()
+	}
+	if rd.Append != nil {
+		st.write(s, rd.Append)
+	}
+	if rd.Remove != nil {
+		st.removeLedger(s, rd.Remove.Acks)
+	}
+}
+
 // finishSession books the end of s, whose result is final.
 func (st *loopState) finishSession(s *session) {
 	s.done = true
 	st.suspended--
+	s.core.End()
 	// Its summary is all a finished session keeps of its script: a VM
 	// per finished session, thousands of them, is memory nobody reads.
-	s.rt.ReleaseScript()
+	s.core.ReleaseScript()
 	st.finished = append(st.finished, s.id)
 	if a := st.cfg.Archive; a != nil {
 		// Before retention can forget it, so there is no moment in
 		// which neither the loop nor the archive's queue holds it.
 		a.Record(summaryOf(s))
-	}
-	if s.led != nil {
-		st.finishLedger(s)
 	}
 	st.retain()
 }
@@ -279,68 +343,33 @@ const pumpRounds = 64
 // pump runs the session's host-pumped (local) tools on the loop, as the
 // reference's Pump: their handlers are the host's own Go functions.
 func (st *loopState) pump(s *session) {
-	if s.withdrawn {
+	if s.withdrawn || !s.core.LocalPending() {
 		return
 	}
-	for i := 0; i < pumpRounds && s.rt.LocalPending(); i++ {
-		res, err := s.rt.Pump()
-		if err != nil {
-			st.reject("pump", err)
-			return
-		}
-		if res != nil {
-			// Not setResult: s is being flushed, so touching it again
-			// would add it to the set this step is draining.
-			s.keep(res, st.cfg.MaxValueBytes)
-		}
+	more, err := s.core.Pump(pumpRounds)
+	if err != nil {
+		st.reject("pump", err)
+		return
 	}
-	if s.rt.LocalPending() {
+	if more {
 		st.timers.push(timerEntry{at: st.now, kind: timerPump, s: s})
 	}
 }
 
-func (st *loopState) claimAll(s *session) {
-	for {
-		inv, ok := s.rt.ClaimNextExternalTool()
-		if !ok {
-			return
-		}
-		st.nextRequest++
-		d := &dispatched{
-			s:         s,
-			id:        inv.ID,
-			requestID: st.incarnation + "-" + strconv.FormatUint(st.nextRequest, 36),
-			bo:        newBackoff(st.cfg),
-			since:     st.cfg.Clock.Now(),
-		}
-		s.ops[inv.ID] = d
-		st.byRequest[d.requestID] = d
-		st.changedOp(d)
-		if s.led == nil {
-			st.publish(d, inv)
-			continue
-		}
-		d.inv = inv
-		if err := st.prepare(d); err != nil {
-			st.reject("prepare", err)
-			st.complete(d, host.Fail(err.Error()))
-		}
-	}
-}
-
-func (st *loopState) publish(d *dispatched, inv host.ExternalInvocation) {
-	d.betweenAttempts = false
+// publish hands d's current attempt to the transport.
+func (st *loopState) publish(d *dispatched) {
+	inv := d.op.Inv
 	if inv.HasDeadline {
 		// What is left now, not at the claim: a retry is published after
 		// its backoff, and the worker must not run past the host.
-		if left, ok := d.s.rt.RemainingDeadline(d.id); ok {
+		if left, ok := d.s.core.RemainingDeadline(d.op.ID); ok {
 			inv.RemainingDeadline = left
 		}
 	}
-	d.inv = inv
+	d.dispatched = st.now
 	st.changedOp(d)
-	msg := invokeFor(d.requestID, inv)
-	if err := st.send(d.s, msg); err != nil {
+	st.scheduleReconcile(d)
+	if err := st.send(d.s, invokeFor(d.requestID(), inv)); err != nil {
 		// A refused publish is retried like a lost one: after a backoff,
 		// with the same message id.
 		st.schedulePublish(d, st.nextDelay(d))
@@ -369,34 +398,40 @@ func (st *loopState) nextDelay(d *dispatched) time.Duration {
 }
 
 func (st *loopState) schedulePublish(d *dispatched, after time.Duration) {
-	st.timers.push(timerEntry{at: st.now.Add(after), kind: timerPublish, d: d, attempt: d.inv.Attempt})
+	st.timers.push(timerEntry{at: st.now.Add(after), kind: timerPublish, d: d, attempt: d.op.Inv.Attempt})
 }
 
-// forget drops an operation that reached a terminal state.
+// forget drops an operation its session settled.
 func (st *loopState) forget(d *dispatched) {
-	if info, ok := d.s.rt.Operation(d.id); ok {
-		d.final = info.State
-	}
 	st.changedOp(d)
-	delete(st.byRequest, d.requestID)
-	delete(d.s.ops, d.id)
+	delete(st.byRequest, d.requestID())
+	delete(d.s.ops, d.op.ID)
+	if !d.answered {
+		// The host decided its end without a worker's terminal frame (a
+		// deadline, a forced cancel, a reconciliation), so the
+		// transport's replay window for it would otherwise wait for one;
+		// a late answer is still recognised by the loop.
+		if f, ok := st.cfg.Transport.(Forgetter); ok {
+			f.Forget(d.requestID())
+		}
+	}
 	if old := st.settledRing[st.settledNext]; old != "" {
 		delete(st.settled, old)
 	}
-	st.settledRing[st.settledNext] = d.requestID
+	st.settledRing[st.settledNext] = d.requestID()
 	st.settledNext = (st.settledNext + 1) % len(st.settledRing)
-	st.settled[d.requestID] = d
+	st.settled[d.requestID()] = d
 }
 
 // lateResult writes a result for an already settled operation to its
 // session's audit log; the outcome the runtime decided stands.
 func (st *loopState) lateResult(d *dispatched, r *protocol.Result) {
-	if err := d.s.rt.RecordLateResult(d.id, r.Attempt, string(r.Status), resultBytes(r)); err != nil {
+	if err := d.s.core.RecordLateResult(d.op.ID, r.Attempt, string(r.Status), resultBytes(r)); err != nil {
 		st.reject("late_result", err)
 		return
 	}
 	st.touch(d.s)
-	st.reject("late_result", fmt.Errorf("%w: %s answered after it settled", host.ErrWrongState, d.id))
+	st.reject("late_result", fmt.Errorf("%w: %s answered after it settled", host.ErrWrongState, d.op.ID))
 }
 
 func resultBytes(r *protocol.Result) int {
@@ -404,14 +439,6 @@ func resultBytes(r *protocol.Result) int {
 		return 0
 	}
 	return len(r.Payload.Text) + len(r.Payload.JSON)
-}
-
-// settleIfTerminal forgets d when the runtime no longer holds it live.
-func (st *loopState) settleIfTerminal(d *dispatched) {
-	info, ok := d.s.rt.Operation(d.id)
-	if !ok || info.State.Terminal() {
-		st.forget(d)
-	}
 }
 
 func (st *loopState) fireTimers(now time.Time) {
@@ -430,19 +457,24 @@ func (st *loopState) fireTimers(now time.Time) {
 			st.touch(e.s)
 		case timerPublish:
 			d := e.d
-			if st.byRequest[d.requestID] != d || d.inv.Attempt != e.attempt {
+			if st.byRequest[d.requestID()] != d || d.op.Inv.Attempt != e.attempt {
 				continue // settled or superseded meanwhile
 			}
-			if info, ok := d.s.rt.Operation(d.id); ok && info.State == host.CancellationRequested {
-				continue // the cancellation settles it; nothing more goes out
-			}
-			st.publish(d, d.inv)
+			d.s.core.Republish(d.op)
+			st.touch(d.s)
 		case timerLedger:
-			st.retryLedger(e.s)
+			if st.sessions[e.s.id] == e.s {
+				e.s.core.RetryWrite()
+				st.touch(e.s)
+			}
 		case timerReconcile:
-			if d := e.d; st.byRequest[d.requestID] == d && d.inv.Attempt == e.attempt {
+			if d := e.d; st.byRequest[d.requestID()] == d && d.op.Inv.Attempt == e.attempt {
 				st.reconcile(d)
 			}
+		case timerLifetime:
+			st.endLifetime(e.s)
+		case timerForce:
+			st.forceEnding(e.s)
 		}
 	}
 }
@@ -451,22 +483,7 @@ func (st *loopState) expire(s *session) {
 	if st.sessions[s.id] != s {
 		return
 	}
-	ids, res := s.rt.ExpireTimedOutTools()
-	if len(ids) > 0 {
-		st.record(s, workflow.Applied{Kind: workflow.InputExpire})
-	}
-	for _, id := range ids {
-		if d := s.ops[id]; d != nil {
-			st.forget(d)
-			// The host gave up before any terminal frame came, so the
-			// transport's replay window for it would otherwise wait for
-			// one; a late answer is still recognised by the loop.
-			if f, ok := st.cfg.Transport.(Forgetter); ok {
-				f.Forget(d.requestID)
-			}
-		}
-	}
-	st.setResult(s, res)
+	s.core.Expire()
 	st.touch(s)
 }
 
@@ -476,23 +493,23 @@ func (st *loopState) reject(reason string, err error) {
 	}
 }
 
-// handleEvent applies one transport event to the runtime it names.
+// handleEvent applies one transport event to the session it names.
 func (st *loopState) handleEvent(ev Event) {
 	switch ev.Kind {
 	case EventPublishFailed:
 		d := st.byRequest[ev.Invoke.RequestID]
-		if d == nil || d.inv.Attempt != ev.Invoke.Attempt {
+		if d == nil || d.op.Inv.Attempt != ev.Invoke.Attempt {
 			return
 		}
 		st.schedulePublish(d, st.nextDelay(d))
 	case EventMessage:
-		st.settleAck(st.handleMessage(ev.Message, ev.Worker), ev.Ack)
+		st.handleMessage(ev.Message, ev.Worker, ev.Ack)
 	}
 }
 
-// handleMessage applies a worker frame and returns the operation it
-// applied to, nil if none.
-func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) *dispatched {
+// handleMessage applies a worker frame. ack, if set, is called once what
+// the frame changed is stored (at once when it changed nothing).
+func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string, ack func()) {
 	var requestID string
 	var attempt uint32
 	switch m.Kind {
@@ -504,27 +521,31 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) *dis
 		requestID, attempt = m.CancelDisp.RequestID, m.CancelDisp.Attempt
 	default:
 		st.reject("unexpected_kind", fmt.Errorf("%w: %s", host.ErrWrongState, m.Kind))
-		return nil
+		ackNow(ack)
+		return
 	}
 	d := st.byRequest[requestID]
 	if d == nil {
+		ackNow(ack)
 		if late := st.settled[requestID]; late != nil && m.Kind == protocol.KindResult {
 			st.lateResult(late, m.Result)
-			return nil
+			return
 		}
 		if !strings.HasPrefix(requestID, st.incarnation+"-") && strings.HasPrefix(requestID, st.cfg.HostID+"-") {
 			// Its session died with that process (ErrHostRestarted or
 			// ErrHostStopped): the answer is dropped, and the call is
 			// never dispatched again, so its effect cannot repeat.
 			st.reject("unknown_request", fmt.Errorf("%w: %s was dispatched by an earlier process of this host", host.ErrUnknownOperation, quoteID(requestID)))
-			return nil
+			return
 		}
 		st.reject("unknown_request", fmt.Errorf("%w: %s", host.ErrUnknownOperation, quoteID(requestID)))
-		return nil
+		return
 	}
-	if attempt != 0 && attempt != d.inv.Attempt {
-		st.reject("stale_attempt", fmt.Errorf("%w: attempt %d, current %d", host.ErrWrongState, attempt, d.inv.Attempt))
-		return nil
+	core := d.s.core
+	if attempt != 0 && attempt != d.op.Inv.Attempt {
+		core.Acknowledge(ack)
+		st.reject("stale_attempt", fmt.Errorf("%w: attempt %d, current %d", host.ErrWrongState, attempt, d.op.Inv.Attempt))
+		return
 	}
 	if worker != "" {
 		d.worker = worker
@@ -532,26 +553,38 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) *dis
 	st.changedOp(d)
 	switch m.Kind {
 	case protocol.KindResult:
-		st.applyResult(d, m.Result)
+		st.applyResult(d, m.Result, ack)
 	case protocol.KindChunk:
-		c, err := d.s.rt.PushExternalToolChunk(d.id, m.Chunk.Text)
+		core.Acknowledge(ack)
+		c, err := core.Chunk(d.op, m.Chunk.Text)
 		if err != nil {
 			st.reject("chunk", err)
 			if errors.Is(err, host.ErrStreamLimitExceeded) {
 				st.denyStream(d, err)
 			}
-			return nil
+			return
 		}
 		if o := st.cfg.Observer; o != nil {
 			o.Chunk(d.s.id, c)
 		}
 	case protocol.KindCancelDisposition:
 		d.cancelDisposition = m.CancelDisp.Disposition
-		if m.CancelDisp.Disposition == protocol.CancelAcknowledged {
-			st.confirmCancel(d)
+		if m.CancelDisp.Disposition != protocol.CancelAcknowledged {
+			core.Acknowledge(ack)
+			return
+		}
+		d.answered = true
+		if err := core.CancelAcknowledged(d.op, ack); err != nil {
+			st.reject("cancel_confirm", err)
 		}
 	}
-	return d
+}
+
+// ackNow acknowledges an event that changed nothing.
+func ackNow(ack func()) {
+	if ack != nil {
+		ack()
+	}
 }
 
 // denyStream tells the worker running d's attempt that its stream is
@@ -559,96 +592,50 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) *dis
 // chunks the runtime will refuse.
 func (st *loopState) denyStream(d *dispatched, why error) {
 	sd, ok := st.cfg.Transport.(StreamDenier)
-	if !ok || d.deniedAttempt == d.inv.Attempt {
+	inv := d.op.Inv
+	if !ok || d.deniedAttempt == inv.Attempt {
 		return
 	}
-	d.deniedAttempt = d.inv.Attempt
+	d.deniedAttempt = inv.Attempt
 	reason := why.Error()
 	if len(reason) > 256 {
 		reason = reason[:256]
 	}
 	if err := sd.DenyStream(context.Background(), protocol.StreamDenied{
-		RequestID: d.requestID, Tool: d.inv.Tool, Attempt: d.inv.Attempt, Reason: reason,
+		RequestID: d.requestID(), Tool: inv.Tool, Attempt: inv.Attempt, Reason: reason,
 	}); err != nil {
 		st.reject("stream_denied", err)
 	}
 }
 
-// confirmCancel ends d cancelled: its worker acknowledged, or no worker
-// holds it.
-func (st *loopState) confirmCancel(d *dispatched) {
-	res, err := d.s.rt.ConfirmExternalToolCancellation(d.id)
-	if err != nil {
-		st.reject("cancel_confirm", err)
-		return
-	}
-	st.record(d.s, workflow.Applied{Kind: workflow.InputCancelConfirmed, Op: d.id})
-	st.touch(d.s)
-	st.setResult(d.s, res)
-	st.forget(d)
-}
-
-func (st *loopState) applyResult(d *dispatched, r *protocol.Result) {
-	rt := d.s.rt
+// applyResult hands a worker's result to its session's core; a retryable
+// one is published again after its backoff.
+func (st *loopState) applyResult(d *dispatched, r *protocol.Result, ack func()) {
 	switch r.Status {
-	case protocol.ResultSucceeded:
-		st.complete(d, host.Ok(payloadText(r.Payload)))
-	case protocol.ResultFailed:
-		st.complete(d, host.Fail(r.Error))
-	case protocol.ResultIndeterminate:
-		st.complete(d, host.Fail("indeterminate: "+r.Error))
 	case protocol.ResultRetryTransient, protocol.ResultRetryRateLimited:
-		if info, ok := rt.Operation(d.id); ok && info.State == host.CancellationRequested {
-			// The attempt stopped without a result, which is what the
-			// host asked for: the cancellation is confirmed rather than
-			// the retry refused, so the operation cannot be left
-			// waiting for an answer that will never come.
-			st.confirmCancel(d)
-			return
+	default:
+		d.answered = true
+	}
+	ans, err := d.s.core.Answer(d.op, *r, ack)
+	switch {
+	case err != nil:
+		st.reject(answerReason(err), err)
+	case ans.Retry:
+		delay := st.nextDelay(d)
+		if ans.After > 0 {
+			// The worker's retry-after is a floor, never shortened.
+			delay = ans.After
 		}
-		class := host.RetryTransient
-		if r.Status == protocol.ResultRetryRateLimited {
-			class = host.RetryRateLimited
-		}
-		inv, err := rt.RetryExternalTool(d.id, class)
-		switch {
-		case err == nil:
-			kind := workflow.InputRetryTransient
-			if class == host.RetryRateLimited {
-				kind = workflow.InputRetryRateLimited
-			}
-			st.record(d.s, workflow.Applied{Kind: kind, Op: d.id})
-			delay := st.nextDelay(d)
-			if class == host.RetryRateLimited {
-				// The worker's retry-after is a floor, never shortened.
-				if after := time.Duration(r.RetryAfterMillis) * time.Millisecond; after > 0 {
-					delay = after
-				}
-			}
-			d.inv = inv
-			d.betweenAttempts = true
-			st.schedulePublish(d, delay)
-		case errors.Is(err, host.ErrRetryLimitReached):
-			st.complete(d, host.Fail(r.Error))
-		case errors.Is(err, host.ErrDeadlineElapsed):
-			st.expire(d.s)
-		default:
-			st.reject("retry", err)
-		}
+		st.schedulePublish(d, delay)
 	}
 }
 
-func (st *loopState) complete(d *dispatched, res host.ToolResult) {
-	out, err := d.s.rt.CompleteExternalTool(d.id, res)
-	if err != nil {
-		st.reject("complete", err)
-	} else if res.Err == nil {
-		st.record(d.s, workflow.Applied{Kind: workflow.InputSucceeded, Op: d.id, Output: res.Output})
-	} else {
-		st.record(d.s, workflow.Applied{Kind: workflow.InputFailed, Op: d.id, Error: res.Err.Error()})
+// answerReason is the rejection reason of an answer the core refused.
+func answerReason(err error) string {
+	if errors.Is(err, host.ErrRetryLimitReached) || errors.Is(err, host.ErrDeadlineElapsed) {
+		return "retry"
 	}
-	st.setResult(d.s, out)
-	st.settleIfTerminal(d)
+	return "complete"
 }
 
 // retain forgets the oldest finished sessions beyond KeepFinished. A

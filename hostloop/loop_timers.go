@@ -17,9 +17,14 @@ const (
 	timerPump
 	// timerLedger tries a session's failed ledger write again.
 	timerLedger
-	// timerReconcile asks the workers about a resumed operation that
-	// has no answer yet.
+	// timerReconcile asks the workers about an operation that has no
+	// answer yet.
 	timerReconcile
+	// timerLifetime ends a session that outlived its MaxLifetime.
+	timerLifetime
+	// timerForce asserts cancelled what an ending session's workers did
+	// not acknowledge within LifetimeGrace.
+	timerForce
 )
 
 // timerEntry is one pending wake-up. Entries are never removed early: a

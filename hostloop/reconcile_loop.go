@@ -4,13 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
-// DefaultReconcileAfter is how long a resumed operation waits for its
-// answer before the loop asks the workers about it, when
-// LoopConfig.ReconcileAfter is zero.
+// DefaultReconcileAfter is how long an operation waits for its answer
+// before the loop asks the workers about it, when LoopConfig.ReconcileAfter
+// is zero.
 const DefaultReconcileAfter = 30 * time.Second
 
 // DefaultRedeliveryHorizon is how long after its dispatch an operation's
@@ -18,16 +18,26 @@ const DefaultReconcileAfter = 30 * time.Second
 // zero: the fabric's default ack wait times its deliveries.
 const DefaultRedeliveryHorizon = 150 * time.Second
 
+// QueueWaiter is implemented by transports that can tell which of the
+// operations they published no worker has been handed yet: such an
+// operation is not silent, only queued, and its reconciliation waits.
+type QueueWaiter interface {
+	Waiting(ctx context.Context, requestIDs []string) (map[string]bool, error)
+}
+
 // reconcileAnswer is a reconciliation's outcome, delivered to the loop.
 type reconcileAnswer struct {
 	d       *dispatched
 	attempt uint32
-	res     protocol.OperationReconcileResult
-	err     error
+	// queued: the transport says no worker has been handed it yet.
+	queued bool
+	res    protocol.OperationReconcileResult
+	err    error
 }
 
 // scheduleReconcile asks the workers about d after ReconcileAfter, unless
-// its answer came first.
+// its answer came first: a live operation whose worker went silent is
+// found, not only a resumed one.
 func (st *loopState) scheduleReconcile(d *dispatched) { st.reconcileAfter(d, st.cfg.ReconcileAfter) }
 
 // reconcileNow asks the workers about d at the next step. Without anyone
@@ -35,7 +45,7 @@ func (st *loopState) scheduleReconcile(d *dispatched) { st.reconcileAfter(d, st.
 // workers' journals keep it from running twice.
 func (st *loopState) reconcileNow(d *dispatched) {
 	if !st.reconcileAfter(d, 0) {
-		st.publish(d, d.inv)
+		d.s.core.Republish(d.op)
 	}
 }
 
@@ -45,38 +55,53 @@ func (st *loopState) reconcileAfter(d *dispatched, wait time.Duration) bool {
 	if _, ok := st.cfg.Transport.(Reconciler); !ok {
 		return false
 	}
-	st.timers.push(timerEntry{at: st.now.Add(wait), kind: timerReconcile, d: d, attempt: d.inv.Attempt})
+	st.timers.push(timerEntry{at: st.now.Add(wait), kind: timerReconcile, d: d, attempt: d.op.Inv.Attempt})
 	return true
 }
 
-// reconcile asks, off the loop, what became of d, an operation a resumed
-// session holds with no answer yet.
+// reconcile asks, off the loop, what became of d, an operation with no
+// answer yet: first whether it is still queued for a worker, then the
+// tool's workers.
 func (st *loopState) reconcile(d *dispatched) {
 	r := st.cfg.Transport.(Reconciler)
-	sid, tool, key, attempt := string(d.s.id), d.inv.Tool, d.inv.IdempotencyKey, d.inv.Attempt
+	qw, _ := st.cfg.Transport.(QueueWaiter)
+	sid, tool, key, attempt, req := string(d.s.id), d.op.Inv.Tool, d.op.Inv.IdempotencyKey, d.op.Inv.Attempt, d.requestID()
 	gone, timeout := st.gone, st.cfg.ArchiveTimeout
 	st.bg.Add(1)
 	go func() {
 		defer st.bg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		res, err := r.Reconcile(ctx, sid, tool, key)
-		cancel()
+		defer cancel()
+		a := reconcileAnswer{d: d, attempt: attempt}
+		if qw != nil {
+			if w, err := qw.Waiting(ctx, []string{req}); err == nil && w[req] {
+				a.queued = true
+			}
+		}
+		if !a.queued {
+			a.res, a.err = r.Reconcile(ctx, sid, tool, key)
+		}
 		select {
-		case st.reconcileDone <- reconcileAnswer{d: d, attempt: attempt, res: res, err: err}:
+		case st.reconcileDone <- a:
 		case <-gone:
 		}
 	}()
 }
 
-// reconciled applies a worker's account of d as DecideReconcile says: a
-// terminal status is d's answer; an operation still running, or not yet
-// past its redelivery horizon, is asked about again later; one nobody
-// knows of past it is dispatched again only for an idempotent tool, and
-// ends indeterminate otherwise, so no effect can happen twice.
+// reconciled applies a worker's account of d as the session's core
+// decides (workflow.DecideReconcile): a terminal status is d's answer; an
+// operation still queued or running, or not yet past its redelivery
+// horizon, is asked about again later; one nobody knows of past it is
+// dispatched again only for an idempotent tool whose cancellation was not
+// asked, and ends indeterminate otherwise, so no effect can happen twice.
 func (st *loopState) reconciled(a reconcileAnswer) {
 	d := a.d
-	if st.byRequest[d.requestID] != d || d.inv.Attempt != a.attempt {
+	if st.byRequest[d.requestID()] != d || d.op.Inv.Attempt != a.attempt {
 		return // answered meanwhile
+	}
+	if a.queued {
+		st.scheduleReconcile(d)
+		return
 	}
 	if a.err != nil {
 		st.reject("reconcile", a.err)
@@ -84,41 +109,15 @@ func (st *loopState) reconciled(a reconcileAnswer) {
 		return
 	}
 	past := st.now.Sub(d.dispatched) >= st.cfg.RedeliveryHorizon
-	action, err := DecideReconcile(a.res.Status.State, d.inv.Idempotent, past)
-	if err != nil {
+	action, err := d.s.core.Reconciled(d.op, a.res.Status, past)
+	st.changedOp(d)
+	switch {
+	case err != nil:
 		st.reject("reconcile", err)
 		st.scheduleReconcile(d)
-		return
-	}
-	st.changedOp(d)
-	switch action {
-	case ReconcileApply:
-		switch s := a.res.Status; s.State {
-		case protocol.OperationSucceeded:
-			st.complete(d, host.Ok(payloadText(s.Payload)))
-		case protocol.OperationFailed:
-			st.complete(d, host.Fail(s.Error))
-		case protocol.OperationCancelled:
-			st.confirmCancel(d)
-		}
-	case ReconcileRedispatch:
+	case action == workflow.ReconcileWait:
+		st.scheduleReconcile(d)
+	case action == workflow.ReconcileRedispatch:
 		d.dispatched = st.now
-		st.publish(d, d.inv)
-		st.scheduleReconcile(d)
-	case ReconcileIndeterminate:
-		st.complete(d, host.Fail("indeterminate: no worker knows of the operation, and its invocation can no longer be delivered; its effect may have happened and is not repeated"))
-	default:
-		st.scheduleReconcile(d)
 	}
-}
-
-// payloadText is a worker payload as the runtime takes an output.
-func payloadText(p *protocol.WorkerPayload) string {
-	if p == nil {
-		return ""
-	}
-	if p.Format == protocol.FormatJSON {
-		return string(p.JSON)
-	}
-	return p.Text
 }

@@ -14,12 +14,11 @@ import (
 // resumable is a session rebuilt from its ledger off the loop, ready for
 // the loop to carry on; failed is set for one that cannot be resumed.
 type resumable struct {
-	id        SessionID
-	host      string // the session's host id, when it is another host's
-	r         *workflow.Resumed
-	clock     *sessionClock
-	persisted int
-	failed    error
+	id     SessionID
+	host   string // the session's host id, when it is another host's
+	core   *workflow.Session
+	clock  *sessionClock
+	failed error
 }
 
 // resumeOwn takes on the durable sessions that earlier processes of this
@@ -113,13 +112,13 @@ func (l *Loop) loadResumable(ctx context.Context, ids []SessionID) ([]resumable,
 			}
 		}
 		rs.clock = &sessionClock{}
-		rs.r, rs.failed = workflow.Replay(entries, workflow.ReplayConfig{
-			Runtime:  sessionConfig(l.cfg, Submission{}),
-			Register: l.cfg.Catalog,
-			Digests:  digests,
-			Clock:    rs.clock,
+		rs.core, rs.failed = workflow.Restore(entries, workflow.ReplayConfig{
+			Runtime:   sessionConfig(l.cfg, Submission{}),
+			Register:  l.cfg.Catalog,
+			Digests:   digests,
+			Clock:     rs.clock,
+			RequestID: l.st.requestID,
 		})
-		rs.persisted = len(entries)
 		out = append(out, rs)
 	}
 	return out, nil
@@ -159,45 +158,34 @@ func (st *loopState) takeResumed(rs []resumable) {
 // workers instead. A cancellation an earlier process had asked for is
 // asked again.
 func (st *loopState) resume(r resumable) {
-	s, _ := st.adopt(newSession{rt: r.r.Runtime, res: r.r.Result, clock: r.clock, ledger: r.r.Ledger, persisted: r.persisted, id: r.id})
+	s, _ := st.adopt(newSession{core: r.core, clock: r.clock, id: r.id})
 	sess := st.sessions[s.ID]
 	sess.host = r.host
-	sess.created = r.r.Ledger.Entries(0)[0].At
-	for _, op := range r.r.Operations {
-		d := &dispatched{
-			s:         sess,
-			id:        op.Prepared.Op,
-			requestID: op.Prepared.Request,
-			bo:        newBackoff(st.cfg),
-			since:     st.now,
-			inv:       op.Invocation,
+	for _, op := range r.core.Ops() {
+		if !op.Sent() {
+			continue // claimed just now: the script started it again
+		}
+		d := sess.ops[op.ID]
+		if d == nil {
+			d = st.track(sess, op)
 		}
 		d.dispatched = op.AttemptAt
-		sess.ops[d.id] = d
-		st.byRequest[d.requestID] = d
-		st.changedOp(d)
-		if !op.CancelRequested {
-			if st.now.Sub(op.AttemptAt) < st.cfg.DuplicateWindow*9/10 {
-				// Published again under the same message id: the stream
-				// stores it only if the earlier process never did, so
-				// this is a first dispatch or nothing.
-				st.publish(d, op.Invocation)
-				st.scheduleReconcile(d)
-			} else {
-				// Past the stream's memory of its message id, a publish
-				// could be a second dispatch: the workers are asked
-				// instead, and the policy decides.
-				d.inv = op.Invocation
-				st.reconcileNow(d)
-			}
+		if info, ok := r.core.Operation(op.ID); ok && info.State == host.CancellationRequested {
+			r.core.ResendCancel(op)
+			st.scheduleReconcile(d)
 			continue
 		}
-		st.scheduleReconcile(d)
-		inv := op.Invocation
-		req := host.ExternalToolCancellationRequest{ID: inv.ID, Tool: inv.Tool, CallIndex: inv.CallIndex, Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey}
-		if err := st.cfg.Transport.Cancel(context.Background(), cancelFor(d.requestID, req)); err != nil {
-			st.reject("cancel", err)
+		if st.now.Sub(op.AttemptAt) < st.cfg.DuplicateWindow*9/10 {
+			// Published again under the same message id: the stream
+			// stores it only if the earlier process never did, so this
+			// is a first dispatch or nothing.
+			r.core.Republish(op)
+			continue
 		}
+		// Past the stream's memory of its message id, a publish could be
+		// a second dispatch: the workers are asked instead, and the
+		// policy decides.
+		st.reconcileNow(d)
 	}
 }
 
@@ -217,7 +205,7 @@ func (st *loopState) failResume(id SessionID, why error) {
 // all: the sessions stay in their ledgers for the next start.
 func (st *loopState) abandonResumed() {
 	for _, s := range st.sessions {
-		s.rt.ReleaseScript()
+		s.core.ReleaseScript()
 	}
 	clear(st.sessions)
 	clear(st.byRequest)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-
-	"github.com/splashfabric/splashfabric/host"
 )
 
 // A submission is the caller's only once Submit answers it. A caller whose
@@ -103,42 +101,33 @@ func (st *loopState) take(n newSession, w *submitWait) {
 	sess := st.sessions[s.ID]
 	// A durable session is the caller's once a later host could resume
 	// it: its ledger's first write is stored.
-	sess.led.onStored = func() {
+	sess.onAccepted = func() {
 		if !w.answer(st.status(sess), nil) {
 			st.withdraw(sess)
 		}
 	}
-	sess.led.submitter = w
+	sess.submitter = w
 }
 
 // withdraw ends a durable session whose submitter left before its ledger
 // was first stored. Every operation it claimed is still held (none is
-// dispatched before that write), so cancelling them is certain and no
+// published before that write), so cancelling them is certain and no
 // worker ever sees one; the session then ends failed with
 // ErrSubmissionWithdrawn, and its ledger goes as a finished session's
-// does. A session that ended already, or that another host took, is left
-// as it is.
+// does. A session that ended already, that another host took, or one of
+// whose operations was handed out after all, is left as it is.
 func (st *loopState) withdraw(s *session) {
 	if st.sessions[s.id] != s || s.done {
 		return
 	}
-	for _, d := range s.ops {
-		if !d.held {
-			// Out already (it cannot be, before the first write): the
-			// session goes on as if its caller had been answered.
-			return
-		}
+	why := fmt.Errorf("%w: its submitter left before its ledger was stored; nothing it started was dispatched", ErrSubmissionWithdrawn)
+	if s.core.Withdraw(why) != nil {
+		// Out already (it cannot be, before the first write): the
+		// session goes on as if its caller had been answered.
+		return
 	}
 	s.withdrawn = true
-	for _, d := range s.ops {
-		// Its promise is rejected, and the script may go on; nothing it
-		// starts is claimed any more (flushSession), and its outcome is
-		// this one whatever it does.
-		_, _ = s.rt.CancelExternalTool(d.id)
-		st.forget(d)
-	}
-	s.led.held = nil
-	s.result = &host.EvalResult{Err: fmt.Errorf("%w: its submitter left before its ledger was stored; nothing it started was dispatched", ErrSubmissionWithdrawn)}
 	st.touch(s)
+	st.takeResult(s)
 	st.finishSession(s)
 }

@@ -37,7 +37,7 @@
 // ErrNoReconcileAnswer).
 //
 //	res, err := tr.Reconcile(ctx, sessionID, "text.remote", operationKey)
-//	action, err := hostloop.DecideReconcile(res.Status.State, idempotent, horizonPassed)
+//	action, err := workflow.DecideReconcile(res.Status.State, idempotent, horizonPassed)
 //
 // # The session archive
 //

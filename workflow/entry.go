@@ -32,6 +32,9 @@ type Submitted struct {
 	Nonce   Nonce             `json:"nonce"`
 	Seed    host.RandomSeed   `json:"seed"`
 	Restart RestartPolicy     `json:"restart,omitempty"`
+	// MaxLifetime, when set, ends the session (ErrMaxLifetime) once it
+	// has lived that long since At, however long its calls wait.
+	MaxLifetime time.Duration `json:"max_lifetime,omitempty"`
 }
 
 // Nonce is a session's capability nonce, kept as 32 hex digits.
@@ -79,6 +82,18 @@ const (
 	InputExpire           InputKind = "expire"
 	InputCancelRequested  InputKind = "cancel_requested"
 	InputCancelConfirmed  InputKind = "cancel_confirmed"
+	// InputCancelForced is the host's terminal assertion that an
+	// operation is cancelled, made without its worker (an operator's
+	// forced end of a session).
+	InputCancelForced InputKind = "cancel_forced"
+	// InputStreamed carries how much an operation has streamed so far
+	// (Stream), so stream bounds span a restart as they span retries.
+	InputStreamed InputKind = "streamed"
+	// InputSessionCancel ends the session: its live operations are
+	// cancelled, nothing it starts from then on is dispatched, and it
+	// ends with Reason as its outcome once no operation is live. Op is
+	// unset.
+	InputSessionCancel InputKind = "session_cancel"
 )
 
 // Applied records an answer or host decision in the order the runtime
@@ -89,7 +104,32 @@ type Applied struct {
 	Op     host.ExternalToolID `json:"op,omitempty"`
 	Output string              `json:"output,omitempty"`
 	Error  string              `json:"error,omitempty"`
+	// Stream is set for InputStreamed.
+	Stream *StreamCount `json:"stream,omitempty"`
+	// Reason is set for InputSessionCancel: why the session ends.
+	Reason EndReason `json:"reason,omitempty"`
 }
+
+// StreamCount is what an operation streamed over all its attempts: the
+// counters its stream bounds are checked against.
+type StreamCount struct {
+	Chunks        int `json:"chunks"`
+	SourceBytes   int `json:"source_bytes"`
+	ReleasedBytes int `json:"released_bytes"`
+}
+
+// EndReason says why a session was ended before its script did.
+type EndReason string
+
+// End reasons.
+const (
+	// EndOperator: an operator cancelled the session.
+	EndOperator EndReason = "operator"
+	// EndLifetime: the session outlived its MaxLifetime.
+	EndLifetime EndReason = "max_lifetime"
+)
+
+func (r EndReason) valid() bool { return r == EndOperator || r == EndLifetime }
 
 // RestartPolicy decides what a new host does with a session whose host
 // went away.
@@ -136,7 +176,8 @@ func (e Entry) kind() string {
 func (k InputKind) valid() bool {
 	switch k {
 	case InputSucceeded, InputFailed, InputRetryTransient, InputRetryRateLimited,
-		InputExpire, InputCancelRequested, InputCancelConfirmed:
+		InputExpire, InputCancelRequested, InputCancelConfirmed, InputCancelForced,
+		InputStreamed, InputSessionCancel:
 		return true
 	}
 	return false

@@ -22,4 +22,18 @@ var (
 	// the runtime refuses). A script that diverged is reported with
 	// host.ErrNondeterministic as well.
 	ErrReplay = errors.New("workflow: ledger does not replay")
+	// ErrSessionCancelled: an operator ended the session; it is the
+	// session's outcome, whatever its script did with the cancellations.
+	ErrSessionCancelled = errors.New("workflow: session cancelled")
+	// ErrMaxLifetime: the session outlived the lifetime its submitter
+	// gave it, and was ended.
+	ErrMaxLifetime = errors.New("workflow: session outlived its max lifetime")
+	// ErrSessionEnded: an input for a session that has ended.
+	ErrSessionEnded = errors.New("workflow: session ended")
+	// ErrUnknownOperation: an input names an operation the session does
+	// not hold live.
+	ErrUnknownOperation = errors.New("workflow: unknown operation")
+	// ErrInvalidReconcileState: a reconciliation state DecideReconcile
+	// does not know; no action is taken on it.
+	ErrInvalidReconcileState = errors.New("workflow: invalid reconciliation state")
 )

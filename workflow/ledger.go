@@ -72,6 +72,12 @@ func (l *Ledger) Apply(at time.Time, a Applied) (int, error) {
 	switch {
 	case !a.Kind.valid():
 		return 0, fmt.Errorf("%w: input kind %q", ErrInvalidEntry, a.Kind)
+	case a.Kind == InputStreamed && a.Stream == nil:
+		return 0, fmt.Errorf("%w: streamed %s without its counts", ErrInvalidEntry, a.Op)
+	case a.Kind == InputSessionCancel:
+		if !a.Reason.valid() {
+			return 0, fmt.Errorf("%w: session ended for reason %q", ErrInvalidEntry, a.Reason)
+		}
 	case a.Kind == InputExpire:
 	case !l.prepared[a.Op]:
 		return 0, fmt.Errorf("%w: %s answers %s, never prepared", ErrInvalidEntry, a.Kind, a.Op)

@@ -17,53 +17,36 @@ type SettableClock interface {
 	Set(time.Time)
 }
 
-// ReplayConfig is what Replay needs besides the ledger.
+// ReplayConfig is what Restore needs besides the ledger.
 type ReplayConfig struct {
 	// Runtime is the template of the session's runtime config; the
 	// submission's limits, nonce and seed replace its own.
 	Runtime host.Config
 	// Register registers the session's tools on the fresh runtime; the
-	// host's catalog. Replay then checks them against the pinned digests
-	// through Digests, when set.
+	// host's catalog. Restore then checks them against the pinned
+	// digests through Digests, when set.
 	Register func(*host.Runtime) error
 	// Digests reports the digest of each tool the host would register,
 	// by name; a pinned tool whose digest differs fails the replay.
 	Digests map[string]string
 	// Clock is the session's clock; nil means a host.ManualClock.
 	Clock SettableClock
+	// RequestID names the operations the restored session claims from
+	// now on; nil names them after their call index.
+	RequestID func() string
 }
 
-// LiveOperation is an operation the ledger prepared and the replayed
-// runtime still holds live: the resuming host must get it answered.
-type LiveOperation struct {
-	Prepared Prepared
-	// AttemptAt is when its latest attempt was made (prepared, or
-	// retried): no later than that attempt's dispatch.
-	AttemptAt time.Time
-	State     host.OperationState
-	// Invocation is its latest attempt, to publish again under the same
-	// request id and key.
-	Invocation host.ExternalInvocation
-	// CancelRequested: the host had asked its worker to cancel it.
-	CancelRequested bool
-}
-
-// Resumed is a session rebuilt from its ledger.
-type Resumed struct {
-	Runtime *host.Runtime
-	Clock   SettableClock
-	// Result is the script's state after the last entry.
-	Result     *host.EvalResult
-	Ledger     *Ledger
-	Operations []LiveOperation
-}
-
-// Replay rebuilds a session from its ledger entries: a fresh runtime runs
-// the script and takes each recorded input at its recorded time. A script
-// that leaves its recorded calls ends failed with host.ErrNondeterministic
-// (in Resumed.Result) and no operation is handed back to dispatch. Entries
-// that do not apply fail the replay with ErrReplay.
-func Replay(entries []Entry, cfg ReplayConfig) (*Resumed, error) {
+// Restore rebuilds a session from its ledger entries: a fresh runtime runs
+// the script and takes each recorded input at its recorded time, through
+// the same function that applied it the first time. The session comes
+// back with every entry stored, its live operations (Ops) as the first
+// run left them, each taken to be out with a worker.
+//
+// A script that leaves its recorded calls ends failed with
+// host.ErrNondeterministic (its Result) and holds no operation, so nothing
+// is dispatched for it. Entries that do not apply fail the restore with
+// ErrReplay; a ledger that does not check, with ErrInvalidEntry.
+func Restore(entries []Entry, cfg ReplayConfig) (*Session, error) {
 	l, err := Resume(entries)
 	if err != nil {
 		return nil, err
@@ -87,104 +70,63 @@ func Replay(entries []Entry, cfg ReplayConfig) (*Resumed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrReplay, err)
 	}
-	r := &replayer{rt: rt, res: res, live: make(map[host.ExternalToolID]*LiveOperation)}
-	r.pump()
+	s := NewSession(Config{Runtime: rt, First: res, Clock: clock, Ledger: l, RequestID: cfg.RequestID})
+	s.persisted, s.accepted = len(entries), true
+	s.replayPump()
 	for i, e := range entries[1:] {
-		if r.rt.Diverged() != nil {
+		if rt.Diverged() != nil {
 			break
 		}
 		clock.Set(e.At)
-		if err := r.take(e); err != nil {
+		if err := s.replay(e); err != nil {
 			return nil, fmt.Errorf("%w: entry %d: %v", ErrReplay, i+1, err)
 		}
-		r.pump()
+		s.replayPump()
 	}
-	out := &Resumed{Runtime: rt, Clock: clock, Result: r.res, Ledger: l}
-	if rt.Diverged() != nil {
-		if out.Result == nil || !out.Result.Failed() {
-			out.Result = &host.EvalResult{Err: &host.ScriptError{Message: rt.Diverged().Error(), Err: rt.Diverged()}}
+	s.settled = nil
+	if d := rt.Diverged(); d != nil {
+		if !s.result.Failed() {
+			s.result = &host.EvalResult{Err: &host.ScriptError{Message: d.Error(), Err: d}}
 		}
-		return out, nil
+		clear(s.ops)
+		return s, nil
 	}
-	for _, op := range r.order {
-		live := r.live[op]
-		info, ok := rt.Operation(op)
-		if !ok || info.State.Terminal() {
-			continue
-		}
-		live.State = info.State
-		out.Operations = append(out.Operations, *live)
+	for _, op := range s.ops {
+		// The first run may have published it: a worker may hold it.
+		op.sent = true
 	}
-	return out, nil
+	if s.newRequest == nil {
+		s.newRequest = func() string { return fmt.Sprintf("replayed-%d", rt.CallsUsed()+1) }
+	}
+	return s, nil
 }
 
-// replayer feeds recorded inputs to a runtime.
-type replayer struct {
-	rt    *host.Runtime
-	res   *host.EvalResult
-	live  map[host.ExternalToolID]*LiveOperation
-	order []host.ExternalToolID
-}
-
-// take applies one entry as the first run did.
-func (r *replayer) take(e Entry) error {
+// replay takes one entry as the first run did.
+func (s *Session) replay(e Entry) error {
 	if p := e.Prepared; p != nil {
-		inv, ok := r.rt.ClaimNextExternalTool()
+		inv, ok := s.rt.ClaimNextExternalTool()
 		if !ok || inv.ID != p.Op || inv.IdempotencyKey != p.Key {
 			return fmt.Errorf("%w: prepared %s (%s) was not the next call the script made", host.ErrNondeterministic, p.Op, p.Tool)
 		}
-		r.live[p.Op] = &LiveOperation{Prepared: *p, AttemptAt: e.At, Invocation: inv}
-		r.order = append(r.order, p.Op)
+		s.ops[p.Op] = &Op{ID: p.Op, RequestID: p.Request, Inv: inv, AttemptAt: e.At}
 		return nil
 	}
-	a := e.Applied
-	var res *host.EvalResult
-	var err error
-	switch a.Kind {
-	case InputSucceeded:
-		res, err = r.rt.CompleteExternalTool(a.Op, host.Ok(a.Output))
-	case InputFailed:
-		res, err = r.rt.CompleteExternalTool(a.Op, host.Fail(a.Error))
-	case InputRetryTransient, InputRetryRateLimited:
-		class := host.RetryTransient
-		if a.Kind == InputRetryRateLimited {
-			class = host.RetryRateLimited
-		}
-		var inv host.ExternalInvocation
-		if inv, err = r.rt.RetryExternalTool(a.Op, class); err == nil && r.live[a.Op] != nil {
-			r.live[a.Op].Invocation = inv
-			r.live[a.Op].AttemptAt = e.At
-		}
-	case InputExpire:
-		_, res = r.rt.ExpireTimedOutTools()
-	case InputCancelRequested:
-		_, err = r.rt.RequestExternalToolCancellation(a.Op)
-		if err == nil && r.live[a.Op] != nil {
-			r.live[a.Op].CancelRequested = true
-		}
-	case InputCancelConfirmed:
-		res, err = r.rt.ConfirmExternalToolCancellation(a.Op)
+	_, err := s.apply(*e.Applied)
+	if err == nil {
+		s.after()
 	}
-	if err != nil {
-		return err
-	}
-	if res != nil {
-		r.res = res
-	}
-	return nil
+	return err
 }
 
-// pump runs local tools to the end, as the host's step does after every
-// input.
-func (r *replayer) pump() {
-	for r.rt.LocalPending() {
-		res, err := r.rt.Pump()
+// replayPump runs local tools to the end, as the host's steps do after
+// every input.
+func (s *Session) replayPump() {
+	for s.rt.LocalPending() {
+		res, err := s.rt.Pump()
 		if err != nil {
 			return
 		}
-		if res != nil {
-			r.res = res
-		}
+		s.keep(res)
 	}
 }
 

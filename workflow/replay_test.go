@@ -128,7 +128,12 @@ func firstRun(t *testing.T) ([]workflow.Entry, []snapshot) {
 	return l.Entries(0), snaps
 }
 
-func snap(rt *host.Runtime, res *host.EvalResult, ids []host.ExternalToolID) snapshot {
+// operations is what snap reads: a runtime, or a restored session.
+type operations interface {
+	Operation(host.ExternalToolID) (host.OperationInfo, bool)
+}
+
+func snap(rt operations, res *host.EvalResult, ids []host.ExternalToolID) snapshot {
 	s := snapshot{state: "suspended"}
 	switch {
 	case res.Failed():
@@ -151,16 +156,16 @@ func TestReplayFromEveryPrefixEndsAsTheFirstRun(t *testing.T) {
 		t.Fatalf("first run ended %s", snaps[len(snaps)-1].state)
 	}
 	for k := 1; k <= len(entries); k++ {
-		got, err := workflow.Replay(entries[:k], workflow.ReplayConfig{Register: register})
+		got, err := workflow.Restore(entries[:k], workflow.ReplayConfig{Register: register})
 		if err != nil {
 			t.Fatalf("prefix %d: %v", k, err)
 		}
 		var ids []host.ExternalToolID
-		for _, op := range got.Operations {
-			ids = append(ids, op.Prepared.Op)
+		for _, op := range got.Ops() {
+			ids = append(ids, op.ID)
 		}
 		want := snaps[k-1]
-		have := snap(got.Runtime, got.Result, ids)
+		have := snap(got, got.Result(), ids)
 		if have.state != want.state || !slices.Equal(have.live, want.live) {
 			t.Fatalf("prefix %d of %d:\n got %+v\nwant %+v", k, len(entries), have, want)
 		}
@@ -173,18 +178,21 @@ func TestReplayDivergenceDispatchesNothing(t *testing.T) {
 	sub := *changed[0].Submitted
 	sub.Source = strings.Replace(sub.Source, `"b"`, `"B!"`, 1)
 	changed[0].Submitted = &sub
-	got, err := workflow.Replay(changed, workflow.ReplayConfig{Register: register})
+	got, err := workflow.Restore(changed, workflow.ReplayConfig{Register: register})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.Result.Failed() || !errors.Is(got.Result.Err, host.ErrNondeterministic) {
-		t.Fatalf("result %+v, want nondeterministic", got.Result)
+	if !got.Result().Failed() || !errors.Is(got.Result().Err, host.ErrNondeterministic) {
+		t.Fatalf("result %+v, want nondeterministic", got.Result())
 	}
-	if len(got.Operations) != 0 {
-		t.Fatalf("a diverged replay handed back %d operations to dispatch", len(got.Operations))
+	if n := got.Len(); n != 0 {
+		t.Fatalf("a diverged replay handed back %d operations to dispatch", n)
 	}
-	if inv, ok := got.Runtime.ClaimNextExternalTool(); ok && inv.Input != "a" {
-		t.Fatalf("a diverged replay left %+v to claim", inv)
+	if ops := got.Claim(); len(ops) != 0 {
+		t.Fatalf("a diverged replay left %d operations to claim", len(ops))
+	}
+	if rd := got.Ready(); len(rd.Publish) != 0 || rd.Append != nil {
+		t.Fatalf("a diverged replay has work ready: %+v", rd)
 	}
 }
 
@@ -194,7 +202,7 @@ func TestReplayRefusesChangedToolDefinitions(t *testing.T) {
 	sub := *pinned[0].Submitted
 	sub.Tools = map[string]string{"text.remote": "sha256:aa"}
 	pinned[0].Submitted = &sub
-	_, err := workflow.Replay(pinned, workflow.ReplayConfig{Register: register, Digests: map[string]string{"text.remote": "sha256:bb"}})
+	_, err := workflow.Restore(pinned, workflow.ReplayConfig{Register: register, Digests: map[string]string{"text.remote": "sha256:bb"}})
 	if !errors.Is(err, workflow.ErrReplay) {
 		t.Fatalf("err = %v, want ErrReplay", err)
 	}

@@ -1,20 +1,20 @@
-package hostloop_test
+package workflow_test
 
 import (
 	"errors"
 	"fmt"
 	"testing"
 
-	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 func TestDecideReconcile(t *testing.T) {
 	const (
-		wait   = hostloop.ReconcileWait
-		apply  = hostloop.ReconcileApply
-		again  = hostloop.ReconcileRedispatch
-		indet  = hostloop.ReconcileIndeterminate
+		wait   = workflow.ReconcileWait
+		apply  = workflow.ReconcileApply
+		again  = workflow.ReconcileRedispatch
+		indet  = workflow.ReconcileIndeterminate
 		idem   = true
 		claim  = false
 		past   = true
@@ -24,7 +24,7 @@ func TestDecideReconcile(t *testing.T) {
 		state         protocol.OperationState
 		idempotent    bool
 		horizonPassed bool
-		want          hostloop.ReconcileAction
+		want          workflow.ReconcileAction
 	}{
 		{protocol.OperationRunning, idem, before, wait},
 		{protocol.OperationRunning, idem, past, wait},
@@ -43,7 +43,7 @@ func TestDecideReconcile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/idempotent=%v/horizon=%v", tc.state, tc.idempotent, tc.horizonPassed), func(t *testing.T) {
-			got, err := hostloop.DecideReconcile(tc.state, tc.idempotent, tc.horizonPassed)
+			got, err := workflow.DecideReconcile(tc.state, tc.idempotent, tc.horizonPassed)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +52,7 @@ func TestDecideReconcile(t *testing.T) {
 			}
 			// The rule the policy exists for: a claimed tool's
 			// operation is never sent again.
-			if !tc.idempotent && got == hostloop.ReconcileRedispatch {
+			if !tc.idempotent && got == workflow.ReconcileRedispatch {
 				t.Fatal("a claimed tool's operation would be dispatched twice")
 			}
 		})
@@ -61,8 +61,8 @@ func TestDecideReconcile(t *testing.T) {
 
 func TestDecideReconcileRefusesAnUnknownState(t *testing.T) {
 	for _, s := range []protocol.OperationState{"", "done", "RUNNING"} {
-		got, err := hostloop.DecideReconcile(s, true, true)
-		if !errors.Is(err, hostloop.ErrInvalidReconcileState) || got != 0 {
+		got, err := workflow.DecideReconcile(s, true, true)
+		if !errors.Is(err, workflow.ErrInvalidReconcileState) || got != 0 {
 			t.Errorf("DecideReconcile(%q) = %v, %v; want 0, ErrInvalidReconcileState", s, got, err)
 		}
 	}
@@ -70,10 +70,10 @@ func TestDecideReconcileRefusesAnUnknownState(t *testing.T) {
 
 func ExampleDecideReconcile() {
 	for _, idempotent := range []bool{true, false} {
-		a, _ := hostloop.DecideReconcile(protocol.OperationUnknown, idempotent, true)
+		a, _ := workflow.DecideReconcile(protocol.OperationUnknown, idempotent, true)
 		fmt.Println(idempotent, a)
 	}
-	a, _ := hostloop.DecideReconcile(protocol.OperationUnknown, false, false)
+	a, _ := workflow.DecideReconcile(protocol.OperationUnknown, false, false)
 	fmt.Println(a)
 	// Output:
 	// true redispatch

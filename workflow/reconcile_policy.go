@@ -1,7 +1,8 @@
-package hostloop
+package workflow
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -68,5 +69,5 @@ func DecideReconcile(state protocol.OperationState, idempotent, horizonPassed bo
 			return ReconcileIndeterminate, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: %s", ErrInvalidReconcileState, quoteID(state))
+	return 0, fmt.Errorf("%w: %s", ErrInvalidReconcileState, strconv.Quote(string(state)))
 }
