@@ -33,3 +33,24 @@ func (c *Client) CancelByRequest(ctx context.Context, requestID string) (CancelR
 	err := c.call(ctx, http.MethodPost, c.endpoint("v1", "operations", requestID, "cancel"), nil, &r)
 	return r, err
 }
+
+// CancelSession ends a session: its live operations are cancelled
+// two-phase and it ends cancelled once they settle. With force the host
+// asserts them cancelled at once, without their workers.
+func (c *Client) CancelSession(ctx context.Context, session string, force bool) (SessionCancelResponse, error) {
+	var r SessionCancelResponse
+	target := c.endpoint("v1", "sessions", session, "cancel")
+	if force {
+		target += "?force=true"
+	}
+	err := c.call(ctx, http.MethodPost, target, nil, &r)
+	return r, err
+}
+
+// ReconcileSession asks the host to ask the workers, now, about every
+// live operation of a session; it answers how many it asks about.
+func (c *Client) ReconcileSession(ctx context.Context, session string) (ReconcileResponse, error) {
+	var r ReconcileResponse
+	err := c.call(ctx, http.MethodPost, c.endpoint("v1", "sessions", session, "reconcile"), nil, &r)
+	return r, err
+}

@@ -20,6 +20,10 @@ type (
 	// CancelResponse is the host's answer to a cancel: requested, not yet
 	// done.
 	CancelResponse = httpapi.CancelResponse
+	// SessionCancelResponse is the session as a session cancel left it.
+	SessionCancelResponse = httpapi.SessionCancelResponse
+	// ReconcileResponse counts the operations a reconcile asks about.
+	ReconcileResponse = httpapi.ReconcileResponse
 	// SessionSummary is one line of the host's session list.
 	SessionSummary = httpapi.SessionSummary
 	// SessionList is the host's session list.
@@ -43,6 +47,8 @@ const (
 	StateSuspended = "suspended"
 	StateCompleted = "completed"
 	StateFailed    = "failed"
+	// StateCancelled: an operator ended the session.
+	StateCancelled = "cancelled"
 )
 
 // Codes Session.ErrorCode reports for a failed session whose host process

@@ -48,10 +48,6 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	return nil
 }
 
-// LedgerMaxAge is how long SPLASH_LEDGER keeps a ledger nobody removed: a
-// session whose hosts were all gone that long is past resuming.
-const LedgerMaxAge = 7 * 24 * time.Hour
-
 // maxSessionValueBytes caps one record of the session bucket: the bucket
 // keeps a record per finished session for SessionRetention, so a script
 // value larger than this is cut rather than stored whole.
@@ -105,8 +101,13 @@ func ledgerStreamConfig(cfg Config) jetstream.StreamConfig {
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     cfg.Storage,
 		Replicas:    cfg.Replicas,
-		MaxAge:      LedgerMaxAge,
-		MaxMsgSize:  cfg.MaxMsgSize,
+		// No age: a ledger is kept for as long as its session waits, and
+		// goes when the session ends (or an operator ends it). An age
+		// would be counted from each append, so a live session waiting on
+		// a slow tool would lose its history to it. Provisioning an
+		// existing stream lifts an age set by earlier versions.
+		MaxAge:     0,
+		MaxMsgSize: cfg.MaxMsgSize,
 		// A host removes a finished session's ledger with one rollup
 		// message on its subject (hostnats.LedgerLog.Remove), which then
 		// expires by its own TTL; nothing else may delete.

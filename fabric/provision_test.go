@@ -155,3 +155,26 @@ func TestProvisionCreatesTheSessionBucket(t *testing.T) {
 		t.Fatalf("bucket ttl %v history %d max %d", st.TTL(), st.History(), info.Config.MaxMsgSize)
 	}
 }
+
+// A ledger lives as long as its session: SPLASH_LEDGER keeps no age, and
+// provisioning a stream an earlier version made with seven days (counted
+// from each append, so a session waiting on a slow tool lost its history)
+// lifts it.
+func TestProvisionKeepsLedgersWithoutAge(t *testing.T) {
+	env := newEnv(t)
+	ctx := testCtx(t)
+	if got := streamConfig(t, env.js, fabric.StreamLedger).MaxAge; got != 0 {
+		t.Fatalf("%s MaxAge = %v, want none", fabric.StreamLedger, got)
+	}
+	aged := streamConfig(t, env.js, fabric.StreamLedger)
+	aged.MaxAge = 7 * 24 * time.Hour
+	if _, err := env.js.UpdateStream(ctx, aged); err != nil {
+		t.Fatal(err)
+	}
+	if err := fabric.Provision(ctx, env.js, env.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := streamConfig(t, env.js, fabric.StreamLedger).MaxAge; got != 0 {
+		t.Fatalf("after provisioning an aged stream, MaxAge = %v, want none", got)
+	}
+}

@@ -25,6 +25,8 @@ type Runtime struct {
 	grants     []string      // read by the script engine
 	execBudget time.Duration // read by the script engine
 	memBudget  int64         // read by the script engine
+	// background: the script's slices give way to live ones (a replay).
+	background bool
 
 	nonce        CapabilitySessionNonce
 	nonceErr     error  // why the nonce could not be drawn; refuses external tools

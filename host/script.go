@@ -188,7 +188,7 @@ func (e *scriptEngine) afterSettle() *EvalResult {
 func (e *scriptEngine) slice(run func() error) (res *EvalResult) {
 	e.inSlice = true
 	// Waiting for the gate is not the script's time.
-	sharedMeter.enter(&e.mem, e.enterRealm)
+	sharedMeter.enter(&e.mem, e.r.background, e.enterRealm)
 	rl := e.realm // a failure below may drop it from e
 	e.budget.arm(e.vm)
 	defer func() {

@@ -47,7 +47,7 @@ const hardBudgetFactor = 2
 // running account's timer callbacks run on their own goroutines and touch
 // it only under mu; the collections they ask for run without it.
 type memoryMeter struct {
-	gate sync.Mutex
+	gate *sliceGate
 
 	mu     sync.Mutex
 	sample [2]metrics.Sample
@@ -71,6 +71,7 @@ type memoryMeter struct {
 
 // sharedMeter reads the heap for every script engine of the process.
 var sharedMeter = &memoryMeter{
+	gate:  newSliceGate(),
 	scale: 1,
 	sample: [2]metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
@@ -153,8 +154,8 @@ func (m *memoryMeter) carry(a *memoryAccount) float64 {
 // enter waits for the gate, runs prepare (which may build what the slice
 // runs in: that growth is nobody's) and starts charging a for a slice of
 // the vm prepare returns. The gate stays held until unlock.
-func (m *memoryMeter) enter(a *memoryAccount, prepare func() *goja.Runtime) {
-	m.gate.Lock()
+func (m *memoryMeter) enter(a *memoryAccount, background bool, prepare func() *goja.Runtime) {
+	m.gate.lock(background)
 	vm := prepare()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -201,7 +202,7 @@ func (m *memoryMeter) exit(a *memoryAccount) (over bool) {
 }
 
 // unlock opens the gate for the next slice.
-func (m *memoryMeter) unlock() { m.gate.Unlock() }
+func (m *memoryMeter) unlock() { m.gate.unlock() }
 
 // forget drops a's carry: its script and what it held are gone.
 func (m *memoryMeter) forget(a *memoryAccount) {

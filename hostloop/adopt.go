@@ -2,7 +2,6 @@ package hostloop
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -41,74 +40,6 @@ func (l *Loop) release(ctx context.Context, inc string) {
 	if l.cfg.Leases != nil {
 		// A release that fails lapses instead.
 		_ = l.cfg.Leases.Release(ctx, inc)
-	}
-}
-
-// adoptLoop looks, every AdoptEvery, for durable sessions no live host
-// drives, and carries them on here. It runs until Stop.
-func (l *Loop) adoptLoop() {
-	defer l.st.bg.Done()
-	timer := l.cfg.Clock.NewTimer(l.cfg.AdoptEvery)
-	defer timer.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-timer.C():
-		}
-		l.adoptOnce()
-		timer.Reset(l.cfg.AdoptEvery)
-	}
-}
-
-// adoptOnce takes the lease of every incarnation that has ledgers and no
-// live holder, rebuilds its sessions off the loop and hands them to it;
-// then reads the events of the hosts it took sessions from, and gives up
-// the adopted incarnations whose sessions all ended.
-func (l *Loop) adoptOnce() {
-	ctx, cancel := context.WithTimeout(l.stopped, l.cfg.ArchiveTimeout)
-	defer cancel()
-	groups, err := l.ledgerGroups(ctx)
-	if err != nil {
-		return
-	}
-	for _, inc := range slices.Sorted(maps.Keys(groups)) {
-		if err := l.take(ctx, inc); err != nil {
-			continue
-		}
-		rs, err := l.loadResumable(ctx, groups[inc])
-		if err == nil {
-			err = l.send(ctx, cmdFunc(func(st *loopState) { st.takeResumed(rs) }))
-		}
-		if err != nil {
-			// Given up, so the next scan (here or elsewhere) tries again.
-			l.release(ctx, inc)
-			if errors.Is(err, ErrLoopStopped) {
-				return
-			}
-		}
-	}
-	l.readAdoptedEvents(ctx)
-	l.releaseEnded(ctx)
-}
-
-// readAdoptedEvents starts reading the events of every other host one of
-// whose incarnations this process holds. It runs once the sessions are in
-// the loop: an answer read before the loop knew its call would be refused
-// as an unknown request and acked away, leaving the call to
-// reconciliation. Answers sent meanwhile wait in the stream (the
-// adopter's durable starts at the first host's ack floor). A host whose
-// events cannot be read now is tried again at the next scan; for one
-// already read, AdoptEvents does nothing.
-func (l *Loop) readAdoptedEvents(ctx context.Context) {
-	a, ok := l.cfg.Transport.(EventsAdopter)
-	if !ok {
-		return
-	}
-	for _, h := range slices.Sorted(maps.Keys(l.heldHosts())) {
-		if h != l.cfg.HostID {
-			_ = a.AdoptEvents(ctx, h)
-		}
 	}
 }
 

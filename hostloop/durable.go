@@ -65,7 +65,12 @@ func (st *loopState) write(s *session, a *workflow.Append) {
 	go func() {
 		defer st.bg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		err := log.Append(ctx, id, a.From, a.Entries)
+		var err error
+		if rw, ok := log.(workflow.Rewriter); ok && a.All != nil {
+			err = rw.Rewrite(ctx, id, a.From, a.All)
+		} else {
+			err = log.Append(ctx, id, a.From, a.Entries)
+		}
 		cancel()
 		select {
 		case st.ledgerDone <- ledgerWrite{s: s, upTo: a.UpTo(), err: err}:

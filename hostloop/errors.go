@@ -1,6 +1,10 @@
 package hostloop
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/splashfabric/splashfabric/workflow"
+)
 
 // Errors of the loop. Each is declared once here and wrapped with the
 // offending value, so callers match them with errors.Is; the runtime's
@@ -24,6 +28,17 @@ var (
 	// ErrSessionEnded: the session asked to be cancelled has ended
 	// already; nothing was changed.
 	ErrSessionEnded = errors.New("hostloop: session ended")
+	// ErrNotReconcilable: the loop's transport cannot ask workers about
+	// operations (it is no Reconciler).
+	ErrNotReconcilable = errors.New("hostloop: transport cannot reconcile")
+	// ErrSessionResuming: the session is being brought back from its
+	// ledger by this process and is not live yet; ask again shortly.
+	ErrSessionResuming = errors.New("hostloop: session resuming")
+	// ErrLedgerRejected is the reason of a session whose ledger does not
+	// verify or replay (a forged or damaged record, one sealed under a
+	// key no longer held): it fails alone, and its ledger is kept for
+	// inspection. It is workflow.ErrLedgerRejected.
+	ErrLedgerRejected = workflow.ErrLedgerRejected
 )
 
 var (

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -146,9 +145,16 @@ type Loop struct {
 	incarnation Incarnation
 
 	// held is the incarnations whose leases this process holds; leaseMu
-	// guards it (StartLoop, the adoption scan and Stop use it).
+	// guards it (StartLoop, the resumer and Stop use it).
 	leaseMu sync.Mutex
 	held    map[string]bool
+
+	// resumes is the resumer's progress; digestSet is the catalog's
+	// digests, read once by the resumer.
+	resumes    resumption
+	digestOnce sync.Once
+	digestSet  map[string]string
+	digestErr  error
 
 	// Everything below is owned by the run goroutine.
 	st *loopState
@@ -256,28 +262,23 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	l.stopped, l.stopStopped = context.WithCancel(context.Background())
 	l.st = newLoopState(cfg, l.incarnation.ID, l.done)
 	if cfg.Ledger != nil {
-		// Before the loop runs: the sessions an earlier process left
-		// are this one's first, and nothing else touches the state yet.
+		// Held before any session of this process exists, so no other
+		// host ever takes them for sessions nobody drives.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.ArchiveTimeout)
 		err := l.take(ctx, l.incarnation.ID)
-		if err == nil {
-			err = l.resumeOwn(ctx)
-		}
 		cancel()
 		if err != nil {
 			l.stopStopped()
-			l.st.abandonResumed()
-			l.releaseAll(context.Background())
-			if !errors.Is(err, ErrLedgerUnavailable) && !errors.Is(err, ErrArchiveUnavailable) {
-				err = fmt.Errorf("%w: %w", ErrLedgerUnavailable, err)
-			}
-			return nil, err
+			return nil, fmt.Errorf("%w: lease of %s: %w", ErrLedgerUnavailable, l.incarnation.ID, err)
 		}
 	}
 	go l.run()
-	if cfg.Leases != nil {
+	if cfg.Ledger != nil {
+		// The sessions earlier processes left are brought back beside
+		// the loop, each as soon as it is replayed: the host takes new
+		// scripts meanwhile.
 		l.st.bg.Add(1)
-		go l.adoptLoop()
+		go l.resumeLoop()
 	}
 	return l, nil
 }

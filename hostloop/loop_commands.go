@@ -46,6 +46,11 @@ const (
 	SessionCancelled SessionState = "cancelled"
 )
 
+// Terminal reports whether a session in state s has ended.
+func (s SessionState) Terminal() bool {
+	return s == SessionCompleted || s == SessionFailed || s == SessionCancelled
+}
+
 // SessionStatus is a snapshot of one session.
 type SessionStatus struct {
 	ID    SessionID
@@ -132,16 +137,23 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 //
 // With an Archive, a session the loop does not hold is looked up there, on
 // the caller's goroutine: a finished session the loop forgot answers with
-// its recorded status, a session of an earlier incarnation of this host
-// that has no record answers as failed with ErrHostRestarted. Neither has
-// an audit log any more.
+// its recorded status (and, with an AuditArchive, its recorded audit), a
+// session of an earlier incarnation of this host that has no record
+// answers as failed with ErrHostRestarted.
 func (l *Loop) Status(ctx context.Context, id SessionID) (SessionStatus, []host.AuditEvent, error) {
 	s, audit, err := l.liveStatus(ctx, id)
 	if err == nil || l.cfg.Archive == nil || !errors.Is(err, ErrUnknownSession) {
 		return s, audit, err
 	}
-	s, err = l.archived(ctx, id)
-	return s, nil, err
+	if s, err = l.archived(ctx, id); err != nil || !s.State.Terminal() {
+		return s, nil, err
+	}
+	if aa, ok := l.cfg.Archive.(AuditArchive); ok {
+		// An audit that cannot be read is not the session's failure: its
+		// status stands without it.
+		audit, _ = aa.LookupAudit(ctx, id)
+	}
+	return s, audit, nil
 }
 
 // liveStatus asks the loop for a session it holds.
@@ -322,7 +334,7 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 func (st *loopState) cancel(id SessionID, op host.ExternalToolID) error {
 	s := st.sessions[id]
 	if s == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownSession, quoteID(id))
+		return st.unknownSession(id)
 	}
 	d := s.ops[op]
 	if d == nil {

@@ -62,6 +62,11 @@ type loopState struct {
 	inflight   int
 	// reconcileDone carries the workers' accounts of operations.
 	reconcileDone chan reconcileAnswer
+	// resuming holds the incarnations whose sessions the resumer is
+	// bringing back; parked holds, by request id, the answers to their
+	// requests that came before their session was in.
+	resuming map[string]bool
+	parked   map[string][]Event
 	bg            *sync.WaitGroup
 	gone          <-chan struct{}
 }
@@ -151,6 +156,8 @@ func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loo
 		dirty:         make(map[*session]struct{}),
 		settled:       make(map[string]*dispatched),
 		settledRing:   make([]string, settledMemory),
+		resuming:      make(map[string]bool),
+		parked:        make(map[string][]Event),
 	}
 }
 
@@ -201,13 +208,7 @@ func (st *loopState) flushSession(s *session) {
 			st.track(s, op)
 		}
 	}
-	n := len(s.audit)
-	if s.audit = s.core.DrainAuditTo(s.audit); len(s.audit) > n {
-		if o := st.cfg.Observer; o != nil {
-			o.Audit(s.id, s.audit[n:])
-		}
-		s.trimAudit(st.cfg.AuditPerSession)
-	}
+	st.drainAudit(s)
 	if next, ok := s.core.NextDeadline(); ok && !next.Equal(s.deadline) {
 		s.deadline = next
 		st.timers.push(timerEntry{at: next, kind: timerDeadline, s: s})
@@ -227,6 +228,18 @@ func (st *loopState) flushSession(s *session) {
 	if state := summaryOf(s).State; state != s.reported {
 		s.reported = state
 		st.reporting = append(st.reporting, s)
+	}
+}
+
+// drainAudit takes the audit events the session's runtime recorded since
+// the last drain, tells the observer, and keeps the newest.
+func (st *loopState) drainAudit(s *session) {
+	n := len(s.audit)
+	if s.audit = s.core.DrainAuditTo(s.audit); len(s.audit) > n {
+		if o := st.cfg.Observer; o != nil {
+			o.Audit(s.id, s.audit[n:])
+		}
+		s.trimAudit(st.cfg.AuditPerSession)
 	}
 }
 
@@ -304,7 +317,13 @@ func (st *loopState) finishSession(s *session) {
 	st.finished = append(st.finished, s.id)
 	if a := st.cfg.Archive; a != nil {
 		// Before retention can forget it, so there is no moment in
-		// which neither the loop nor the archive's queue holds it.
+		// which neither the loop nor the archive's queue holds it. The
+		// audit drained so far goes first: the ledger's removal waits
+		// for a flush that covers both.
+		st.drainAudit(s)
+		if aa, ok := a.(AuditArchive); ok {
+			aa.RecordAudit(s.id, s.audit)
+		}
 		a.Record(summaryOf(s))
 	}
 	st.retain()
@@ -525,6 +544,9 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string, ack 
 		return
 	}
 	d := st.byRequest[requestID]
+	if d == nil && st.park(Event{Kind: EventMessage, Message: m, Worker: worker, Ack: ack}, requestID) {
+		return
+	}
 	if d == nil {
 		ackNow(ack)
 		if late := st.settled[requestID]; late != nil && m.Kind == protocol.KindResult {

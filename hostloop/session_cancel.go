@@ -44,7 +44,7 @@ func (st *loopState) cancelSession(id SessionID, reason workflow.EndReason, forc
 	s := st.sessions[id]
 	switch {
 	case s == nil:
-		return SessionStatus{}, fmt.Errorf("%w: %s", ErrUnknownSession, quoteID(id))
+		return SessionStatus{}, st.unknownSession(id)
 	case s.done:
 		return st.status(s), fmt.Errorf("%w: %s ended %s", ErrSessionEnded, quoteID(id), summaryOf(s).State)
 	}
@@ -78,4 +78,36 @@ func (st *loopState) forceEnding(s *session) {
 	if _, err := st.cancelSession(s.id, s.core.Ending(), true); err != nil {
 		st.reject("max_lifetime", err)
 	}
+}
+
+// ReconcileSession asks the tools' workers, now, about every live
+// operation of a session, instead of when each one's reconciliation is
+// next due; it returns how many it asks about. What they answer is taken
+// as any reconciliation's is (see workflow.DecideReconcile).
+func (l *Loop) ReconcileSession(ctx context.Context, id SessionID) (int, error) {
+	type answer struct {
+		n   int
+		err error
+	}
+	a, err := call(ctx, l, func(reply chan<- answer) command {
+		return cmdFunc(func(st *loopState) {
+			s := st.sessions[id]
+			if s == nil {
+				reply <- answer{err: st.unknownSession(id)}
+				return
+			}
+			if _, ok := st.cfg.Transport.(Reconciler); !ok {
+				reply <- answer{err: fmt.Errorf("%w: the transport cannot reconcile", ErrNotReconcilable)}
+				return
+			}
+			for _, d := range s.ops {
+				st.reconcileAfter(d, 0)
+			}
+			reply <- answer{n: len(s.ops)}
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return a.n, a.err
 }

@@ -1,6 +1,10 @@
 package hostnats
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/splashfabric/splashfabric/workflow"
+)
 
 // Every rejection in this package wraps one of these sentinels, or
 // fabric.ErrInvalidConfig for a setting out of range, or a sentinel of the
@@ -12,7 +16,8 @@ var (
 	ErrClosed = errors.New("hostnats: transport closed")
 	// ErrLedgerRejected reports a ledger record that fails its seal or
 	// does not follow the record before it: the ledger is not replayed.
-	ErrLedgerRejected = errors.New("hostnats: ledger record rejected")
+	// It is workflow.ErrLedgerRejected, which the host loop matches.
+	ErrLedgerRejected = workflow.ErrLedgerRejected
 	// ErrNoReconcileAnswer reports a reconciliation request that no
 	// worker answered acceptably before the timeout, or that no worker of
 	// the tool's pool was there to hear.

@@ -71,7 +71,10 @@ type ledgerBatch struct {
 	Entries []workflow.Entry `json:"entries"`
 }
 
-var _ workflow.Log = (*LedgerLog)(nil)
+var (
+	_ workflow.Log      = (*LedgerLog)(nil)
+	_ workflow.Rewriter = (*LedgerLog)(nil)
+)
 
 // NewLedgerLog binds to SPLASH_LEDGER, which fabric.Provision must have created
 // with cfg; key is the frame key its records are sealed under.
@@ -181,6 +184,56 @@ func (l *LedgerLog) append(ctx context.Context, session, subject string, from in
 		l.setTail(session, tail)
 	}
 	return nil
+}
+
+// Rewrite implements workflow.Rewriter: the whole ledger in one message
+// whose rollup drops the messages it replaces, fenced on the subject's
+// last sequence as an Append is. A ledger too large for one message takes
+// the entries past stored as an Append instead. A retried Rewrite whose
+// first try landed finds the ledger holding entries, and takes it.
+func (l *LedgerLog) Rewrite(ctx context.Context, session string, stored int, entries []workflow.Entry) error {
+	if stored > len(entries) {
+		return fmt.Errorf("%w: rewrite of %d entries over %d stored", workflow.ErrInvalidEntry, len(entries), stored)
+	}
+	subject, err := ledgerSubject(session)
+	if err != nil {
+		return err
+	}
+	batches, err := l.split(0, entries)
+	if err != nil {
+		return err
+	}
+	if len(batches) != 1 {
+		return l.Append(ctx, session, stored, entries[stored:])
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	tail, err := l.tailOf(ctx, session, subject, stored)
+	if err == nil {
+		msg := nats.NewMsg(subject)
+		msg.Data = l.seal.Seal(sealName(session, 0), batches[0].encode())
+		msg.Header.Set(ledgerIndexHeader, "0")
+		msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+		var ack *jetstream.PubAck
+		if ack, err = l.publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(tail.seq)); err == nil {
+			l.setTail(session, ledgerTail{n: len(entries), seq: ack.Sequence})
+			return nil
+		}
+		l.forget(session)
+		if !fabric.WrongLastSequence(err) {
+			return fmt.Errorf("hostnats: ledger %s: %w", session, err)
+		}
+		err = fmt.Errorf("%w: %s: %v", workflow.ErrLedgerConflict, session, err)
+	}
+	if !errors.Is(err, workflow.ErrLedgerConflict) {
+		return err
+	}
+	if have, lerr := l.Load(ctx, session); lerr == nil {
+		if k, ok := workflow.Landed(have, 0, entries); ok && k == len(entries) {
+			return nil
+		}
+	}
+	return err
 }
 
 // ledgerTryWait bounds how long one try of a ledger write waits for its
@@ -342,6 +395,11 @@ func (l *LedgerLog) Has(ctx context.Context, session string) (bool, error) {
 // Load implements workflow.Log. Every message is verified; a ledger with
 // a message that fails, or whose batches do not follow on, is refused with
 // ErrLedgerRejected rather than replayed in part.
+//
+// The messages are read one by one with the stream's get-next-by-subject
+// request: no consumer is made, so any number of ledgers can be read at
+// once, and none is left behind. Compaction (Rewrite) keeps the number of
+// messages of a long ledger small.
 func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry, error) {
 	subject, err := ledgerSubject(session)
 	if err != nil {
@@ -349,62 +407,37 @@ func (l *LedgerLog) Load(ctx context.Context, session string) ([]workflow.Entry,
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
-	}
-	left := info.NumPending
-	if left == 0 {
-		return nil, fmt.Errorf("%w: %s", workflow.ErrUnknownLedger, session)
-	}
 	var out []workflow.Entry
 	var last uint64
-	for left > 0 {
-		batch, err := cons.Fetch(int(min(left, 256)), jetstream.FetchContext(ctx))
+	for seq := uint64(1); ; seq = last + 1 {
+		m, err := l.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			if len(out) == 0 {
+				return nil, fmt.Errorf("%w: %s", workflow.ErrUnknownLedger, session)
+			}
+			l.setTail(session, ledgerTail{n: len(out), seq: last})
+			return out, nil
+		case err != nil:
+			return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
+		}
+		last = m.Sequence
+		if isTombstone(m.Header) {
+			// A rollup leaves nothing before it, so a tombstone is the
+			// subject's first message: what follows it, if anything, is a
+			// ledger begun after the removal.
+			out = out[:0]
+			continue
+		}
+		b, err := l.open(session, m.Header.Get(ledgerIndexHeader), m.Data)
 		if err != nil {
-			return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
+			return nil, err
 		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			if md, err := m.Metadata(); err == nil {
-				last = md.Sequence.Stream
-			}
-			if isTombstone(m.Headers()) {
-				// A rollup leaves nothing before it, so a tombstone is
-				// the subject's first message: what follows it, if
-				// anything, is a ledger begun after the removal.
-				continue
-			}
-			b, err := l.open(session, m.Headers().Get(ledgerIndexHeader), m.Data())
-			if err != nil {
-				return nil, err
-			}
-			if b.From != len(out) {
-				return nil, fmt.Errorf("%w: %s: a batch at %d follows %d entries", ErrLedgerRejected, session, b.From, len(out))
-			}
-			out = append(out, b.Entries...)
+		if b.From != len(out) {
+			return nil, fmt.Errorf("%w: %s: a batch at %d follows %d entries", ErrLedgerRejected, session, b.From, len(out))
 		}
-		if err := batch.Error(); err != nil {
-			return nil, fmt.Errorf("hostnats: ledger %s: %w", session, err)
-		}
-		if got == 0 {
-			return nil, fmt.Errorf("hostnats: ledger %s: %w", session, context.DeadlineExceeded)
-		}
-		left -= uint64(got)
+		out = append(out, b.Entries...)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s", workflow.ErrUnknownLedger, session)
-	}
-	l.setTail(session, ledgerTail{n: len(out), seq: last})
-	return out, nil
 }
 
 // open verifies and decodes one message.

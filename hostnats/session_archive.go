@@ -65,6 +65,8 @@ type SessionArchive struct {
 	// pending holds each id's latest record until its write resolved.
 	queue   []archiveWrite
 	pending map[hostloop.SessionID]archiveWrite
+	// pendingAudit holds each id's audit record until its write resolved.
+	pendingAudit map[hostloop.SessionID]archiveWrite
 	// seq numbers records as Record takes them; resolved is the highest
 	// seq whose write resolved (in order), which Flush waits on.
 	seq, resolved uint64
@@ -90,6 +92,8 @@ type archiveWrite struct {
 	id   hostloop.SessionID
 	key  string
 	data []byte
+	// audit: the record is the session's audit, not its outcome.
+	audit bool
 }
 
 type archiveIncarnation struct {
@@ -148,7 +152,8 @@ func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg fabric.Config, ke
 		budget:  int(cfg.SessionValueBytes()) - recordHeadroom - recordauth.Overhead,
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
-		pending: make(map[hostloop.SessionID]archiveWrite),
+		pending:      make(map[hostloop.SessionID]archiveWrite),
+		pendingAudit: make(map[hostloop.SessionID]archiveWrite),
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.wg.Add(1)
@@ -219,28 +224,53 @@ func (a *SessionArchive) Record(s hostloop.SessionStatus) {
 			data = a.seal.Seal(key, data)
 		}
 	}
-	a.mu.Lock()
-	a.stats.Recorded++
-	switch {
-	case err != nil:
-	case a.closed:
-		err = ErrClosed
-	case len(a.queue) >= a.opts.maxPending:
-		err = errors.New("queue full")
-	}
 	if err != nil {
+		a.mu.Lock()
+		a.stats.Recorded++
 		a.stats.Dropped++
 		a.mu.Unlock()
 		a.report(fmt.Errorf("hostnats: session record of %q dropped: %w", truncate(string(s.ID)), err))
 		return
 	}
 	if cut {
+		a.mu.Lock()
 		a.stats.Truncated++
+		a.mu.Unlock()
+	}
+	a.enqueue(archiveWrite{id: s.ID, key: key, data: data})
+}
+
+// enqueue queues w for the writer, unless the archive closed or the queue
+// is full (then it is counted as dropped and reported).
+func (a *SessionArchive) enqueue(w archiveWrite) {
+	a.mu.Lock()
+	// Stats count outcomes: an audit record rides with its session's.
+	if !w.audit {
+		a.stats.Recorded++
+	}
+	var err error
+	switch {
+	case a.closed:
+		err = ErrClosed
+	case len(a.queue) >= a.opts.maxPending:
+		err = errors.New("queue full")
+	}
+	if err != nil {
+		if !w.audit {
+			a.stats.Dropped++
+		}
+		a.mu.Unlock()
+		a.report(fmt.Errorf("hostnats: session record of %q dropped: %w", truncate(string(w.id)), err))
+		return
 	}
 	a.seq++
-	w := archiveWrite{seq: a.seq, id: s.ID, key: key, data: data}
+	w.seq = a.seq
 	a.queue = append(a.queue, w)
-	a.pending[s.ID] = w
+	if w.audit {
+		a.pendingAudit[w.id] = w
+	} else {
+		a.pending[w.id] = w
+	}
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -421,12 +451,18 @@ func (a *SessionArchive) write() {
 func (a *SessionArchive) resolve(w archiveWrite, err error) {
 	a.mu.Lock()
 	a.resolved = w.seq
-	if p, ok := a.pending[w.id]; ok && p.seq == w.seq {
-		delete(a.pending, w.id)
+	pending := a.pending
+	if w.audit {
+		pending = a.pendingAudit
 	}
-	if err != nil {
+	if p, ok := pending[w.id]; ok && p.seq == w.seq {
+		delete(pending, w.id)
+	}
+	switch {
+	case w.audit:
+	case err != nil:
 		a.stats.Failed++
-	} else {
+	default:
 		a.stats.Stored++
 	}
 	kept := a.waiters[:0]

@@ -8,6 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // Keys of the splash_sessions bucket: "s.<session id>" holds a session's
@@ -80,6 +81,9 @@ var errorKinds = []struct {
 	{host.ErrMemoryBudget, "memory_budget"},
 	{host.ErrExecutionBudget, "execution_budget"},
 	{host.ErrPendingLimit, "pending_limit"},
+	{hostloop.ErrLedgerRejected, "ledger_rejected"},
+	{workflow.ErrSessionCancelled, "cancelled"},
+	{workflow.ErrMaxLifetime, "max_lifetime"},
 }
 
 // archivedError is a failure read back from a record: the original text,
@@ -163,7 +167,7 @@ func decodeSession(data []byte) (hostloop.SessionStatus, error) {
 		ID: hostloop.SessionID(rec.ID), State: hostloop.SessionState(rec.State), Value: rec.Value,
 		Error: rec.Error, Created: rec.Created, Truncated: rec.Truncated,
 	}
-	if rec.State == string(hostloop.SessionFailed) {
+	if rec.State == string(hostloop.SessionFailed) || rec.State == string(hostloop.SessionCancelled) {
 		s.Err = errorOfKind(rec.Kind, rec.Error)
 	}
 	return s, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // Errors the API itself raises. Each maps to one HTTP status and one
@@ -117,6 +118,9 @@ var errorCodes = []errorCode{
 	{ErrSourceUnavailable, http.StatusNotFound, "source_unavailable"},
 
 	{hostloop.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
+	{hostloop.ErrSessionResuming, http.StatusServiceUnavailable, "session_resuming"},
+	{hostloop.ErrSessionEnded, http.StatusConflict, "session_ended"},
+	{hostloop.ErrNotReconcilable, http.StatusNotImplemented, "not_reconcilable"},
 	{hostloop.ErrSessionElsewhere, http.StatusMisdirectedRequest, "session_elsewhere"},
 	{host.ErrUnknownOperation, http.StatusNotFound, "unknown_operation"},
 	{host.ErrUnknownTool, http.StatusUnprocessableEntity, "unknown_tool"},
@@ -162,6 +166,12 @@ var sessionErrorCodes = []struct {
 	{host.ErrMemoryBudget, "memory_budget"},
 	{host.ErrExecutionBudget, "execution_budget"},
 	{host.ErrPendingLimit, "pending_limit"},
+	// Its ledger did not verify or replay after a restart (a damaged or
+	// forged record, one sealed under a key no longer held).
+	{hostloop.ErrLedgerRejected, "ledger_rejected"},
+	// An operator ended it, or it outlived the lifetime it was given.
+	{workflow.ErrSessionCancelled, "cancelled"},
+	{workflow.ErrMaxLifetime, "max_lifetime"},
 }
 
 // sessionErrorCode returns the code of a failed session's reason, or "".

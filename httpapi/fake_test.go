@@ -122,3 +122,29 @@ func (f *fakeBackend) finish(id hostloop.SessionID, value string) {
 func sessionID(n int) hostloop.SessionID { return hostloop.SessionID(fmt.Sprintf("s-%d", n)) }
 
 var _ httpapi.Backend = (*fakeBackend)(nil)
+
+// CancelSession ends a fake session cancelled.
+func (f *fakeBackend) CancelSession(_ context.Context, id hostloop.SessionID, _ bool) (hostloop.SessionStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.sessions[id]
+	if !ok {
+		return hostloop.SessionStatus{}, fmt.Errorf("%w: %s", hostloop.ErrUnknownSession, id)
+	}
+	if s.status.State.Terminal() {
+		return s.status, fmt.Errorf("%w: %s", hostloop.ErrSessionEnded, id)
+	}
+	s.status.State, s.status.Operations = hostloop.SessionCancelled, nil
+	return s.status, nil
+}
+
+// ReconcileSession counts a fake session's operations.
+func (f *fakeBackend) ReconcileSession(_ context.Context, id hostloop.SessionID) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.sessions[id]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", hostloop.ErrUnknownSession, id)
+	}
+	return len(s.status.Operations), nil
+}

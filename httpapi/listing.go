@@ -43,10 +43,10 @@ func listQuery(r *http.Request) (hostloop.SessionState, int, error) {
 		switch name {
 		case "state":
 			switch st := hostloop.SessionState(v); st {
-			case "", hostloop.SessionSuspended, hostloop.SessionCompleted, hostloop.SessionFailed:
+			case "", hostloop.SessionSuspended, hostloop.SessionCompleted, hostloop.SessionFailed, hostloop.SessionCancelled:
 				state = st
 			default:
-				return "", 0, fmt.Errorf("%w: state is %s, want suspended, completed or failed", ErrInvalidField, quoteClip(v))
+				return "", 0, fmt.Errorf("%w: state is %s, want suspended, completed, failed or cancelled", ErrInvalidField, quoteClip(v))
 			}
 		case "limit":
 			n, err := strconv.Atoi(v)

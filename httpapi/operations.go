@@ -56,6 +56,42 @@ func (s *server) cancelOp(w http.ResponseWriter, r *http.Request, session hostlo
 	writeJSON(w, http.StatusAccepted, CancelResponse{Session: string(session), Operation: op.String(), Cancellation: "requested"})
 }
 
+// cancelSession ends a session: its live operations are cancelled
+// two-phase, or, with ?force=true, asserted cancelled without their
+// workers (for a session stuck behind workers that cannot answer).
+func (s *server) cancelSession(w http.ResponseWriter, r *http.Request) {
+	force := false
+	for name, values := range r.URL.Query() {
+		switch {
+		case name != "force":
+			s.writeError(w, r, fmt.Errorf("%w: unknown query parameter %s", ErrInvalidField, quoteClip(name)))
+			return
+		case len(values) != 1 || values[0] != "true" && values[0] != "false":
+			s.writeError(w, r, fmt.Errorf("%w: force is %s, want true or false", ErrInvalidField, quoteClip(strings.Join(values, ","))))
+			return
+		}
+		force = values[0] == "true"
+	}
+	st, err := s.backend.CancelSession(r.Context(), hostloop.SessionID(r.PathValue("id")), force)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, SessionCancelResponse{Session: sessionOf(st), Forced: force})
+}
+
+// reconcileSession asks the workers about every live operation of a
+// session now, rather than when its reconciliation is next due.
+func (s *server) reconcileSession(w http.ResponseWriter, r *http.Request) {
+	id := hostloop.SessionID(r.PathValue("id"))
+	n, err := s.backend.ReconcileSession(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, ReconcileResponse{Session: string(id), Operations: n})
+}
+
 // parseOperationID accepts an operation id as printed ("op-7") or bare
 // ("7").
 func parseOperationID(s string) (host.ExternalToolID, error) {

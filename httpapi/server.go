@@ -17,6 +17,8 @@ type Backend interface {
 	Status(ctx context.Context, id hostloop.SessionID) (hostloop.SessionStatus, []host.AuditEvent, error)
 	Operations(ctx context.Context) ([]hostloop.OperationStatus, error)
 	Cancel(ctx context.Context, id hostloop.SessionID, op host.ExternalToolID) error
+	CancelSession(ctx context.Context, id hostloop.SessionID, force bool) (hostloop.SessionStatus, error)
+	ReconcileSession(ctx context.Context, id hostloop.SessionID) (int, error)
 }
 
 var _ Backend = (*hostloop.Loop)(nil)
@@ -55,6 +57,8 @@ func New(backend Backend, cfg Config) http.Handler {
 	s.route(http.MethodGet, "/v1/sessions/{id}/audit", true, s.audit)
 	s.route(http.MethodGet, "/v1/sessions/{id}/events", true, s.events)
 	s.route(http.MethodPost, "/v1/sessions/{id}/operations/{op}/cancel", true, s.cancel)
+	s.route(http.MethodPost, "/v1/sessions/{id}/cancel", true, s.cancelSession)
+	s.route(http.MethodPost, "/v1/sessions/{id}/reconcile", true, s.reconcileSession)
 	s.route(http.MethodGet, "/v1/operations", true, s.operations)
 	s.route(http.MethodPost, "/v1/operations/{request}/cancel", true, s.cancelByRequest)
 	s.route(http.MethodGet, "/v1/sessions", true, s.sessions)

@@ -58,6 +58,8 @@ func (s *server) submission(req SubmitRequest) (hostloop.Submission, error) {
 		return hostloop.Submission{}, fmt.Errorf("%w: max_pending must not be negative, got %d", ErrInvalidField, req.MaxPending)
 	case req.ExecutionBudgetMS < 0:
 		return hostloop.Submission{}, fmt.Errorf("%w: execution_budget_ms must not be negative, got %d", ErrInvalidField, req.ExecutionBudgetMS)
+	case req.MaxLifetimeMS < 0 || req.MaxLifetimeMS > maxLifetimeMS:
+		return hostloop.Submission{}, fmt.Errorf("%w: max_lifetime_ms is %d, want 0 to %d", ErrInvalidField, req.MaxLifetimeMS, int64(maxLifetimeMS))
 	}
 	budget := time.Duration(req.ExecutionBudgetMS) * time.Millisecond
 	if budget > s.cfg.MaxExecutionBudget || budget/time.Millisecond != time.Duration(req.ExecutionBudgetMS) {
@@ -87,8 +89,13 @@ func (s *server) submission(req SubmitRequest) (hostloop.Submission, error) {
 		MaxPending:      req.MaxPending,
 		ExecutionBudget: budget,
 		Restart:         restart,
+		MaxLifetime:     time.Duration(req.MaxLifetimeMS) * time.Millisecond,
 	}, nil
 }
+
+// maxLifetimeMS bounds max_lifetime_ms (ten years) so its product with a
+// millisecond cannot overflow.
+const maxLifetimeMS = 10 * 365 * 24 * 3600 * 1000
 
 func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	st, _, err := s.backend.Status(r.Context(), hostloop.SessionID(r.PathValue("id")))

@@ -24,6 +24,10 @@ type SubmitRequest struct {
 	// before it ends: "resume" (a later host carries it on from its
 	// ledger) or "fail"; absent takes the host's default.
 	Restart string `json:"restart,omitempty"`
+	// MaxLifetimeMS, when set, ends the session once it has lived this
+	// many milliseconds (error_code max_lifetime), however long its
+	// calls wait; absent, it lives as long as its script waits.
+	MaxLifetimeMS int64 `json:"max_lifetime_ms,omitempty"`
 	// WaitMS holds the answer until the session ends or this many
 	// milliseconds pass, whichever is first (at most the server's
 	// maximum, 15 s by default): a client that only wants the outcome
@@ -101,6 +105,23 @@ type Chunk struct {
 	ReleasedBytes int    `json:"released_bytes"`
 }
 
+// SessionCancelResponse is the body of POST /v1/sessions/{id}/cancel: the
+// session as the cancel left it. Without force its live operations are
+// being cancelled (their workers asked) and it ends cancelled once they
+// all settled; with force it has ended.
+type SessionCancelResponse struct {
+	Session
+	Forced bool `json:"forced"`
+}
+
+// ReconcileResponse is the body of POST /v1/sessions/{id}/reconcile.
+type ReconcileResponse struct {
+	Session string `json:"session"`
+	// Operations is how many live operations the host asks its workers
+	// about now.
+	Operations int `json:"operations"`
+}
+
 // CancelResponse is the body of a successful cancel.
 type CancelResponse struct {
 	Session   string `json:"session"`
@@ -110,9 +131,7 @@ type CancelResponse struct {
 	Cancellation string `json:"cancellation"`
 }
 
-func terminal(s hostloop.SessionState) bool {
-	return s == hostloop.SessionCompleted || s == hostloop.SessionFailed
-}
+func terminal(s hostloop.SessionState) bool { return s.Terminal() }
 
 func sessionOf(s hostloop.SessionStatus) Session {
 	out := Session{

@@ -116,12 +116,12 @@ func (r *LoopRunner) cancel(ctx context.Context, id hostloop.SessionID) {
 }
 
 func loopTerminal(st hostloop.SessionStatus) bool {
-	return st.State == hostloop.SessionCompleted || st.State == hostloop.SessionFailed
+	return st.State.Terminal()
 }
 
 func loopOutcome(st hostloop.SessionStatus) Outcome {
 	o := Outcome{Session: string(st.ID)}
-	if st.State == hostloop.SessionFailed {
+	if st.State == hostloop.SessionFailed || st.State == hostloop.SessionCancelled {
 		o.Failed, o.Error = true, st.Error
 		return o
 	}

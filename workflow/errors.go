@@ -1,6 +1,9 @@
 package workflow
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors of the ledger. Every error the package returns wraps one of them.
 var (
@@ -12,6 +15,11 @@ var (
 	// one already in the ledger (a call index at or below the last one,
 	// an operation id prepared before).
 	ErrStalePrepared = errors.New("workflow: stale prepared operation")
+	// ErrLedgerRejected: a stored ledger that does not verify (a record
+	// whose seal fails, one sealed under a key no longer held, records
+	// that do not follow on, a head gone): it is not replayed, and fails
+	// its session alone.
+	ErrLedgerRejected = errors.New("workflow: ledger rejected")
 	// ErrUnknownLedger: the log holds no ledger for the session.
 	ErrUnknownLedger = errors.New("workflow: unknown ledger")
 	// ErrLedgerConflict: another writer appended to the session's ledger
@@ -22,6 +30,10 @@ var (
 	// the runtime refuses). A script that diverged is reported with
 	// host.ErrNondeterministic as well.
 	ErrReplay = errors.New("workflow: ledger does not replay")
+	// ErrToolsChanged: a session's pinned tool definitions differ from
+	// the host's now, so a replay could answer differently; it wraps
+	// ErrReplay.
+	ErrToolsChanged = fmt.Errorf("%w: tool definitions changed", ErrReplay)
 	// ErrSessionCancelled: an operator ended the session; it is the
 	// session's outcome, whatever its script did with the cancellations.
 	ErrSessionCancelled = errors.New("workflow: session cancelled")

@@ -32,6 +32,19 @@ type Log interface {
 	Sessions(ctx context.Context) ([]string, error)
 }
 
+// Rewriter is implemented by Logs that can replace a stored ledger with
+// one holding the same entries and more, in one write: a ledger appended
+// to many times is then read back in few messages, whatever the session's
+// age. Package logtest checks it with the rest of the contract.
+type Rewriter interface {
+	// Rewrite stores entries, the session's whole ledger, in place of
+	// the stored one, which must hold exactly stored entries, the first
+	// of these (fenced as Append is: ErrLedgerConflict otherwise). A
+	// ledger too large to rewrite at once takes the entries past stored
+	// as an Append.
+	Rewrite(ctx context.Context, session string, stored int, entries []Entry) error
+}
+
 // Prober is implemented by Logs that can tell whether a session has a
 // ledger without reading it.
 type Prober interface {
@@ -94,6 +107,24 @@ func (m *MemoryLog) Load(_ context.Context, session string) ([]Entry, error) {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownLedger, session)
 	}
 	return slices.Clone(e), nil
+}
+
+// Rewrite implements Rewriter.
+func (m *MemoryLog) Rewrite(ctx context.Context, session string, stored int, entries []Entry) error {
+	if stored > len(entries) {
+		return fmt.Errorf("%w: rewrite of %d entries over %d stored", ErrInvalidEntry, len(entries), stored)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	have := m.ledgers[session]
+	if len(have) != stored {
+		if k, ok := Landed(have, 0, entries); ok && k == len(entries) {
+			return nil // an earlier try that landed
+		}
+		return fmt.Errorf("%w: %s holds %d entries, the writer expected %d", ErrLedgerConflict, session, len(have), stored)
+	}
+	m.ledgers[session] = slices.Clone(entries)
+	return nil
 }
 
 // Has implements Prober.

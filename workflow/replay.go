@@ -34,6 +34,10 @@ type ReplayConfig struct {
 	// RequestID names the operations the restored session claims from
 	// now on; nil names them after their call index.
 	RequestID func() string
+	// Background runs the replay's script slices as background work,
+	// which gives way to live scripts waiting for the engine (see
+	// host.Runtime.SetBackground); the restored session is live work.
+	Background bool
 }
 
 // Restore rebuilds a session from its ledger entries: a fresh runtime runs
@@ -66,6 +70,8 @@ func Restore(entries []Entry, cfg ReplayConfig) (*Session, error) {
 			return nil, fmt.Errorf("%w: registering tools: %v", ErrReplay, err)
 		}
 	}
+	rt.SetBackground(cfg.Background)
+	defer rt.SetBackground(false)
 	res, err := rt.Eval(sub.Source)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrReplay, err)
@@ -163,7 +169,7 @@ func checkPins(pinned, have map[string]string) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%w: tool definitions changed: %v", ErrReplay, errors.Join(errs...))
+		return fmt.Errorf("%w: %v", ErrToolsChanged, errors.Join(errs...))
 	}
 	return nil
 }

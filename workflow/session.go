@@ -52,6 +52,10 @@ type Session struct {
 	unsure bool
 	// removing: the ledger's removal was handed out.
 	removing bool
+	// appends counts the writes stored since the ledger was last
+	// rewritten whole; rewriting: the write out is such a rewrite.
+	appends   int
+	rewriting bool
 
 	// ops are the operations claimed and not settled, by id.
 	ops map[host.ExternalToolID]*Op

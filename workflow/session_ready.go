@@ -48,7 +48,18 @@ type Ready struct {
 type Append struct {
 	From    int
 	Entries []Entry
+	// All, when set, is the whole ledger (Entries are its tail): a
+	// driver whose Log is a Rewriter stores it in place of the stored
+	// ledger, so a ledger appended to many times is read back in one
+	// message. Set once the appends since the last rewrite outnumber
+	// max(CompactAfter, a quarter of the ledger), which keeps the cost
+	// of rewriting linear in the ledger's length.
+	All []Entry
 }
+
+// CompactAfter is the fewest appends after which a session's next write
+// rewrites its whole ledger (Append.All).
+const CompactAfter = 32
 
 // UpTo is the entry count the write leaves stored.
 func (a *Append) UpTo() int { return a.From + len(a.Entries) }
@@ -180,6 +191,10 @@ func (s *Session) Ready() Ready {
 	s.outbox = keep
 	if s.appendDue() {
 		rd.Append = &Append{From: s.persisted, Entries: slices.Clone(s.led.Entries(s.persisted))}
+		if s.appends >= max(CompactAfter, s.led.Len()/4) {
+			rd.Append.All = slices.Clone(s.led.Entries(0))
+			s.rewriting = true
+		}
 		s.writing = s.led.Len()
 	}
 	if s.removalDue() {
@@ -237,13 +252,18 @@ func (s *Session) Stored(upTo int) {
 	if upTo > s.persisted {
 		s.persisted = upTo
 	}
+	if s.rewriting {
+		s.appends, s.rewriting = 0, false
+	} else {
+		s.appends++
+	}
 }
 
 // WriteFailed reports that the Append handed out failed in a way that
 // leaves unknown whether it was stored. The session waits for RetryWrite
 // before it writes again.
 func (s *Session) WriteFailed() {
-	s.writing = 0
+	s.writing, s.rewriting = 0, false
 	s.retrying = true
 	s.unsure = true
 }
@@ -255,7 +275,7 @@ func (s *Session) RetryWrite() { s.retrying = false }
 // Conflict reports that another owner wrote the ledger: the session is
 // theirs now. Ready reports Relinquish, with every held acknowledgement.
 func (s *Session) Conflict() {
-	s.writing = 0
+	s.writing, s.rewriting = 0, false
 	s.relinquished = true
 }
 

@@ -45,6 +45,10 @@ on the host.`,
 // host that could not be asked.
 var errScriptFailed = errors.New("script failed")
 
+// errSessionCancelled is the error of a script whose session an operator
+// ended.
+var errSessionCancelled = errors.New("session cancelled")
+
 // Polling after the event stream is lost: often enough that the result
 // shows promptly, and a host that went away is given up on after
 // pollGiveUp failed attempts in a row.
@@ -58,12 +62,15 @@ type runConfig struct {
 	api    apiClientFlags
 	source string
 	json   bool
+	// lifetime ends the session once it lived this long (0: no end).
+	lifetime time.Duration
 }
 
 func (c *runConfig) flags(fs *flagSet) {
 	c.api.register(fs)
 	fs.stringVar(&c.source, "e", "SPLASH_RUN_SOURCE", "", "script `source` to run instead of a file")
 	fs.boolVar(&c.json, "json", "SPLASH_RUN_JSON", false, "print events as JSON lines")
+	fs.durationVar(&c.lifetime, "max-lifetime", "SPLASH_RUN_MAX_LIFETIME", 0, "end the session once it has lived this long, however long its calls wait (0: as long as the script waits)")
 }
 
 // script returns the source to submit: -e or the one file argument, never
@@ -99,7 +106,10 @@ func (c *runConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := &scriptRun{client: client, a: a, json: c.json}
+	if c.lifetime < 0 {
+		return fmt.Errorf("%w: --max-lifetime %v is negative", errUsage, c.lifetime)
+	}
+	r := &scriptRun{client: client, a: a, json: c.json, lifetime: c.lifetime}
 	if !c.json {
 		r.progress = newProgress(a.stderr, isTerminal(a.stderr), time.Now)
 	}
@@ -112,10 +122,11 @@ type scriptRun struct {
 	a        *app
 	json     bool
 	progress *progress // nil with --json
+	lifetime time.Duration
 }
 
 func (r *scriptRun) run(ctx context.Context, source string) error {
-	s, err := r.client.Submit(ctx, apiclient.SubmitRequest{Source: source})
+	s, err := r.client.Submit(ctx, apiclient.SubmitRequest{Source: source, MaxLifetimeMS: r.lifetime.Milliseconds()})
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
@@ -246,6 +257,8 @@ func (r *scriptRun) finish(s apiclient.Session) error {
 	case apiclient.StateFailed:
 		// The host's reason may already say the script failed.
 		return fmt.Errorf("%w: %s", errScriptFailed, strings.TrimPrefix(s.Error, errScriptFailed.Error()+": "))
+	case apiclient.StateCancelled:
+		return fmt.Errorf("%w: %s", errSessionCancelled, s.Error)
 	default:
 		return fmt.Errorf("session %s ended in state %q", s.ID, s.State)
 	}

@@ -47,6 +47,7 @@ func commands() []command {
 		runCommand,
 		opsCommand,
 		cancelCommand,
+		reconcileCommand,
 		toolsCommand,
 		mcpCommand,
 		benchCommand,

@@ -322,7 +322,7 @@
 
   // ---- sessions -----------------------------------------------------
 
-  const STATES = ["", "suspended", "completed", "failed"];
+  const STATES = ["", "suspended", "completed", "failed", "cancelled"];
 
   function renderSessions(p, state) {
     const filter = el("select", { id: "session-filter", on: { change: () => {
@@ -349,7 +349,7 @@
         body.append(el("tr", {}, el("td", { colspan: "6", class: "muted", text: "No sessions" + (state ? " in state " + state : "") + " yet." })));
       }
       for (const s of sessions) {
-        const outcome = s.state === "failed" ? (s.error_code ? s.error_code + ": " : "") + (s.error || "") : (s.value ?? "");
+        const outcome = s.state === "failed" || s.state === "cancelled" ? (s.error_code ? s.error_code + ": " : "") + (s.error || "") : (s.value ?? "");
         body.append(el("tr", { class: "session-row", data: { id: s.id, state: s.state } },
           el("td", { class: "mono" }, el("a", { href: "#/sessions/" + encodeURIComponent(s.id), text: s.id })),
           el("td", {}, stateBadge(s.state)),
@@ -404,17 +404,42 @@
         el("dt", { text: "State" }), el("dd", { id: "session-state" }, stateBadge(s.state)),
         el("dt", { text: "Created" }), el("dd", {}, when(s.created)));
       if (s.state === "completed") append(dl, [el("dt", { text: "Value" }), el("dd", {}, el("pre", { id: "session-value", text: s.value ?? "" }))]);
-      if (s.state === "failed") {
+      if (s.state === "failed" || s.state === "cancelled") {
         append(dl, [el("dt", { text: "Error" }), el("dd", {}, el("pre", { id: "session-error", text: s.error || "" }))]);
         if (s.error_code) append(dl, [el("dt", { text: "Error code" }), el("dd", { class: "mono", text: s.error_code })]);
       }
       head.append(dl);
+      if (s.state === "suspended") head.append(sessionCancel(s));
       if (s.error_code === "host_restarted" || s.error_code === "host_stopped") {
         lost.hidden = false;
         lost.textContent = "Session lost: the host process that ran it " + (s.error_code === "host_stopped" ? "was stopped" : "ended (killed or crashed)") +
           " before the script finished. Its operations were not cancelled and may have run, once.";
       }
     }
+
+    // sessionCancel is the operator's end of a session: two-phase first
+    // (its workers are asked), forced when they cannot answer.
+    function sessionCancel(s) {
+      const note = el("span", { class: "disposition note", id: "session-cancel-note", text: sessionCancelNote });
+      const ask = (force) => async () => {
+        sessionCancelNote = force ? "forcing…" : "cancelling…";
+        note.textContent = sessionCancelNote;
+        try {
+          const r = await call("POST", "/v1/sessions/" + encodeURIComponent(id) + "/cancel" + (force ? "?force=true" : ""), undefined, p.signal);
+          sessionCancelNote = r.state === "cancelled" ? "cancelled" : "cancellation requested";
+        } catch (e) {
+          if (e instanceof APIError) sessionCancelNote = "cancel refused: " + e.code;
+          else throw e;
+        }
+        note.textContent = sessionCancelNote;
+      };
+      return el("div", { class: "toolbar" },
+        el("button", { type: "button", class: "cancel", id: "session-cancel", text: "Cancel session", on: { click: ask(false) } }),
+        el("button", { type: "button", class: "cancel", id: "session-force", text: "Force cancel",
+          title: "Assert every live operation cancelled without its worker", on: { click: ask(true) } }),
+        note);
+    }
+    let sessionCancelNote = "";
 
     function mergeOps(list, full) {
       const live = new Set();

@@ -50,6 +50,7 @@ func applied(i int, what string) workflow.Entry {
 // RunConformance runs the contract's cases, each on a fresh store.
 func RunConformance(t *testing.T, f Factory) {
 	t.Run("FencesWriters", func(t *testing.T) { fencesWriters(t, f(t)) })
+	t.Run("Rewrites", func(t *testing.T) { rewrites(t, f(t)) })
 	all := Entries(4)
 	for _, tc := range []struct {
 		name       string
@@ -76,6 +77,45 @@ func RunConformance(t *testing.T, f Factory) {
 				t.Fatalf("Load = %d entries, %v; want %d", len(got), err, tc.wantLoaded)
 			}
 		})
+	}
+}
+
+// rewrites: a Log that is a workflow.Rewriter replaces the stored ledger
+// with the whole of it, fenced on what is stored; a retry of a rewrite
+// that landed is taken; a rewrite over another writer's entries is a
+// conflict and changes nothing; appends follow a rewrite.
+func rewrites(t *testing.T, open func() workflow.Log) {
+	ctx := context.Background()
+	rw, ok := open().(workflow.Rewriter)
+	if !ok {
+		t.Skip("not a workflow.Rewriter")
+	}
+	all := Entries(6)
+	l := open()
+	for i := range 3 {
+		if err := l.Append(ctx, "s-h1-1", i, all[i:i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rw.Rewrite(ctx, "s-h1-1", 3, all[:5]); err != nil {
+		t.Fatal(err)
+	}
+	if err := open().(workflow.Rewriter).Rewrite(ctx, "s-h1-1", 3, all[:5]); err != nil {
+		t.Fatalf("a retried Rewrite that landed: %v", err)
+	}
+	other := append(slices.Clone(all[:3]), Other(3, 3)...)
+	if err := open().(workflow.Rewriter).Rewrite(ctx, "s-h1-1", 3, other); !errors.Is(err, workflow.ErrLedgerConflict) {
+		t.Fatalf("a Rewrite over another writer's entries = %v, want ErrLedgerConflict", err)
+	}
+	if err := open().Append(ctx, "s-h1-1", 5, all[5:]); err != nil {
+		t.Fatalf("an Append after a Rewrite: %v", err)
+	}
+	got, err := open().Load(ctx, "s-h1-1")
+	if err != nil || len(got) != 6 {
+		t.Fatalf("Load = %d entries, %v; want 6", len(got), err)
+	}
+	if k, ok := workflow.Landed(got, 0, all); !ok || k != 6 {
+		t.Fatalf("the ledger read back is not the one written")
 	}
 }
 
