@@ -191,7 +191,7 @@ func (l *Loop) ledgerCreated(ctx context.Context, id SessionID) (time.Time, bool
 	switch {
 	case errors.Is(err, workflow.ErrUnknownLedger):
 		return time.Time{}, false, nil
-	case errors.Is(err, workflow.ErrInvalidEntry):
+	case errors.Is(err, workflow.ErrInvalidEntry), errors.Is(err, workflow.ErrLedgerRejected):
 		// Whoever resumes it fails it; until then it is not lost.
 		return l.incarnation.Started, true, nil
 	case err != nil:

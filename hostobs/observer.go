@@ -302,6 +302,10 @@ func (o *Observer) remember(id hostloop.SessionID) {
 // authenticated it.
 func (o *Observer) Rejected(reason string, err error) {
 	switch reason {
+	case "resume", "ledger", "ledger_conflict", "max_lifetime", "reconcile", "cancel", "pump":
+		// Not a worker's frame: the host's own stores and decisions,
+		// counted (where they are) by ResumeFailed and the stores' own
+		// metrics.
 	case "unknown_request":
 		o.m.FrameRejected(metrics.RejectUnknownOperation)
 	case "stale_attempt":
@@ -386,8 +390,11 @@ func outcome(e host.AuditEvent) string {
 }
 
 func sessionState(s hostloop.SessionState) string {
-	if s == hostloop.SessionCompleted {
+	switch s {
+	case hostloop.SessionCompleted:
 		return metrics.SessionCompleted
+	case hostloop.SessionCancelled:
+		return metrics.SessionCancelled
 	}
 	return metrics.SessionFailed
 }

@@ -57,6 +57,10 @@ type Config struct {
 	// Ready reports readiness for /readyz (NATS connected, streams
 	// provisioned). Nil means always ready.
 	Ready func(ctx context.Context) error
+	// Resuming, if set, reports how many durable sessions the host is
+	// still bringing back from their ledgers; /readyz shows it. The host
+	// is ready meanwhile: it takes new scripts as they come.
+	Resuming func() int
 	// ReadyTimeout bounds one Ready call; zero picks DefaultReadyTimeout.
 	ReadyTimeout time.Duration
 	// Events feeds /v1/sessions/{id}/events. It must be the loop's

@@ -9,6 +9,9 @@ import (
 // healthBody is the answer of a passing probe.
 type healthBody struct {
 	Status string `json:"status"`
+	// Resuming is how many durable sessions the host is still bringing
+	// back from their ledgers (readyz only).
+	Resuming int `json:"resuming,omitempty"`
 }
 
 // healthz answers as long as the process serves HTTP: it checks nothing
@@ -28,5 +31,9 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, healthBody{Status: "ready"})
+	body := healthBody{Status: "ready"}
+	if s.cfg.Resuming != nil {
+		body.Resuming = s.cfg.Resuming()
+	}
+	writeJSON(w, http.StatusOK, body)
 }

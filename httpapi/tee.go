@@ -56,3 +56,23 @@ func (t tee) Rejected(reason string, err error) {
 		o.Rejected(reason, err)
 	}
 }
+
+var _ hostloop.ResumeObserver = tee(nil)
+
+// Resuming tells every observer that follows resumption.
+func (t tee) Resuming(pending int) {
+	for _, o := range t {
+		if r, ok := o.(hostloop.ResumeObserver); ok {
+			r.Resuming(pending)
+		}
+	}
+}
+
+// ResumeFailed tells every observer that follows resumption.
+func (t tee) ResumeFailed(reason string, session hostloop.SessionID, err error) {
+	for _, o := range t {
+		if r, ok := o.(hostloop.ResumeObserver); ok {
+			r.ResumeFailed(reason, session, err)
+		}
+	}
+}

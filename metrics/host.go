@@ -20,8 +20,8 @@ type Host struct {
 	chunks, bytes                    *prometheus.CounterVec
 	cancelRequests, cancellations    *prometheus.CounterVec
 	authFailures, sessions, rejected *prometheus.CounterVec
-	overBudget                       *prometheus.CounterVec
-	sessionsActive                   prometheus.Gauge
+	overBudget, resumeFailures       *prometheus.CounterVec
+	sessionsActive, resuming         prometheus.Gauge
 }
 
 // NewHost builds the host collector set and registers it with reg (nil
@@ -64,15 +64,38 @@ func NewHost(reg prometheus.Registerer, opts ...Option) *Host {
 			"Frames refused for a reason other than authentication, by reason.", "reason"),
 		overBudget: b.counter("splash_sessions_over_budget_total",
 			"Script sessions failed for going over one of their budgets, by budget (memory, execution, pending).", "budget"),
+		resuming: prometheus.NewGauge(prometheus.GaugeOpts{Name: "splash_sessions_resuming",
+			Help: "Durable sessions this host took on from ended processes (its own earlier ones, or adopted) and has not brought back yet.", ConstLabels: o.constLabels}),
+		resumeFailures: b.counter("splash_resume_failures_total",
+			"Durable sessions that could not be resumed, and adoptions that failed, by reason: ledger_rejected (the session fails, its ledger is kept), tools_changed, store (tried again), lease.", "reason"),
 	}
 	h.set = set{h.started, h.finished, h.duration, h.dispatch, h.retries, h.pending, h.claimed,
-		h.chunks, h.bytes, h.cancelRequests, h.cancellations, h.authFailures, h.sessions, h.sessionsActive, h.rejected, h.overBudget}
+		h.chunks, h.bytes, h.cancelRequests, h.cancellations, h.authFailures, h.sessions, h.sessionsActive, h.rejected, h.overBudget,
+		h.resuming, h.resumeFailures}
 	h.tools = newToolGuard(o, h.initTool)
 	initAll(h.authFailures, authReasons)
 	initAll(h.sessions, sessionStates)
 	initAll(h.rejected, rejectReasons)
 	initAll(h.overBudget, budgets)
+	initAll(h.resumeFailures, resumeReasons)
 	return register(reg, h)
+}
+
+// SessionsResuming sets how many durable sessions wait to be brought back.
+func (h *Host) SessionsResuming(n int) {
+	if h == nil {
+		return
+	}
+	h.resuming.Set(float64(n))
+}
+
+// ResumeFailed counts a session that could not be resumed, or an adoption
+// that failed, by reason (one of the Resume… constants).
+func (h *Host) ResumeFailed(reason string) {
+	if h == nil {
+		return
+	}
+	h.resumeFailures.WithLabelValues(oneOf(reason, resumeReasons)).Inc()
 }
 
 // initTool creates a tool's counters at zero the first time it is seen, so

@@ -110,6 +110,20 @@ const (
 	SessionTimedOut  = "timed_out"
 )
 
+// Reasons a durable session could not be resumed, or an incarnation not
+// adopted (splash_resume_failures_total).
+const (
+	// ResumeLedgerRejected: its ledger does not verify or replay; the
+	// session fails alone and its ledger is kept.
+	ResumeLedgerRejected = "ledger_rejected"
+	// ResumeToolsChanged: its pinned tool definitions changed.
+	ResumeToolsChanged = "tools_changed"
+	// ResumeStore: a store did not answer; it is tried again.
+	ResumeStore = "store"
+	// ResumeLease: an incarnation's lease could not be taken.
+	ResumeLease = "lease"
+)
+
 // Stream chunk sources (splash_stream_chunks_total,
 // splash_stream_bytes_total): what a worker sent, what the redactor released
 // to the script, and what the stream policy refused.
@@ -136,6 +150,7 @@ var (
 	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMalformed, AuthMissingToken, AuthWrongToken}
 	rejectReasons = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
 	sessionStates = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
+	resumeReasons = []string{ResumeLedgerRejected, ResumeToolsChanged, ResumeStore, ResumeLease}
 	budgets       = []string{BudgetMemory, BudgetExecution, BudgetPending}
 	streamSources = []string{StreamSource, StreamRedacted, StreamDenied}
 	reconciled    = []string{ReconcileRunning, ReconcileSucceeded, ReconcileFailed, ReconcileCancelled, ReconcileUnknown}

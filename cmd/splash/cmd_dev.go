@@ -70,7 +70,13 @@ type devConfig struct {
 	mcp         mcpFlags
 	workers     int
 	natsPort    int
+	ackWait     time.Duration
 }
+
+// devAckWait is dev's ack wait: below the demo tools' 30s deadlines, so a
+// call whose worker died with the process is redelivered, and reconciled,
+// well before its deadline passes.
+const devAckWait = 10 * time.Second
 
 func (c *devConfig) flags(fs *flagSet) {
 	c.fs = fs
@@ -84,6 +90,8 @@ func (c *devConfig) flags(fs *flagSet) {
 	c.mcp.register(fs)
 	fs.intVar(&c.workers, "workers", "SPLASH_DEV_WORKERS", 4, "`number` of workers in the pool")
 	fs.intVar(&c.natsPort, "nats-port", "SPLASH_DEV_NATS_PORT", -1, "client `port` of the embedded NATS node on 127.0.0.1 (-1: any free port)")
+	fs.durationVar(&c.ackWait, "ack-wait", envAckWait, devAckWait,
+		"how long a worker may hold a call unanswered before it is redelivered; keep it below the tools' deadlines, so a call whose worker died is found well before its deadline")
 }
 
 func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
@@ -210,7 +218,7 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	natsURL := srv.ClientURL()
 
 	reg := metrics.NewRegistry()
-	fcfg, err := fabricConfig(1, 0)
+	fcfg, err := fabricConfig(1, c.ackWait)
 	if err != nil {
 		return nil, err
 	}

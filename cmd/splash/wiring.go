@@ -292,7 +292,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		// Each session registers the catalog as it is when the session
 		// starts, and keeps it: a change reaches new sessions only.
 		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
-		Observer: httpapi.Tee(h.events, obs, index),
+		Observer: httpapi.Tee(h.events, obs, index, newResumeLog(p.log)),
 		Archive:  h.archive,
 		Ledger:   ledger,
 		Leases:   h.leases,
@@ -321,6 +321,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		Ready: func(ctx context.Context) error {
 			return h.ready(ctx, p.nc, js)
 		},
+		Resuming: h.loop.Resuming,
 		// The console and what it reads beyond the loop.
 		Index:         index,
 		Waiting:       h.transport,
