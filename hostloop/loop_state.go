@@ -67,8 +67,8 @@ type loopState struct {
 	// requests that came before their session was in.
 	resuming map[string]bool
 	parked   map[string][]Event
-	bg            *sync.WaitGroup
-	gone          <-chan struct{}
+	bg       *sync.WaitGroup
+	gone     <-chan struct{}
 }
 
 // settledMemory bounds how many settled operations the loop remembers for

@@ -144,14 +144,14 @@ func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg fabric.Config, ke
 		return nil, fmt.Errorf("hostnats: session archive: bucket %s: %w", fabric.BucketSessions, err)
 	}
 	a := &SessionArchive{
-		js:      js,
-		kv:      kv,
-		seal:    seal,
-		cfg:     cfg,
-		opts:    o,
-		budget:  int(cfg.SessionValueBytes()) - recordHeadroom - recordauth.Overhead,
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		js:           js,
+		kv:           kv,
+		seal:         seal,
+		cfg:          cfg,
+		opts:         o,
+		budget:       int(cfg.SessionValueBytes()) - recordHeadroom - recordauth.Overhead,
+		wake:         make(chan struct{}, 1),
+		done:         make(chan struct{}),
 		pending:      make(map[hostloop.SessionID]archiveWrite),
 		pendingAudit: make(map[hostloop.SessionID]archiveWrite),
 	}
