@@ -119,7 +119,15 @@ func (m *memArchive) Incarnation(_ context.Context, id string) (Incarnation, err
 	return inc, nil
 }
 
-func (m *memArchive) Flush(context.Context) error { return nil }
+// Flush fails once the process crashed: what it recorded since is lost.
+func (m *memArchive) Flush(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crashed {
+		return errDead
+	}
+	return nil
+}
 
 func (m *memArchive) record(id SessionID) (SessionStatus, bool) {
 	m.mu.Lock()

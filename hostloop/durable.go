@@ -106,7 +106,7 @@ func (st *loopState) ledgerWritten(w ledgerWrite) {
 // other, never neither. acks are the answers whose entries were never
 // stored, let go once the outcome is.
 func (st *loopState) removeLedger(s *session, acks []func()) {
-	id, log, archive, timeout := string(s.id), st.cfg.Ledger, st.cfg.Archive, st.cfg.ArchiveTimeout
+	id, log, archive, timeout, gone := string(s.id), st.cfg.Ledger, st.cfg.Archive, st.cfg.ArchiveTimeout, st.gone
 	st.bg.Add(1)
 	go func() {
 		defer st.bg.Done()
@@ -126,7 +126,25 @@ func (st *loopState) removeLedger(s *session, acks []func()) {
 		// A ledger left by a failed removal is removed by the next start
 		// that finds the session's outcome archived.
 		_ = log.Remove(ctx, id)
+		select {
+		case st.removedDone <- s:
+		case <-gone:
+		}
 	}()
+}
+
+// ledgerRemoved takes the end of a session's ledger removal: answers that
+// came for it meanwhile are let go.
+func (st *loopState) ledgerRemoved(s *session) {
+	s.core.Removed()
+	if st.sessions[s.id] == s {
+		st.touch(s)
+		return
+	}
+	// Forgotten already (retention): only its acknowledgements matter.
+	for _, ack := range s.core.Ready().Acks {
+		ack()
+	}
 }
 
 // relinquish drops a session another host took over: nothing of it is

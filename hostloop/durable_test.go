@@ -33,6 +33,10 @@ type dyingLog struct {
 	losing func() (lose, landed bool)
 	// lost counts the answers lost.
 	lost atomic.Int64
+	// landed, when set, is told of every Append that landed before its
+	// answer goes back; returning true kills the process there, so the
+	// writer never learns its write is stored.
+	landed func() bool
 }
 
 var (
@@ -62,7 +66,13 @@ func (d *dyingLog) Append(ctx context.Context, session string, from int, entries
 			return errAnswerLost
 		}
 	}
-	return d.Log.Append(ctx, session, from, entries)
+	if err := d.Log.Append(ctx, session, from, entries); err != nil {
+		return err
+	}
+	if d.landed != nil && d.landed() {
+		return errDead
+	}
+	return nil
 }
 
 // submitLeaving submits src to l while log's writes stall, and has the
@@ -128,6 +138,11 @@ func durableLoop(t *testing.T, tr Transport, a SessionArchive, log workflow.Log,
 
 func remoteCatalog(rt *host.Runtime) error {
 	return rt.RegisterExternalTool(host.NewToolPolicy("text.remote").WithMaxAttempts(3))
+}
+
+// remoteCancellable is remoteCatalog's tool, cancellable.
+func remoteCancellable(rt *host.Runtime) error {
+	return rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("text.remote").WithMaxAttempts(3), host.ToolMetadata{Cancellable: true})
 }
 
 // A resumed script sees the time and random numbers its first run saw:
@@ -252,17 +267,24 @@ func TestDurableSubmitAnswersOnceTheLedgerIsStored(t *testing.T) {
 
 // TestDurableLoopModel drives durable sessions through generated
 // interleavings of workers answering (results, retryable failures,
-// repeated answers), time passing over backoffs, and the host restarting
-// gracefully or dying at any step. Workers keep a journal by idempotency
-// key, as the real ones do. After every step: no operation's effect ran
-// twice. At the end every session completed with the value an
-// uninterrupted run gives, and no ledger is left.
+// repeated answers), operators ending sessions, time passing over
+// backoffs, and the host restarting gracefully or dying at any step, and
+// at each boundary of a session's Ready: after an append landed but
+// before its writer learnt it (so before what it explains was published),
+// as an invocation is published (before what follows it is acked), and as
+// a cancel is sent. Workers keep a journal by idempotency key, as the real
+// ones do, and an answer the host did not acknowledge is delivered again
+// to its next process, as JetStream does. After every step: no
+// operation's effect ran twice; at every death, every answer the host
+// acknowledged is accounted for by what it stored. At the end every
+// session completed with the value an uninterrupted run gives, or was
+// ended by its operator, and no ledger is left.
 //
 // A failing seed prints its trace; -loop.seed replays it, -loop.seeds
 // explores more.
 func TestDurableLoopModel(t *testing.T) {
 	seeds := testwait.Seeds(loopFixedSeeds, *loopSeeds, *loopSeed)
-	steps, restarts, lost := 0, 0, int64(0)
+	steps, restarts, deaths, lost := 0, 0, 0, int64(0)
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -270,11 +292,12 @@ func TestDurableLoopModel(t *testing.T) {
 				m.run()
 				steps += m.steps
 				restarts += m.restarts
+				deaths += m.deaths
 				lost += m.log.lost.Load()
 			})
 		})
 	}
-	t.Logf("%d seeds, %d generated steps, %d host restarts, %d ledger answers lost", len(seeds), steps, restarts, lost)
+	t.Logf("%d seeds, %d generated steps, %d host restarts (%d deaths at a boundary), %d ledger answers lost", len(seeds), steps, restarts, deaths, lost)
 }
 
 const modelCalls = 4
@@ -303,6 +326,46 @@ type durableModel struct {
 	// tags of those that left before they were answered.
 	left      int
 	withdrawn map[string]bool
+
+	// dieAt arms a death at one boundary of a session's Ready (see the
+	// die constants); dead is set once the process died there, and the
+	// next step restarts it. The hooks run on the loop's goroutines.
+	dieAt atomic.Int32
+	dead  atomic.Bool
+	// ackMu guards answers: every answer event sent, and whether the
+	// host acknowledged it.
+	ackMu   sync.Mutex
+	answers []*sentAnswer
+	// cancelled holds the sessions an operator ended.
+	cancelled map[SessionID]bool
+	deaths    int
+	// proc numbers the host processes.
+	proc atomic.Int32
+	// sessionOf maps a submission's tag (in its calls' inputs) to its
+	// session.
+	sessionOf map[string]SessionID
+	// stopped holds the request ids whose worker was told to cancel
+	// (written on the loop's goroutine): it runs them no more.
+	stopped sync.Map
+}
+
+// The boundaries a death is armed at.
+const (
+	dieNowhere int32 = iota
+	dieAfterAppend
+	dieAtPublish
+	dieAtCancel
+)
+
+// sentAnswer is a worker's answer event, until the host acknowledged it.
+type sentAnswer struct {
+	ev    Event
+	acked bool
+	// tag is the submission the answered call belongs to.
+	tag string
+	// sent and ackedBy are the host processes it was sent to and acked
+	// by, for a failure's report.
+	sent, ackedBy int32
 }
 
 func newDurableModel(t *testing.T, seed uint64) *durableModel {
@@ -315,6 +378,17 @@ func newDurableModel(t *testing.T, seed uint64) *durableModel {
 		journal:   make(map[string]string),
 		effects:   make(map[string]int),
 		withdrawn: make(map[string]bool),
+		cancelled: make(map[SessionID]bool),
+		sessionOf: make(map[string]SessionID),
+	}
+	m.log.landed = func() bool { return m.dieHere(dieAfterAppend) }
+	m.tr.OnPublish = func(protocol.Invoke) { m.dieHere(dieAtPublish) }
+	m.tr.OnCancel = func(c protocol.Cancel) {
+		if !m.dieHere(dieAtCancel) && !m.dead.Load() {
+			// The worker holding it stops, and says so.
+			m.stopped.Store(c.RequestID, true)
+			m.sendAnswer(protocol.CancelReplyMessage(protocol.CancelReply{RequestID: c.RequestID, Attempt: c.Attempt, Disposition: protocol.CancelAcknowledged}), m.tagOfRequest(c.RequestID))
+		}
 	}
 	// One ledger write in eight loses its answer, landed or not. The
 	// writes run on the loop's goroutines, hence a source of their own.
@@ -330,11 +404,44 @@ func newDurableModel(t *testing.T, seed uint64) *durableModel {
 	return m
 }
 
+// dieHere kills the process if a death is armed at boundary: from then
+// on nothing more of it is stored, as when a host is killed.
+func (m *durableModel) dieHere(boundary int32) bool {
+	if !m.dieAt.CompareAndSwap(boundary, dieNowhere) {
+		return false
+	}
+	m.log.dead.Store(true)
+	m.archive.crash()
+	m.dead.Store(true)
+	return true
+}
+
+// sendAnswer hands the host a worker's answer, keeping it until the host
+// acknowledges it.
+func (m *durableModel) sendAnswer(msg protocol.WorkerMessage, tag string) {
+	a := &sentAnswer{tag: tag, sent: m.proc.Load()}
+	a.ev = Event{Kind: EventMessage, Message: msg, Worker: "w1", Ack: func() {
+		m.ackMu.Lock()
+		a.acked, a.ackedBy = true, m.proc.Load()
+		m.ackMu.Unlock()
+	}}
+	m.ackMu.Lock()
+	m.answers = append(m.answers, a)
+	m.ackMu.Unlock()
+	select {
+	case m.tr.EventsIn() <- a.ev:
+	default:
+		// A full buffer is a lost delivery; it comes again at the
+		// next process, being unacknowledged.
+	}
+}
+
 func (m *durableModel) start() {
+	m.proc.Add(1)
 	l, err := StartLoop(LoopConfig{
 		Transport: m.tr, HostID: "h1", Archive: m.archive, Ledger: m.log,
 		RetryInitial: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
-		Catalog: remoteCatalog,
+		Catalog: remoteCancellable,
 	})
 	if err != nil {
 		m.fail("StartLoop: %v", err)
@@ -363,15 +470,44 @@ func (m *durableModel) run() {
 
 func (m *durableModel) step() {
 	m.steps++
+	if m.dead.Load() {
+		m.note("the host died at the armed boundary")
+		m.deaths++
+		m.restart(false)
+		return
+	}
 	m.take()
 	switch r := m.rng.IntN(100); {
+	case r < 4:
+		b := int32(1 + m.rng.IntN(3))
+		m.note("arm a death at boundary %d", b)
+		m.dieAt.Store(b)
+	case r < 7 && len(m.sessions) > 0:
+		id := m.sessions[m.rng.IntN(len(m.sessions))]
+		force := m.rng.IntN(3) == 0
+		if _, err := m.l.CancelSession(context.Background(), id, force); err == nil {
+			m.cancelled[id] = true
+			m.note("an operator cancels %s (force %v)", id, force)
+		}
 	case r < 12 && len(m.sessions) < 6:
-		s, err := m.l.Submit(context.Background(), Submission{Source: modelScript("")})
-		if err != nil {
+		// A client gives up after a while: a host that died under its
+		// submission never answers it.
+		m.left++
+		tag := fmt.Sprintf("s%d", m.left)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s, err := m.l.Submit(ctx, Submission{Source: modelScript(tag)})
+		cancel()
+		switch {
+		case err == nil:
+			m.sessions = append(m.sessions, s.ID)
+			m.sessionOf[tag] = s.ID
+			m.note("submit %s (%s)", s.ID, tag)
+		case errors.Is(err, context.DeadlineExceeded) && m.dead.Load():
+			m.withdrawn[tag] = true
+			m.note("submit %s, unanswered: the host died under it", tag)
+		default:
 			m.fail("Submit: %v", err)
 		}
-		m.sessions = append(m.sessions, s.ID)
-		m.note("submit %s", s.ID)
 	case r < 16 && len(m.sessions) < 6:
 		m.submitAndLeave()
 	case r < 55 && len(m.running) > 0:
@@ -380,7 +516,7 @@ func (m *durableModel) step() {
 		// A worker's answer delivered again.
 		inv := m.answered[m.rng.IntN(len(m.answered))]
 		m.note("repeat the answer to %s/%d", inv.RequestID, inv.Attempt)
-		m.tr.Succeed(inv, m.journal[inv.IdempotencyKey])
+		m.succeed(inv, m.journal[inv.IdempotencyKey])
 	case r < 70:
 		m.restart(true)
 	case r < 78:
@@ -411,10 +547,16 @@ func (m *durableModel) submitAndLeave() {
 	switch {
 	case err == nil:
 		m.sessions = append(m.sessions, s.ID)
+		m.sessionOf[tag] = s.ID
 		m.note("submit %s (%s), its caller leaving once answered", s.ID, tag)
 	case leavesFirst && errors.Is(err, context.Canceled):
 		m.withdrawn[tag] = true
 		m.note("submit %s, its caller leaving first", tag)
+	case errors.Is(err, context.Canceled) && m.dead.Load():
+		// The host died under it (an armed death): it was never
+		// answered.
+		m.withdrawn[tag] = true
+		m.note("submit %s, its caller leaving: the host died under it", tag)
 	case errors.Is(err, context.Canceled) && m.log.lost.Load() > lostBefore:
 		// The first write's answer was lost, so the submission was
 		// still unanswered when its caller left.
@@ -446,22 +588,141 @@ func (m *durableModel) take() {
 func (m *durableModel) answer(i int) {
 	inv := m.running[i]
 	m.running = append(m.running[:i], m.running[i+1:]...)
+	if _, ok := m.stopped.Load(inv.RequestID); ok {
+		m.note("%s/%d was cancelled: its worker stopped", inv.RequestID, inv.Attempt)
+		return
+	}
 	if out, ok := m.journal[inv.IdempotencyKey]; ok {
 		m.note("answer %s/%d from the journal", inv.RequestID, inv.Attempt)
-		m.tr.Succeed(inv, out)
+		m.succeed(inv, out)
 		m.answered = append(m.answered, inv)
 		return
 	}
 	if inv.Attempt == 1 && m.rng.IntN(4) == 0 {
 		m.note("retry %s/%d", inv.RequestID, inv.Attempt)
-		m.tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultRetryTransient, Error: "busy"})
+		m.sendAnswer(protocol.ResultMessage(protocol.Result{RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultRetryTransient, Error: "busy"}), tagOf(inv))
 		return
 	}
 	m.effects[inv.IdempotencyKey]++
 	m.journal[inv.IdempotencyKey] = inv.Input.Text
 	m.note("run %s/%d (%s)", inv.RequestID, inv.Attempt, inv.Input.Text)
-	m.tr.Succeed(inv, inv.Input.Text)
+	m.succeed(inv, inv.Input.Text)
 	m.answered = append(m.answered, inv)
+}
+
+func (m *durableModel) succeed(inv protocol.Invoke, text string) {
+	p := protocol.TextPayload(text)
+	m.sendAnswer(protocol.ResultMessage(protocol.Result{RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultSucceeded, Payload: &p}), tagOf(inv))
+}
+
+// tagOf is the tag of the submission inv's call belongs to.
+func tagOf(inv protocol.Invoke) string {
+	_, tag, _ := strings.Cut(inv.Input.Text, "#")
+	return tag
+}
+
+// tagOfRequest finds, among what was published, the tag of a request;
+// it runs on the loop's goroutine (a cancel hook).
+func (m *durableModel) tagOfRequest(req string) string {
+	for _, inv := range m.tr.Published() {
+		if inv.RequestID == req {
+			return tagOf(inv)
+		}
+	}
+	return ""
+}
+
+// checkAcked, as the host dies, finds every answer it acknowledged
+// accounted for by what it stored: an entry of the answer's operation in
+// its session's ledger, or the session's outcome in the archive.
+func (m *durableModel) checkAcked() {
+	ctx := context.Background()
+	ids, _ := m.log.Sessions(ctx)
+	recorded := make(map[string]bool) // request ids with an applied entry
+	prepared := make(map[string]string)
+	for _, id := range ids {
+		entries, err := m.log.Load(ctx, id)
+		if err != nil {
+			continue
+		}
+		byOp := make(map[host.ExternalToolID]string)
+		for _, e := range entries {
+			switch {
+			case e.Prepared != nil:
+				byOp[e.Prepared.Op] = e.Prepared.Request
+				prepared[e.Prepared.Request] = id
+			case e.Applied != nil && e.Applied.Kind != workflow.InputStreamed:
+				recorded[byOp[e.Applied.Op]] = true
+			}
+		}
+	}
+	m.ackMu.Lock()
+	defer m.ackMu.Unlock()
+	for _, a := range m.answers {
+		req := requestOf(a.ev.Message)
+		if !a.acked || recorded[req] {
+			continue
+		}
+		if m.ended(a.tag) {
+			continue
+		}
+		if id := prepared[req]; id != "" {
+			if _, ok := m.archive.record(SessionID(id)); ok {
+				continue // its outcome is stored: the ledger is left over
+			}
+		}
+		var lines []string
+		if id := prepared[req]; id != "" {
+			entries, _ := m.log.Load(ctx, id)
+			for _, e := range entries {
+				switch {
+				case e.Prepared != nil:
+					lines = append(lines, fmt.Sprintf("prepared %s %s", e.Prepared.Op, e.Prepared.Request))
+				case e.Applied != nil:
+					lines = append(lines, fmt.Sprintf("%s %s", e.Applied.Kind, e.Applied.Op))
+				default:
+					lines = append(lines, "submitted")
+				}
+			}
+		}
+		for _, b := range m.answers {
+			if requestOf(b.ev.Message) == req {
+				lines = append(lines, fmt.Sprintf("[copy sent to %d, acked %v by %d]", b.sent, b.acked, b.ackedBy))
+			}
+		}
+		m.fail("the host (process %d) acknowledged the answer to %s (%s), and stored no record of it; prepared in %q: %s", m.proc.Load(), req, describeMsg(a.ev.Message), prepared[req], strings.Join(lines, ", "))
+	}
+}
+
+// ended reports whether the session of submission tag has its outcome
+// in the archive (its ledger went with its end).
+func (m *durableModel) ended(tag string) bool {
+	id, ok := m.sessionOf[tag]
+	if !ok {
+		return false
+	}
+	_, ok = m.archive.record(id)
+	return ok
+}
+
+func describeMsg(msg protocol.WorkerMessage) string {
+	switch {
+	case msg.Result != nil:
+		return fmt.Sprintf("%s attempt %d", msg.Result.Status, msg.Result.Attempt)
+	case msg.CancelDisp != nil:
+		return fmt.Sprintf("cancel %s attempt %d", msg.CancelDisp.Disposition, msg.CancelDisp.Attempt)
+	}
+	return string(msg.Kind)
+}
+
+func requestOf(msg protocol.WorkerMessage) string {
+	switch {
+	case msg.Result != nil:
+		return msg.Result.RequestID
+	case msg.CancelDisp != nil:
+		return msg.CancelDisp.RequestID
+	}
+	return ""
 }
 
 // restart ends the host process, gracefully or as a kill (nothing more it
@@ -475,15 +736,39 @@ func (m *durableModel) restart(graceful bool) {
 		m.exposeWithdrawn()
 		m.log.dead.Store(true)
 		m.archive.crash()
+		m.dead.Store(true)
+		m.deaths++
 	}
+	m.dieAt.Store(dieNowhere)
 	m.l.Stop()
+	if m.dead.Load() {
+		m.checkAcked()
+	}
+	m.dead.Store(false)
 	m.log.dead.Store(false)
 	m.archive.mu.Lock()
 	m.archive.crashed = false
 	m.archive.mu.Unlock()
 	// The workers lose nothing: an invocation stays in the stream, an
-	// answer in the host's events until a process takes it.
+	// answer in the host's events until a process acknowledges it.
 	m.start()
+	m.ackMu.Lock()
+	var again []Event
+	kept := m.answers[:0]
+	for _, a := range m.answers {
+		if !a.acked {
+			again = append(again, a.ev)
+			kept = append(kept, a)
+		}
+	}
+	m.answers = kept
+	m.ackMu.Unlock()
+	for _, ev := range again {
+		select {
+		case m.tr.EventsIn() <- ev:
+		default:
+		}
+	}
 }
 
 // exposeWithdrawn, as the host is killed, finds the withdrawn submissions
@@ -507,6 +792,7 @@ func (m *durableModel) exposeWithdrawn() {
 			if strings.Contains(entries[0].Submitted.Source, `"#`+tag+`"`) {
 				delete(m.withdrawn, tag)
 				m.sessions = append(m.sessions, SessionID(id))
+				m.sessionOf[tag] = SessionID(id)
 				m.note("the ledger of withdrawn %s is stored as the host dies: the next process resumes it", tag)
 			}
 		}
@@ -528,6 +814,11 @@ func (m *durableModel) settle() {
 		if round > 500 {
 			m.fail("sessions did not end")
 		}
+		if m.dead.Load() {
+			m.note("the host died at the armed boundary")
+			m.deaths++
+			m.restart(false)
+		}
 		m.take()
 		for len(m.running) > 0 {
 			m.answer(0)
@@ -544,6 +835,10 @@ func (m *durableModel) settle() {
 			switch s.State {
 			case SessionSuspended:
 				done = false
+			case SessionCancelled:
+				if !m.cancelled[id] {
+					m.fail("session %s cancelled, and no operator asked", id)
+				}
 			case SessionFailed:
 				m.fail("session %s failed: %v", id, s.Err)
 			case SessionCompleted:

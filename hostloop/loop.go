@@ -346,6 +346,8 @@ func (l *Loop) run() {
 		case w := <-st.ledgerDone:
 			st.now = clock.Now()
 			st.ledgerWritten(w)
+		case s := <-st.removedDone:
+			st.ledgerRemoved(s)
 		case a := <-st.reconcileDone:
 			st.now = clock.Now()
 			st.reconciled(a)

@@ -60,6 +60,8 @@ type loopState struct {
 	// started for its stores, which end once gone is closed.
 	ledgerDone chan ledgerWrite
 	inflight   int
+	// removedDone carries the sessions whose ledger removal is done.
+	removedDone chan *session
 	// reconcileDone carries the workers' accounts of operations.
 	reconcileDone chan reconcileAnswer
 	// resuming holds the incarnations whose sessions the resumer is
@@ -67,6 +69,9 @@ type loopState struct {
 	// requests that came before their session was in.
 	resuming map[string]bool
 	parked   map[string][]Event
+	// resumingOwn: the resumer has not yet taken on what this host's
+	// earlier processes left (see park).
+	resumingOwn bool
 	bg       *sync.WaitGroup
 	gone     <-chan struct{}
 }
@@ -148,6 +153,7 @@ func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loo
 		incarnation:   incarnation,
 		now:           cfg.Clock.Now(),
 		ledgerDone:    make(chan ledgerWrite),
+		removedDone:   make(chan *session),
 		reconcileDone: make(chan reconcileAnswer),
 		bg:            new(sync.WaitGroup),
 		gone:          gone,
@@ -158,6 +164,7 @@ func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loo
 		settledRing:   make([]string, settledMemory),
 		resuming:      make(map[string]bool),
 		parked:        make(map[string][]Event),
+		resumingOwn:   cfg.Ledger != nil,
 	}
 }
 
@@ -548,8 +555,18 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string, ack 
 		return
 	}
 	if d == nil {
-		ackNow(ack)
-		if late := st.settled[requestID]; late != nil && m.Kind == protocol.KindResult {
+		late := st.settled[requestID]
+		if late != nil && st.sessions[late.s.id] == late.s {
+			// Another delivery of an answer already taken (JetStream
+			// redelivers what was not acknowledged yet): it is let go
+			// only once what the first one changed is stored, or the
+			// message would not come again if this host died first.
+			late.s.core.Acknowledge(ack)
+			st.touch(late.s)
+		} else {
+			ackNow(ack)
+		}
+		if late != nil && m.Kind == protocol.KindResult {
 			st.lateResult(late, m.Result)
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,8 +105,11 @@ func (l *Loop) resumeLoop() {
 		case <-timer.C():
 		}
 		done := l.scan(own)
-		if done {
+		if done && own {
 			own = false
+			if l.send(l.stopped, cmdFunc(func(st *loopState) { st.ownResumed() })) != nil {
+				return
+			}
 		}
 		if l.cfg.Leases == nil && !own {
 			return
@@ -412,13 +416,38 @@ func (st *loopState) takeResumed(r resumable) {
 }
 
 // park holds ev, an answer to a request of an incarnation being resumed
-// whose session is not in yet; it reports whether it did.
+// whose session is not in yet; it reports whether it did. Until the
+// resumer has taken on this host's earlier processes, an answer to any of
+// their requests is held: it may belong to a session about to be resumed.
 func (st *loopState) park(ev Event, requestID string) bool {
-	if len(st.resuming) == 0 || !st.resuming[requestIncarnation(requestID)] {
+	inc := requestIncarnation(requestID)
+	switch {
+	case st.resuming[inc]:
+	case st.resumingOwn && inc != st.incarnation && strings.HasPrefix(inc, st.cfg.HostID+"-"):
+	default:
 		return false
 	}
 	st.parked[requestID] = append(st.parked[requestID], ev)
 	return true
+}
+
+// ownResumed ends the wait for this host's earlier processes: what is
+// parked for them and not for an incarnation still resuming answers
+// nothing here.
+func (st *loopState) ownResumed() {
+	if !st.resumingOwn {
+		return
+	}
+	st.resumingOwn = false
+	for req, evs := range st.parked {
+		if st.resuming[requestIncarnation(req)] {
+			continue
+		}
+		delete(st.parked, req)
+		for _, ev := range evs {
+			st.handleEvent(ev)
+		}
+	}
 }
 
 // requestIncarnation is the incarnation of a request id

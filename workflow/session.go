@@ -50,8 +50,9 @@ type Session struct {
 	// was stored, so the ledger may exist with nothing persisted; an
 	// ending session must then remove it.
 	unsure bool
-	// removing: the ledger's removal was handed out.
-	removing bool
+	// removing: the ledger's removal was handed out; removed: its
+	// driver reported it done.
+	removing, removed bool
 	// appends counts the writes stored since the ledger was last
 	// rewritten whole; rewriting: the write out is such a rewrite.
 	appends   int

@@ -36,7 +36,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of workfl
 //	chunk <op> <text>
 //	cancel <op> | cancel-ack <op> [ack=<name>] | force <op>
 //	cancel-session [force] [lifetime]
-//	expire | republish <op> | end
+//	expire | republish <op> | end | removed (the driver's removal is done)
+//	acknowledge ack=<name>       an event that changed nothing (a redelivery)
 //	reconciled <op> <state> [past]
 //	advance <duration>
 //	crash                        a new process restores the stored entries
@@ -303,6 +304,12 @@ func (h *harness) run(c goldenCase) []string {
 	case "end":
 		h.s.End()
 		out = append(out, "ok")
+	case "removed":
+		h.s.Removed()
+		out = append(out, "ok")
+	case "acknowledge":
+		h.s.Acknowledge(h.ack(opts["ack"]))
+		out = append(out, "ok")
 	case "reconciled":
 		st := protocol.OperationStatus{State: protocol.OperationState(args[1])}
 		action, err := h.s.Reconciled(h.op(args[0]), st, slices.Contains(args, "past"))
@@ -396,7 +403,8 @@ func (h *harness) ready() []string {
 		}
 	}
 	if rd.Remove != nil {
-		// As its driver does, once the outcome is stored elsewhere.
+		// As its driver does, once the outcome is stored elsewhere; the
+		// script says when it is done (removed).
 		h.stored = nil
 		out = append(out, "remove the ledger")
 		for _, a := range rd.Remove.Acks {

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"math"
 	"slices"
 
 	"github.com/splashfabric/splashfabric/host"
@@ -115,7 +116,14 @@ func (s *Session) gateAck(ack func()) {
 		ack()
 		return
 	}
-	s.queue(effect{upTo: s.gate(), kind: effAck, ack: ack})
+	upTo := s.gate()
+	if s.ended && s.MayExist() && !s.removed {
+		// Held until the ledger's removal is done, which is once the
+		// outcome is stored elsewhere: until then the ledger is what a
+		// later process replays, and it may need this answer.
+		upTo = math.MaxInt
+	}
+	s.queue(effect{upTo: upTo, kind: effAck, ack: ack})
 }
 
 // release runs ack now, if set.
@@ -136,7 +144,7 @@ func (s *Session) HasReady() bool {
 		return true
 	}
 	for _, e := range s.outbox {
-		if e.upTo <= s.persisted || s.led == nil {
+		if e.upTo <= s.persisted || s.led == nil || e.kind == effAck && s.removed {
 			return true
 		}
 	}
@@ -166,7 +174,7 @@ func (s *Session) Ready() Ready {
 	}
 	keep := s.outbox[:0]
 	for _, e := range s.outbox {
-		if s.led != nil && e.upTo > s.persisted {
+		if s.led != nil && e.upTo > s.persisted && !(e.kind == effAck && s.removed) {
 			keep = append(keep, e)
 			continue
 		}
@@ -288,6 +296,11 @@ func (s *Session) Unstored() *Append {
 	}
 	return &Append{From: s.persisted, Entries: s.led.Entries(s.persisted)}
 }
+
+// Removed reports that the ledger's removal handed out is done: the
+// session's outcome is stored elsewhere, so the acknowledgements held for
+// it are let go at the next Ready.
+func (s *Session) Removed() { s.removed = true }
 
 // Relinquished reports whether another owner took the session.
 func (s *Session) Relinquished() bool { return s.relinquished }
