@@ -72,8 +72,8 @@ type loopState struct {
 	// resumingOwn: the resumer has not yet taken on what this host's
 	// earlier processes left (see park).
 	resumingOwn bool
-	bg       *sync.WaitGroup
-	gone     <-chan struct{}
+	bg          *sync.WaitGroup
+	gone        <-chan struct{}
 }
 
 // settledMemory bounds how many settled operations the loop remembers for
