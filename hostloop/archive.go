@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
@@ -37,18 +36,6 @@ type SessionArchive interface {
 	// Flush waits until every status recorded before the call is stored
 	// (or its write failed), or ctx ends.
 	Flush(ctx context.Context) error
-}
-
-// AuditArchive is implemented by archives that keep a finished session's
-// audit (bounded, with no tool output in it) beside its outcome, so Status
-// still returns it once the loop forgot the session, on any host.
-type AuditArchive interface {
-	// RecordAudit queues events, the audit of a session that finished,
-	// without blocking; it is stored before a Flush that follows returns.
-	RecordAudit(id SessionID, events []host.AuditEvent)
-	// LookupAudit returns the stored audit of id, oldest first;
-	// ErrUnknownSession when none is stored.
-	LookupAudit(ctx context.Context, id SessionID) ([]host.AuditEvent, error)
 }
 
 // Incarnation is one lifetime of a host process: its session ids are

@@ -29,7 +29,6 @@ type memArchive struct {
 	// lookupGate, when set, holds every Lookup until it is closed.
 	lookupGate chan struct{}
 	lookups    chan SessionID
-	audits     map[SessionID][]host.AuditEvent
 }
 
 func newMemArchive() *memArchive {
@@ -37,26 +36,7 @@ func newMemArchive() *memArchive {
 		records:      map[SessionID]SessionStatus{},
 		incarnations: map[string]Incarnation{},
 		lookups:      make(chan SessionID, 64),
-		audits:       map[SessionID][]host.AuditEvent{},
 	}
-}
-
-func (m *memArchive) RecordAudit(id SessionID, events []host.AuditEvent) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.crashed {
-		m.audits[id] = append([]host.AuditEvent(nil), events...)
-	}
-}
-
-func (m *memArchive) LookupAudit(_ context.Context, id SessionID) ([]host.AuditEvent, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, ok := m.audits[id]
-	if !ok {
-		return nil, ErrUnknownSession
-	}
-	return a, nil
 }
 
 func (m *memArchive) Register(ctx context.Context, inc Incarnation) error {

@@ -68,6 +68,11 @@ type SessionStatus struct {
 	Truncated bool
 	// Operations lists the session's live (not yet terminal) operations.
 	Operations []OperationStatus
+	// Audit is set only on the status of a finished session as it is
+	// recorded (SessionArchive.Record keeps what fits of it, newest
+	// first, beside the outcome) and as an archive reads it back; Status
+	// returns it as the session's audit.
+	Audit []host.AuditEvent
 }
 
 // OperationStatus describes one live operation, for `splash ops`.
@@ -137,7 +142,7 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 //
 // With an Archive, a session the loop does not hold is looked up there, on
 // the caller's goroutine: a finished session the loop forgot answers with
-// its recorded status (and, with an AuditArchive, its recorded audit), a
+// its recorded status and the audit the record kept, a
 // session of an earlier incarnation of this host that has no record
 // answers as failed with ErrHostRestarted.
 func (l *Loop) Status(ctx context.Context, id SessionID) (SessionStatus, []host.AuditEvent, error) {
@@ -145,15 +150,9 @@ func (l *Loop) Status(ctx context.Context, id SessionID) (SessionStatus, []host.
 	if err == nil || l.cfg.Archive == nil || !errors.Is(err, ErrUnknownSession) {
 		return s, audit, err
 	}
-	if s, err = l.archived(ctx, id); err != nil || !s.State.Terminal() {
-		return s, nil, err
-	}
-	if aa, ok := l.cfg.Archive.(AuditArchive); ok {
-		// An audit that cannot be read is not the session's failure: its
-		// status stands without it.
-		audit, _ = aa.LookupAudit(ctx, id)
-	}
-	return s, audit, nil
+	s, err = l.archived(ctx, id)
+	audit, s.Audit = s.Audit, nil
+	return s, audit, err
 }
 
 // liveStatus asks the loop for a session it holds.

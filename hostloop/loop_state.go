@@ -324,14 +324,12 @@ func (st *loopState) finishSession(s *session) {
 	st.finished = append(st.finished, s.id)
 	if a := st.cfg.Archive; a != nil {
 		// Before retention can forget it, so there is no moment in
-		// which neither the loop nor the archive's queue holds it. The
-		// audit drained so far goes first: the ledger's removal waits
-		// for a flush that covers both.
+		// which neither the loop nor the archive's queue holds it. Its
+		// audit goes with it.
 		st.drainAudit(s)
-		if aa, ok := a.(AuditArchive); ok {
-			aa.RecordAudit(s.id, s.audit)
-		}
-		a.Record(summaryOf(s))
+		rec := summaryOf(s)
+		rec.Audit = s.audit
+		a.Record(rec)
 	}
 	st.retain()
 }

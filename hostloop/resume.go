@@ -69,7 +69,9 @@ type resumption struct {
 }
 
 // Resuming reports how many sessions this loop has taken on from other
-// processes and not yet brought back (for /readyz and logs).
+// processes and not yet brought back (for /readyz and logs); until this
+// host's earlier processes' sessions are listed, the listing counts as
+// one.
 func (l *Loop) Resuming() int { return int(l.resumes.pending.Load()) }
 
 func (l *Loop) resumeObserver() ResumeObserver {
@@ -96,6 +98,9 @@ func (l *Loop) failed(reason string, id SessionID, err error) {
 func (l *Loop) resumeLoop() {
 	defer l.st.bg.Done()
 	own := true
+	// Until the earlier processes' sessions are listed, how many there
+	// are is unknown: the listing counts as one waiting.
+	l.addPending(1)
 	timer := l.cfg.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -110,6 +115,7 @@ func (l *Loop) resumeLoop() {
 			if l.send(l.stopped, cmdFunc(func(st *loopState) { st.ownResumed() })) != nil {
 				return
 			}
+			l.addPending(-1)
 		}
 		if l.cfg.Leases == nil && !own {
 			return

@@ -65,8 +65,6 @@ type SessionArchive struct {
 	// pending holds each id's latest record until its write resolved.
 	queue   []archiveWrite
 	pending map[hostloop.SessionID]archiveWrite
-	// pendingAudit holds each id's audit record until its write resolved.
-	pendingAudit map[hostloop.SessionID]archiveWrite
 	// seq numbers records as Record takes them; resolved is the highest
 	// seq whose write resolved (in order), which Flush waits on.
 	seq, resolved uint64
@@ -92,8 +90,6 @@ type archiveWrite struct {
 	id   hostloop.SessionID
 	key  string
 	data []byte
-	// audit: the record is the session's audit, not its outcome.
-	audit bool
 }
 
 type archiveIncarnation struct {
@@ -144,16 +140,15 @@ func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg fabric.Config, ke
 		return nil, fmt.Errorf("hostnats: session archive: bucket %s: %w", fabric.BucketSessions, err)
 	}
 	a := &SessionArchive{
-		js:           js,
-		kv:           kv,
-		seal:         seal,
-		cfg:          cfg,
-		opts:         o,
-		budget:       int(cfg.SessionValueBytes()) - recordHeadroom - recordauth.Overhead,
-		wake:         make(chan struct{}, 1),
-		done:         make(chan struct{}),
-		pending:      make(map[hostloop.SessionID]archiveWrite),
-		pendingAudit: make(map[hostloop.SessionID]archiveWrite),
+		js:      js,
+		kv:      kv,
+		seal:    seal,
+		cfg:     cfg,
+		opts:    o,
+		budget:  int(cfg.SessionValueBytes()) - recordHeadroom - recordauth.Overhead,
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		pending: make(map[hostloop.SessionID]archiveWrite),
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.wg.Add(1)
@@ -224,53 +219,28 @@ func (a *SessionArchive) Record(s hostloop.SessionStatus) {
 			data = a.seal.Seal(key, data)
 		}
 	}
-	if err != nil {
-		a.mu.Lock()
-		a.stats.Recorded++
-		a.stats.Dropped++
-		a.mu.Unlock()
-		a.report(fmt.Errorf("hostnats: session record of %q dropped: %w", truncate(string(s.ID)), err))
-		return
-	}
-	if cut {
-		a.mu.Lock()
-		a.stats.Truncated++
-		a.mu.Unlock()
-	}
-	a.enqueue(archiveWrite{id: s.ID, key: key, data: data})
-}
-
-// enqueue queues w for the writer, unless the archive closed or the queue
-// is full (then it is counted as dropped and reported).
-func (a *SessionArchive) enqueue(w archiveWrite) {
 	a.mu.Lock()
-	// Stats count outcomes: an audit record rides with its session's.
-	if !w.audit {
-		a.stats.Recorded++
-	}
-	var err error
+	a.stats.Recorded++
 	switch {
+	case err != nil:
 	case a.closed:
 		err = ErrClosed
 	case len(a.queue) >= a.opts.maxPending:
 		err = errors.New("queue full")
 	}
 	if err != nil {
-		if !w.audit {
-			a.stats.Dropped++
-		}
+		a.stats.Dropped++
 		a.mu.Unlock()
-		a.report(fmt.Errorf("hostnats: session record of %q dropped: %w", truncate(string(w.id)), err))
+		a.report(fmt.Errorf("hostnats: session record of %q dropped: %w", truncate(string(s.ID)), err))
 		return
 	}
-	a.seq++
-	w.seq = a.seq
-	a.queue = append(a.queue, w)
-	if w.audit {
-		a.pendingAudit[w.id] = w
-	} else {
-		a.pending[w.id] = w
+	if cut {
+		a.stats.Truncated++
 	}
+	a.seq++
+	w := archiveWrite{seq: a.seq, id: s.ID, key: key, data: data}
+	a.queue = append(a.queue, w)
+	a.pending[s.ID] = w
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -451,18 +421,12 @@ func (a *SessionArchive) write() {
 func (a *SessionArchive) resolve(w archiveWrite, err error) {
 	a.mu.Lock()
 	a.resolved = w.seq
-	pending := a.pending
-	if w.audit {
-		pending = a.pendingAudit
+	if p, ok := a.pending[w.id]; ok && p.seq == w.seq {
+		delete(a.pending, w.id)
 	}
-	if p, ok := pending[w.id]; ok && p.seq == w.seq {
-		delete(pending, w.id)
-	}
-	switch {
-	case w.audit:
-	case err != nil:
+	if err != nil {
 		a.stats.Failed++
-	default:
+	} else {
 		a.stats.Stored++
 	}
 	kept := a.waiters[:0]

@@ -177,6 +177,62 @@ func TestSessionArchiveTruncatesToTheBucketBound(t *testing.T) {
 	}
 }
 
+// A finished session's audit is kept in its record, beside its outcome
+// and in the same write: all of it when it fits, else its newest events,
+// never at the expense of the outcome.
+func TestSessionArchiveKeepsTheAudit(t *testing.T) {
+	env := newEnv(t)
+	a := newArchive(t, env)
+	ctx := testCtx(t)
+	audit := func(n int) []host.AuditEvent {
+		out := make([]host.AuditEvent, n)
+		for i := range out {
+			out[i] = host.AuditEvent{Seq: uint64(i + 1), At: created.Add(time.Duration(i) * time.Second), ID: host.ExternalToolID(i/3 + 1),
+				Tool: "text.remote", CallIndex: uint64(i/3 + 1), Attempt: 1, Outcome: host.AuditSucceeded, Bytes: i}
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		in       hostloop.SessionStatus
+		wantAll  bool
+		wantNone bool
+	}{
+		{"small", hostloop.SessionStatus{ID: "s-h-0123456789ab-1", State: hostloop.SessionCompleted, Value: "1", Audit: audit(12)}, true, false},
+		{"newest", hostloop.SessionStatus{ID: "s-h-0123456789ab-2", State: hostloop.SessionCompleted, Value: "2", Audit: audit(5000)}, false, false},
+		{"value first", hostloop.SessionStatus{ID: "s-h-0123456789ab-3", State: hostloop.SessionCompleted, Value: strings.Repeat("v", 100<<10), Audit: audit(10)}, false, true},
+	}
+	for _, tt := range tests {
+		a.Record(tt.in)
+	}
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); st.Stored != uint64(len(tests)) {
+		t.Fatalf("%d writes stored for %d sessions: %+v", st.Stored, len(tests), st)
+	}
+	b := newArchive(t, env)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := b.Lookup(ctx, tt.in.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(got.Audit)
+			switch {
+			case tt.wantAll && n != len(tt.in.Audit), tt.wantNone && n != 0, !tt.wantAll && !tt.wantNone && (n == 0 || n >= len(tt.in.Audit)):
+				t.Fatalf("kept %d of %d audit events", n, len(tt.in.Audit))
+			}
+			if n > 0 {
+				last, want := got.Audit[n-1], tt.in.Audit[len(tt.in.Audit)-1]
+				if last.Seq != want.Seq || !last.At.Equal(want.At) || last.Outcome != want.Outcome || last.Bytes != want.Bytes {
+					t.Fatalf("newest kept %+v, want %+v", last, want)
+				}
+			}
+		})
+	}
+}
+
 func TestSessionArchiveRefusesBadIDs(t *testing.T) {
 	env := newEnv(t)
 	errs := &errorLog{}

@@ -57,6 +57,44 @@ type sessionRecord struct {
 	Kind      string    `json:"kind,omitempty"`
 	Created   time.Time `json:"created"`
 	Truncated bool      `json:"truncated,omitempty"`
+	// Audit is the newest of the session's audit events that fit beside
+	// the rest: outcomes and counts, never a tool's output.
+	Audit []auditRecord `json:"audit,omitempty"`
+}
+
+// auditRecord is one stored audit event.
+type auditRecord struct {
+	Seq        uint64    `json:"seq"`
+	At         time.Time `json:"at"`
+	Op         uint64    `json:"op,omitempty"`
+	Tool       string    `json:"tool,omitempty"`
+	CallIndex  uint64    `json:"call,omitempty"`
+	Attempt    uint32    `json:"attempt,omitempty"`
+	Outcome    string    `json:"outcome"`
+	Detail     string    `json:"detail,omitempty"`
+	Bytes      int       `json:"bytes,omitempty"`
+	RetryClass int       `json:"retry_class,omitempty"`
+}
+
+func auditRecords(events []host.AuditEvent) []auditRecord {
+	out := make([]auditRecord, len(events))
+	for i, e := range events {
+		out[i] = auditRecord{Seq: e.Seq, At: e.At.UTC(), Op: uint64(e.ID), Tool: e.Tool, CallIndex: e.CallIndex,
+			Attempt: e.Attempt, Outcome: string(e.Outcome), Detail: e.Detail, Bytes: e.Bytes, RetryClass: int(e.RetryClass)}
+	}
+	return out
+}
+
+func auditEvents(recs []auditRecord) []host.AuditEvent {
+	if len(recs) == 0 {
+		return nil
+	}
+	out := make([]host.AuditEvent, len(recs))
+	for i, r := range recs {
+		out[i] = host.AuditEvent{Seq: r.Seq, At: r.At, ID: host.ExternalToolID(r.Op), Tool: r.Tool, CallIndex: r.CallIndex,
+			Attempt: r.Attempt, Outcome: host.AuditOutcome(r.Outcome), Detail: r.Detail, Bytes: r.Bytes, RetryClass: host.RetryClass(r.RetryClass)}
+	}
+	return out
 }
 
 // incarnationRecord is the stored form of a hostloop.Incarnation.
@@ -116,12 +154,41 @@ func errorOfKind(kind, msg string) error {
 
 // encodeSession returns s's record in at most limit bytes, cutting Value
 // first and then Error (marked) when it would not fit; cut reports that it
-// did.
+// did. The audit takes the room the rest leaves: its newest events.
 func encodeSession(s hostloop.SessionStatus, limit int) (data []byte, cut bool, err error) {
 	rec := sessionRecord{
 		ID: string(s.ID), State: string(s.State), Value: s.Value, Error: s.Error,
 		Kind: kindOf(s.Err), Created: s.Created.UTC(), Truncated: s.Truncated,
 	}
+	b, cut, err := encodeOutcome(rec, limit)
+	if err != nil || len(s.Audit) == 0 {
+		return b, cut, err
+	}
+	rec.Truncated = rec.Truncated || cut
+	if cut {
+		// The outcome alone filled the record: the audit stays out.
+		return b, cut, nil
+	}
+	events := auditRecords(s.Audit)
+	for len(events) > 0 {
+		rec.Audit = events
+		withAudit, err := json.Marshal(rec)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(withAudit) <= limit {
+			return withAudit, cut, nil
+		}
+		// Over the limit: drop the oldest, in proportion to the excess.
+		over := len(withAudit) - limit
+		drop := max(1, len(events)*over/max(1, len(withAudit)-len(b))+1)
+		events = events[min(drop, len(events)):]
+	}
+	return b, cut, nil
+}
+
+// encodeOutcome is encodeSession without the audit.
+func encodeOutcome(rec sessionRecord, limit int) (data []byte, cut bool, err error) {
 	// Record runs this on the host loop's goroutine. JSON never takes
 	// fewer bytes than the text it encodes, so a record whose value and
 	// error alone exceed limit is cut without first encoding it whole.
@@ -155,7 +222,7 @@ func encodeSession(s hostloop.SessionStatus, limit int) (data []byte, cut bool, 
 			return b, true, err
 		}
 	}
-	return nil, false, fmt.Errorf("hostnats: session record of %q does not fit in %d bytes", truncate(string(s.ID)), limit)
+	return nil, false, fmt.Errorf("hostnats: session record of %q does not fit in %d bytes", truncate(rec.ID), limit)
 }
 
 func decodeSession(data []byte) (hostloop.SessionStatus, error) {
@@ -165,7 +232,7 @@ func decodeSession(data []byte) (hostloop.SessionStatus, error) {
 	}
 	s := hostloop.SessionStatus{
 		ID: hostloop.SessionID(rec.ID), State: hostloop.SessionState(rec.State), Value: rec.Value,
-		Error: rec.Error, Created: rec.Created, Truncated: rec.Truncated,
+		Error: rec.Error, Created: rec.Created, Truncated: rec.Truncated, Audit: auditEvents(rec.Audit),
 	}
 	if rec.State == string(hostloop.SessionFailed) || rec.State == string(hostloop.SessionCancelled) {
 		s.Err = errorOfKind(rec.Kind, rec.Error)

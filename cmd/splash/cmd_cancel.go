@@ -36,8 +36,8 @@ type cancelConfig struct {
 
 func (c *cancelConfig) flags(fs *flagSet) {
 	c.api.register(fs)
-	fs.stringVar(&c.session, "session", "", "", "end this whole session instead of one operation")
-	fs.boolVar(&c.force, "force", "", false, "with --session, assert its operations cancelled without their workers")
+	fs.stringVar(&c.session, "session", "SPLASH_CANCEL_SESSION", "", "end this whole `session` instead of one operation")
+	fs.boolVar(&c.force, "force", "SPLASH_CANCEL_FORCE", false, "with --session, assert its operations cancelled without their workers")
 }
 
 func (c *cancelConfig) run(ctx context.Context, a *app, args []string) error {
