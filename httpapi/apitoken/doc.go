@@ -7,7 +7,8 @@
 // keeps only each token's SHA-256 digest, and rereads it when it changes:
 //
 //	tokens:
-//	  - name: ci                  # names the token in logs and owns its sessions
+//	  - name: ci                     # names the token in logs and errors
+//	    owner: build                 # owns its sessions; default: the name
 //	    sha256: 9f86d081884c7d65...  # hex SHA-256 of the bearer token
 //	    scopes: [submit, read]
 //	    tools: ["demo.*", "text.>"]

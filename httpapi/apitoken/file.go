@@ -28,6 +28,7 @@ type fileDoc struct {
 
 type fileEntry struct {
 	Name   string   `json:"name"`
+	Owner  string   `json:"owner"`
 	SHA256 string   `json:"sha256"`
 	Scopes []string `json:"scopes"`
 	// Tools is a pointer so that a missing list (an error for a token
@@ -71,7 +72,7 @@ func (fe fileEntry) entry() (Entry, error) {
 	if fe.Tools != nil && *fe.Tools != nil {
 		tools = *fe.Tools
 	}
-	t, err := New(fe.Name, scopes, tools)
+	t, err := New(Spec{Name: fe.Name, Owner: fe.Owner, Scopes: scopes, Tools: tools})
 	if err != nil {
 		return Entry{}, err
 	}

@@ -13,28 +13,49 @@ import (
 // may read it; a reloaded file makes new Tokens.
 type Token struct {
 	name   string
+	owner  string
 	scopes scopeSet
 	tools  host.ToolPatterns
 }
 
-// New describes a token named name with scopes, whose sessions may use
-// the tools patterns name (nil: every tool; empty: none). The name must be
-// a legal tool-name token, so it can label logs and metrics unescaped.
-func New(name string, scopes []Scope, tools []string) (*Token, error) {
-	if err := protocol.ValidateToolName(name); err != nil {
-		return nil, fmt.Errorf("%w: name %q: letters, digits, '_', '-' and '.' only, at most %d bytes", ErrInvalidToken, name, protocol.MaxToolNameBytes)
+// Spec describes a token.
+type Spec struct {
+	// Name names the token in logs and errors. It must be a legal
+	// tool-name token (letters, digits, '_', '-', '.'), so it needs no
+	// escaping wherever it is printed.
+	Name string
+	// Owner owns the sessions the token submits, and the token reaches
+	// the sessions of its owner: tokens that share an owner (a client's
+	// submitting token and its read-only dashboard's) share sessions.
+	// Empty means Name. Same alphabet as Name.
+	Owner  string
+	Scopes []Scope
+	// Tools are the patterns of the tools the token's sessions may use
+	// (see host.ParseToolPattern); nil is every tool, empty none.
+	Tools []string
+}
+
+// New makes the token spec describes.
+func New(spec Spec) (*Token, error) {
+	if err := protocol.ValidateToolName(spec.Name); err != nil {
+		return nil, fmt.Errorf("%w: name %q: letters, digits, '_', '-' and '.' only, at most %d bytes", ErrInvalidToken, spec.Name, protocol.MaxToolNameBytes)
 	}
-	t := &Token{name: name}
-	for _, s := range scopes {
+	t := &Token{name: spec.Name, owner: spec.Owner}
+	if t.owner == "" {
+		t.owner = t.name
+	} else if err := protocol.ValidateToolName(t.owner); err != nil {
+		return nil, fmt.Errorf("%w: token %q: owner %q: letters, digits, '_', '-' and '.' only", ErrInvalidToken, spec.Name, spec.Owner)
+	}
+	for _, s := range spec.Scopes {
 		sc, err := ParseScope(string(s))
 		if err != nil {
-			return nil, fmt.Errorf("token %q: %w", name, err)
+			return nil, fmt.Errorf("token %q: %w", spec.Name, err)
 		}
 		t.scopes.add(sc)
 	}
-	ps, err := host.ParseToolPatterns(tools)
+	ps, err := host.ParseToolPatterns(spec.Tools)
 	if err != nil {
-		return nil, fmt.Errorf("%w: token %q: tools: %w", ErrInvalidToken, name, err)
+		return nil, fmt.Errorf("%w: token %q: tools: %w", ErrInvalidToken, spec.Name, err)
 	}
 	t.tools = ps
 	return t, nil
@@ -43,12 +64,15 @@ func New(name string, scopes []Scope, tools []string) (*Token, error) {
 // Root returns a token named name that holds every scope and may use every
 // tool: the single token of splash dev and of a host given one token.
 func Root(name string) *Token {
-	t := &Token{name: name, scopes: ^scopeSet(0)}
-	return t
+	return &Token{name: name, owner: name, scopes: ^scopeSet(0)}
 }
 
-// Name is the token's name: what owns its sessions and labels its logs.
+// Name is the token's name, for logs and errors.
 func (t *Token) Name() string { return t.name }
+
+// Owner owns the sessions the token submits; its name unless the token
+// shares an owner with others.
+func (t *Token) Owner() string { return t.owner }
 
 // Has reports whether the token holds scope; admin holds them all.
 func (t *Token) Has(scope Scope) bool {

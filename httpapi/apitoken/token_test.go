@@ -31,6 +31,7 @@ tokens:
     scopes: [submit, read]
     tools: ["demo.*", "text.>"]
   - name: dashboard
+    owner: ci
     sha256: ` + strings.ToUpper(ro) + `
     scopes: [read]
 `,
@@ -43,7 +44,10 @@ tokens:
 					t.Fatal("ci's tools do not match its patterns")
 				}
 				ro, ok := s.Lookup("ro-secret")
-				if !ok || ro.Name() != "dashboard" || ro.MayUse("demo.upper") {
+				if tok.Owner() != "ci" {
+					t.Fatalf("ci's owner = %q, want its name", tok.Owner())
+				}
+				if !ok || ro.Name() != "dashboard" || ro.Owner() != "ci" || ro.MayUse("demo.upper") {
 					t.Fatalf("dashboard = %+v: a token without tools may use none", ro)
 				}
 				if _, ok := s.Lookup("ci-secret "); ok {
@@ -75,6 +79,7 @@ tokens:
 		{name: "not hex", file: "tokens:\n  - name: ci\n    sha256: " + strings.Repeat("zz", 32) + "\n", wantErr: apitoken.ErrInvalidToken, errText: "not hex"},
 		{name: "no name", file: "tokens:\n  - sha256: " + ci + "\n    scopes: [read]\n", wantErr: apitoken.ErrInvalidToken, errText: "name"},
 		{name: "name with a space", file: "tokens:\n  - name: c i\n    sha256: " + ci + "\n", wantErr: apitoken.ErrInvalidToken},
+		{name: "owner with a slash", file: "tokens:\n  - {name: ci, owner: a/b, sha256: " + ci + "}\n", wantErr: apitoken.ErrInvalidToken, errText: "owner"},
 		{name: "malformed tool pattern", file: "tokens:\n  - name: ci\n    sha256: " + ci + "\n    scopes: [submit]\n    tools: [\"demo.\"]\n", wantErr: apitoken.ErrInvalidToken, errText: "tools"},
 		{name: "submit without tools", file: "tokens:\n  - name: ci\n    sha256: " + ci + "\n    scopes: [submit]\n", wantErr: apitoken.ErrInvalidToken, errText: `[">"]`},
 		{name: "admin without tools", file: "tokens:\n  - name: ci\n    sha256: " + ci + "\n    scopes: [admin]\n", wantErr: apitoken.ErrInvalidToken, errText: "names no tools"},
