@@ -91,6 +91,17 @@ func CheckGrants(grants []string) error {
 	return nil
 }
 
+// CheckTools refuses a malformed tool pattern, naming it by its index.
+// POST /v1/sessions, the Gate and MCP's run_script all apply it.
+func CheckTools(tools []string) error {
+	for i, s := range tools {
+		if _, err := host.ParseToolPattern(s); err != nil {
+			return fmt.Errorf("tools[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // admitTools returns the tool patterns of a session t submits: t's own
 // when tools is nil, else tools, each of which must be well-formed and
 // within one of t's patterns.
@@ -98,11 +109,11 @@ func admitTools(t *apitoken.Token, tools []string) ([]string, error) {
 	if tools == nil {
 		return t.Tools().Strings(), nil
 	}
-	for i, s := range tools {
-		p, err := host.ParseToolPattern(s)
-		if err != nil {
-			return nil, fmt.Errorf("tools[%d]: %w", i, err)
-		}
+	if err := CheckTools(tools); err != nil {
+		return nil, err
+	}
+	for _, s := range tools {
+		p, _ := host.ParseToolPattern(s)
 		if !t.Tools().Covers(p) {
 			return nil, &ToolError{Token: t.Name(), Pattern: s, Allowed: t.Tools().Strings()}
 		}
