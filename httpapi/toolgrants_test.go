@@ -2,13 +2,17 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // A script's call outside its session's tools fails in the script, on a
@@ -213,4 +217,65 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// A durable session is held to its tools after a restart: the next process
+// replays it from its ledger with the same patterns, refusing again what
+// the first refused and whatever else lies outside them.
+func TestResumedSessionKeepsItsTools(t *testing.T) {
+	ledger := workflow.NewMemoryLog()
+	tokens := tokenSet(t, scopedTokens)
+	start := func() (*hostloop.Loop, *hostloop.MemTransport, *httptest.Server) {
+		tr := hostloop.NewMemTransport(64)
+		loop, err := hostloop.StartLoop(hostloop.LoopConfig{Transport: tr, HostID: "h1", Catalog: catalog, Ledger: ledger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(httpapi.New(loop, httpapi.Config{Tokens: tokens}))
+		return loop, tr, srv
+	}
+	loop, tr, srv := start()
+	e := &apiEnv{srv: srv}
+	resp := e.do(t, http.MethodPost, "/v1/sessions", secretOf("submit"), `{"restart":"resume","tools":["hold"],"source":`+
+		`"let d = []; try { await tool.start('echo', 'a') } catch (e) { d.push(e.message) } `+
+		`d.push(await tool.start('hold', 'x')); `+
+		`try { await tool.start('stream', 'b') } catch (e) { d.push(e.message) } return d.join(' | ')"}`)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("submit: %d %s", resp.StatusCode, readAll(t, resp))
+	}
+	id := decodeBody[httpapi.Session](t, resp).ID
+	first, ok := tr.Next(time.Minute)
+	if !ok || first.Tool != "hold" {
+		t.Fatalf("first process dispatched %+v", first)
+	}
+	srv.Close()
+	loop.Stop()
+
+	loop, tr, srv = start()
+	defer func() { srv.Close(); loop.Stop() }()
+	again, ok := tr.Next(time.Minute)
+	if !ok || again.RequestID != first.RequestID {
+		t.Fatalf("resumed process dispatched %+v, want %s again", again, first.RequestID)
+	}
+	tr.Succeed(again, "held")
+	want := `tool.start: host: tool not granted: "echo" is not among the session's tools ["hold"] | held | ` +
+		`tool.start: host: tool not granted: "stream" is not among the session's tools ["hold"]`
+	var st hostloop.SessionStatus
+	testwait.Until(t, 0, "the resumed session to end", func() bool {
+		var err error
+		st, _, err = loop.Status(t.Context(), hostloop.SessionID(id))
+		return err == nil && st.State != hostloop.SessionSuspended
+	})
+	if st.State != hostloop.SessionCompleted || st.Value != want {
+		t.Fatalf("resumed session ended %s with %q %s, want %q", st.State, st.Value, st.Error, want)
+	}
+	// This process does not know the session's owner: admin reaches it,
+	// the owner's own tokens do not (docs/decisions/0122).
+	e = &apiEnv{srv: srv}
+	if got := e.do(t, http.MethodGet, "/v1/sessions/"+id, secretOf("admin"), "").StatusCode; got != http.StatusOK {
+		t.Fatalf("admin reading the resumed session: %d", got)
+	}
+	if got := e.do(t, http.MethodGet, "/v1/sessions/"+id, secretOf("read"), "").StatusCode; got != http.StatusNotFound {
+		t.Fatalf("its owner's token reading the resumed session: %d", got)
+	}
 }
