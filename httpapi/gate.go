@@ -8,6 +8,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // GateConfig sizes a Gate.
@@ -95,6 +96,11 @@ func CheckGrants(grants []string) error {
 // POST /v1/sessions, the Gate and MCP's run_script all apply it.
 func CheckTools(tools []string) error {
 	for i, s := range tools {
+		if len(s) > protocol.MaxToolNameBytes {
+			// Longer than any tool name may be; said with its length,
+			// not repeated whole.
+			return fmt.Errorf("%w: tools[%d] is %s", host.ErrInvalidToolPattern, i, quoteClip(s))
+		}
 		if _, err := host.ParseToolPattern(s); err != nil {
 			return fmt.Errorf("tools[%d]: %w", i, err)
 		}

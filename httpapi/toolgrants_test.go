@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,8 @@ func TestSubmissionToolsWithinTheTokens(t *testing.T) {
 		{"every tool", "narrow", `[">"]`, "", 403, "tool_not_permitted", ">"},
 		{"any for a token of every tool", "submit", `[">"]`, "", 201, "", ""},
 		{"malformed", "submit", `["echo."]`, "", 422, "invalid_tool_pattern", ""},
+		{"as long as a tool name may be", "submit", `["` + strings.Repeat("a", 128) + `"]`, "", 201, "", ""},
+		{"longer", "submit", `["` + strings.Repeat("a", 129) + `"]`, "", 422, "invalid_tool_pattern", ""},
 		{"unknown grant", "narrow", `["stream"]`, `["tool","tools"]`, 422, "unknown_grant", ""},
 	}
 	for _, tt := range tests {
@@ -128,9 +131,9 @@ func TestSubmissionToolsWithinTheTokens(t *testing.T) {
 		})
 	}
 	resp := e.do(t, http.MethodGet, "/v1/sessions", secretOf("narrow"), "")
-	// narrow's owner, team, holds the three admitted.
-	if l := decodeBody[httpapi.SessionList](t, resp).Sessions; len(l) != 3 {
-		t.Fatalf("narrow's owner has sessions %+v, want the 3 admitted", l)
+	// narrow's owner, team, holds the four admitted.
+	if l := decodeBody[httpapi.SessionList](t, resp).Sessions; len(l) != 4 {
+		t.Fatalf("narrow's owner has sessions %+v, want the 4 admitted", l)
 	}
 }
 

@@ -21,8 +21,10 @@ type SubmitRequest struct {
 	// names where "*" stands for one segment and a final ">" for one or
 	// more ("demo.*", "text.>", "demo.upper"). They must lie within the
 	// token's own; null or absent takes the token's, [] grants none. A
-	// call outside them fails in the script, before it uses budget.
-	Tools             []string `json:"tools"`
+	// call outside them fails in the script, before it uses budget. Nil
+	// is left out of the JSON, so a client may talk to a host older than
+	// the field.
+	Tools             []string `json:"tools,omitzero"`
 	ToolCallBudget    int      `json:"tool_call_budget,omitempty"`
 	MaxPending        int      `json:"max_pending,omitempty"`
 	ExecutionBudgetMS int64    `json:"execution_budget_ms,omitempty"`
