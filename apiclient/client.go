@@ -124,10 +124,13 @@ func errorOf(resp *http.Response) *Error {
 		Error struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
+			Scope   string `json:"scope"`
+			Tool    string `json:"tool"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(raw, &body) == nil && body.Error.Code != "" {
-		return &Error{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
+		e := body.Error
+		return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message, Scope: e.Scope, Tool: e.Tool}
 	}
 	msg := strings.TrimSpace(string(raw))
 	if len(msg) > maxErrorBytes {

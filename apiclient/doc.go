@@ -23,8 +23,10 @@
 //
 // An error answer of the host is an *Error carrying the HTTP status and
 // the API's code and message; errors.Is matches it against the sentinels
-// by status class (ErrUnauthorized, ErrNotFound, ErrConflict, ErrRejected,
-// ...) or by code (ErrUnknownSession, ErrUnknownOperation). A host that
+// by status class (ErrUnauthorized, ErrForbidden, ErrNotFound,
+// ErrConflict, ErrRejected, ...) or by code (ErrUnknownSession,
+// ErrUnknownOperation, ErrMissingScope, ErrToolNotPermitted; the last two
+// name the scope or tool in Error.Scope and Error.Tool). A host that
 // cannot be reached gives ErrUnreachable; a cancelled context gives its
 // own error.
 //

@@ -12,8 +12,17 @@ var (
 	// ErrBadRequest matches a 400: malformed JSON, an unknown or invalid
 	// field, an operation id that is not op-<n>.
 	ErrBadRequest = errors.New("apiclient: bad request")
-	// ErrUnauthorized matches a 401: the token is missing or wrong.
+	// ErrUnauthorized matches a 401: the token is missing or unknown.
 	ErrUnauthorized = errors.New("apiclient: unauthorized")
+	// ErrForbidden matches a 403: the token is valid but may not do
+	// this (ErrMissingScope, ErrToolNotPermitted).
+	ErrForbidden = errors.New("apiclient: forbidden")
+	// ErrMissingScope matches the 403 for a token without the scope the
+	// endpoint needs; Error.Scope names it.
+	ErrMissingScope = errors.New("apiclient: token lacks the scope")
+	// ErrToolNotPermitted matches the 403 for a submission whose tools
+	// go beyond its token's; Error.Tool names the pattern refused.
+	ErrToolNotPermitted = errors.New("apiclient: tool not permitted for this token")
 	// ErrNotFound matches every 404: no such endpoint, session or
 	// operation.
 	ErrNotFound = errors.New("apiclient: not found")
@@ -60,6 +69,10 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// Scope is the scope a missing_scope refusal names; Tool the tool
+	// pattern a tool_not_permitted refusal names.
+	Scope string
+	Tool  string
 }
 
 // Error puts the host's message first, since it names the problem, then
@@ -82,6 +95,12 @@ func (e *Error) Is(target error) bool {
 		return e.Status == http.StatusBadRequest
 	case ErrUnauthorized:
 		return e.Status == http.StatusUnauthorized
+	case ErrForbidden:
+		return e.Status == http.StatusForbidden
+	case ErrMissingScope:
+		return e.Code == "missing_scope"
+	case ErrToolNotPermitted:
+		return e.Code == "tool_not_permitted"
 	case ErrNotFound:
 		return e.Status == http.StatusNotFound
 	case ErrUnknownSession:

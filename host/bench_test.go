@@ -102,3 +102,32 @@ func BenchmarkPendingOperationMemory(b *testing.B) {
 	}
 	b.ReportMetric(perOp, "B/pending-op")
 }
+
+// BenchmarkToolGrants is BenchmarkGoAPILifecycle under tool patterns: the
+// check a session with patterns pays on every start, against none (every
+// tool), the baseline of the same run.
+func BenchmarkToolGrants(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		tools []string
+	}{
+		{"every tool", nil},
+		{"one exact", []string{"text.remote"}},
+		{"fourth of four", []string{"demo.*", "json.>", "a.b.c", "text.*"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r, _ := newTestRuntime(b, Config{AuditLimit: 1 << 10, Tools: bc.tools})
+			must(b, r.RegisterExternalTool(NewToolPolicy("text.remote").WithDeadline(time.Minute)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Start("text.remote", "release"); err != nil {
+					b.Fatal(err)
+				}
+				inv, _ := r.ClaimNextExternalTool()
+				if _, err := r.CompleteExternalTool(inv.ID, Ok("done")); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -78,6 +78,12 @@ type Config struct {
 	// Grants lists the capabilities visible to scripts; nil means
 	// DefaultGrants.
 	Grants []string
+	// Tools lists the tool patterns (see ParseToolPattern) naming the
+	// tools the session may call or start; nil means every tool, an
+	// empty list none. A call outside them fails with ErrToolNotGranted
+	// before it consumes budget. A malformed pattern grants nothing: the
+	// runtime then refuses every tool, naming the pattern.
+	Tools []string
 	// ExecutionBudget bounds one slice of script execution; 0 means
 	// DefaultExecutionBudget.
 	ExecutionBudget time.Duration

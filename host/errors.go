@@ -67,6 +67,13 @@ var (
 	ErrNoScript = errors.New("host: no script")
 	// ErrCapabilityDenied: the script used a capability it was not granted.
 	ErrCapabilityDenied = errors.New("host: capability denied")
+	// ErrToolNotGranted: the script called or started a tool outside its
+	// session's tool patterns (Config.Tools). It is refused before any
+	// budget is consumed, and also matches ErrCapabilityDenied.
+	ErrToolNotGranted = errors.New("host: tool not granted")
+	// ErrInvalidToolPattern: a tool pattern that is not dot-separated
+	// name tokens, "*" or a final ">".
+	ErrInvalidToolPattern = errors.New("host: invalid tool pattern")
 	// ErrExecutionBudget: a script slice ran past its execution budget.
 	ErrExecutionBudget = errors.New("host: execution budget exceeded")
 	// ErrMemoryBudget: a script held more memory than its session's

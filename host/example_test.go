@@ -39,3 +39,27 @@ func ExampleRuntime_Start() {
 	// 3 op-1 retry_scheduled 2
 	// 4 op-1 succeeded 2
 }
+
+// A session may be limited to some tools: "*" stands for one segment of a
+// dot-separated name, a final ">" for one or more.
+func ExampleParseToolPatterns() {
+	tools, err := host.ParseToolPatterns([]string{"text.*", "demo.upper"})
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range []string{"text.remote", "text.json.sum", "demo.upper", "demo.echo"} {
+		fmt.Println(name, tools.Match(name))
+	}
+	r := host.NewRuntime(host.Config{Tools: tools.Strings()})
+	_ = r.RegisterExternalTool(host.NewToolPolicy("demo.echo"))
+	_, err = r.Start("demo.echo", "hi")
+	fmt.Println(err)
+	fmt.Println(r.CallsUsed())
+	// Output:
+	// text.remote true
+	// text.json.sum false
+	// demo.upper true
+	// demo.echo false
+	// host: tool not granted: "demo.echo" is not among the session's tools ["text.*" "demo.upper"]
+	// 0
+}

@@ -24,6 +24,9 @@ func (r *Runtime) CallJSON(tool string, input json.RawMessage) (json.RawMessage,
 }
 
 func (r *Runtime) call(name, in string, format Format) (string, error) {
+	if err := r.granted(name); err != nil {
+		return "", err
+	}
 	if t := r.tools[name]; t != nil && t.external {
 		err := fmt.Errorf("%w: %q: use Start", ErrExternalToolNotCallable, name)
 		r.recordTool(name, AuditDenied, err.Error())

@@ -23,6 +23,8 @@ type Runtime struct {
 	budget     int
 	maxPending int
 	grants     []string      // read by the script engine
+	allowed    ToolPatterns  // Config.Tools; nil: every tool
+	allowedErr error         // a malformed Config.Tools; refuses every tool
 	execBudget time.Duration // read by the script engine
 	memBudget  int64         // read by the script engine
 	// background: the script's slices give way to live ones (a replay).
@@ -95,6 +97,9 @@ func NewRuntime(cfg Config) *Runtime {
 	}
 	if r.grants == nil {
 		r.grants = DefaultGrants
+	}
+	if r.allowed, r.allowedErr = ParseToolPatterns(cfg.Tools); r.allowedErr != nil {
+		r.allowed = ToolPatterns{}
 	}
 	if r.execBudget <= 0 {
 		r.execBudget = DefaultExecutionBudget
@@ -240,6 +245,9 @@ func (r *Runtime) StartJSON(tool string, input json.RawMessage) (*Promise, error
 }
 
 func (r *Runtime) startOp(name, in string, format Format, onSettle func(Settlement)) (*Promise, error) {
+	if err := r.granted(name); err != nil {
+		return nil, err
+	}
 	t, err := r.toolFor(name, format, in)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,7 @@ func newSubmitted(at time.Time, cfg host.Config, rt *host.Runtime, sub Submissio
 	return workflow.NewLedger(at, workflow.Submitted{
 		Source:          sub.Source,
 		Grants:          cfg.Grants,
+		ToolGrants:      cfg.Tools,
 		ToolCallBudget:  cfg.ToolCallBudget,
 		MaxPending:      cfg.MaxPending,
 		ExecutionBudget: cfg.ExecutionBudget,

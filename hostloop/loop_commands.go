@@ -19,7 +19,10 @@ type Submission struct {
 	Source string
 	// Grants, ToolCallBudget, MaxPending and ExecutionBudget override
 	// the loop's runtime template when non-zero.
-	Grants          []string
+	Grants []string
+	// Tools, when not nil, are the tool patterns the session may call
+	// (host.Config.Tools); nil keeps the template's.
+	Tools           []string
 	ToolCallBudget  int
 	MaxPending      int
 	ExecutionBudget time.Duration
@@ -258,6 +261,9 @@ func sessionConfig(lc LoopConfig, sub Submission) host.Config {
 	cfg := lc.Runtime
 	if sub.Grants != nil {
 		cfg.Grants = sub.Grants
+	}
+	if sub.Tools != nil {
+		cfg.Tools = sub.Tools
 	}
 	switch {
 	case sub.ToolCallBudget > 0:

@@ -1,48 +1,62 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 )
 
-// authenticator checks bearer tokens. It compares SHA-256 digests in
-// constant time, so neither the token's bytes nor its length leak through
-// response timing.
+// RootTokenName names the one all-powerful token of a Config that gives a
+// Token rather than Tokens.
+const RootTokenName = "root"
+
+// AnonymousTokenName names the token every request is served as when
+// Config.DisableAuth is set.
+const AnonymousTokenName = "anonymous"
+
+// authenticator finds the token a request carries. Tokens are known by
+// their SHA-256 digests, so neither a token's bytes nor its length leak
+// through response timing, and the server holds no secret.
 type authenticator struct {
-	digest   [sha256.Size]byte
-	disabled bool
-	// closed is set when no token is configured: nothing can match.
-	closed bool
-	onFail func(reason string)
+	tokens apitoken.Verifier
+	// anonymous is who every request is when authentication is off.
+	anonymous *apitoken.Token
+	onFail    func(reason string)
 }
 
 func newAuthenticator(cfg Config) *authenticator {
-	return &authenticator{
-		digest:   sha256.Sum256([]byte(cfg.Token)),
-		disabled: cfg.DisableAuth,
-		closed:   cfg.Token == "",
-		onFail:   cfg.OnAuthFailure,
+	a := &authenticator{tokens: cfg.Tokens, onFail: cfg.OnAuthFailure}
+	switch {
+	case cfg.DisableAuth:
+		a.anonymous = apitoken.Root(AnonymousTokenName)
+	case a.tokens == nil && cfg.Token != "":
+		a.tokens = apitoken.Single(RootTokenName, cfg.Token)
 	}
+	return a
 }
 
-// check returns nil when r carries the right token.
-func (a *authenticator) check(r *http.Request) error {
-	if a.disabled {
-		return nil
+// check returns the token r carries. With no tokens configured nothing
+// matches: the API fails closed.
+func (a *authenticator) check(r *http.Request) (*apitoken.Token, error) {
+	if a.anonymous != nil {
+		return a.anonymous, nil
 	}
 	token, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
 		a.fail("missing_token")
-		return ErrMissingToken
+		return nil, ErrMissingToken
 	}
-	got := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(got[:], a.digest[:]) != 1 || a.closed {
+	if a.tokens == nil {
 		a.fail("invalid_token")
-		return ErrInvalidToken
+		return nil, ErrInvalidToken
 	}
-	return nil
+	t, ok := a.tokens.Lookup(token)
+	if !ok {
+		a.fail("invalid_token")
+		return nil, ErrInvalidToken
+	}
+	return t, nil
 }
 
 func (a *authenticator) fail(reason string) {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 )
 
 // DefaultAddr is where a host serves the API unless told otherwise: the
@@ -47,13 +49,27 @@ const (
 
 // Config configures the handler returned by New.
 type Config struct {
-	// Token is the bearer token every authenticated endpoint requires.
-	// An empty Token with DisableAuth false fails closed: every
-	// authenticated request is refused.
+	// Token is the one bearer token of a host that has one: it holds
+	// every scope and may use every tool (it is named RootTokenName).
+	// Tokens, when set, replaces it. With neither, and DisableAuth
+	// false, the API fails closed: every authenticated request is
+	// refused.
 	Token string
-	// DisableAuth serves every endpoint without a token. Only for tests
-	// and a loopback-only dev process.
+	// Tokens are the bearer tokens the API accepts, each with its scopes
+	// and tool patterns (an *apitoken.File follows a token file as it
+	// changes). Each endpoint requires a scope (docs/api.md), each token
+	// reaches only the sessions it submitted unless it is admin, and the
+	// sessions it submits may use only its tools.
+	Tokens apitoken.Verifier
+	// DisableAuth serves every endpoint without a token, as one that
+	// holds every scope (AnonymousTokenName). Only for tests and a
+	// loopback-only dev process.
 	DisableAuth bool
+	// Gate admits submissions and keeps which token owns which session;
+	// share it with mcpserver.LoopRunner so that sessions run over MCP
+	// are their token's on the API too. It must front the Backend given
+	// to New. Nil makes one.
+	Gate *Gate
 	// Ready reports readiness for /readyz (NATS connected, streams
 	// provisioned). Nil means always ready.
 	Ready func(ctx context.Context) error
@@ -125,9 +141,10 @@ type Config struct {
 	OnAuthFailure func(reason string)
 	// Logger receives internal (5xx) errors; nil discards them.
 	Logger *slog.Logger
-	// MCP, if set, is served at /mcp behind the same token as the API:
+	// MCP, if set, is served at /mcp to tokens with the submit scope:
 	// the fabric's tools over MCP's streamable HTTP transport (package
-	// mcpserver). Its requests are exempt from the server's read and
+	// mcpserver), which finds the token of each call in the call's
+	// TokenInfo (see MCPToken). Its requests are exempt from the server's read and
 	// write timeouts, since a call's answer streams for as long as the
 	// call runs.
 	MCP http.Handler

@@ -22,9 +22,17 @@
 //	srv.RegisterOnShutdown(events.Close)                  // ends open event streams
 //	err = srv.Serve(listener)
 //
-// Every endpoint except /healthz and /readyz requires the bearer token;
-// /metrics does too unless Config.PublicMetrics is set. An empty token
-// refuses every authenticated request rather than serving them openly.
+// Every endpoint except /healthz and /readyz requires a bearer token;
+// /metrics does too unless Config.PublicMetrics is set. A host with one
+// token (Config.Token) lets it do everything; a host with several
+// (Config.Tokens, package apitoken: a token file reread as it changes)
+// gives each its scopes (submit, read, cancel, metrics, admin), each route
+// naming the one it needs, and the tool patterns its sessions may use. A
+// Gate in front of the Backend admits submissions within the token's tools
+// and lets each token reach its owner's sessions only, unless it is admin;
+// share it with mcpserver.LoopRunner (Config.Gate) so /mcp does the same.
+// With no token the API refuses every authenticated request rather than
+// serving them openly.
 //
 // Errors are one JSON shape, {"error":{"code":"...","message":"..."}},
 // with a code per sentinel of this package and of host (see

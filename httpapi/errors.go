@@ -3,10 +3,12 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
@@ -17,6 +19,13 @@ var (
 	ErrMissingToken = errors.New("httpapi: missing bearer token")
 	// ErrInvalidToken: a bearer token that does not match.
 	ErrInvalidToken = errors.New("httpapi: invalid bearer token")
+	// ErrMissingScope: a token without the scope the endpoint needs.
+	// Errors carrying it are *ScopeError values, which name the scope.
+	ErrMissingScope = errors.New("httpapi: token lacks the scope")
+	// ErrToolNotPermitted: a submission names tools beyond those its
+	// token's sessions may use. Errors carrying it are *ToolError values,
+	// which name the pattern.
+	ErrToolNotPermitted = errors.New("httpapi: tool not permitted for this token")
 	// ErrMalformedJSON: a body that is not one JSON object of the
 	// expected shape.
 	ErrMalformedJSON = errors.New("httpapi: malformed JSON")
@@ -96,6 +105,8 @@ type errorCode struct {
 var errorCodes = []errorCode{
 	{ErrMissingToken, http.StatusUnauthorized, "missing_token"},
 	{ErrInvalidToken, http.StatusUnauthorized, "invalid_token"},
+	{ErrMissingScope, http.StatusForbidden, "missing_scope"},
+	{ErrToolNotPermitted, http.StatusForbidden, "tool_not_permitted"},
 	{ErrMalformedJSON, http.StatusBadRequest, "malformed_json"},
 	{ErrUnknownField, http.StatusBadRequest, "unknown_field"},
 	{ErrDuplicateKey, http.StatusBadRequest, "duplicate_key"},
@@ -126,7 +137,10 @@ var errorCodes = []errorCode{
 	{host.ErrUnknownTool, http.StatusUnprocessableEntity, "unknown_tool"},
 	{host.ErrInvalidToolName, http.StatusUnprocessableEntity, "invalid_tool_name"},
 	{host.ErrNotExternal, http.StatusUnprocessableEntity, "not_external"},
+	// Before capability_denied, which it matches too.
+	{host.ErrToolNotGranted, http.StatusForbidden, "tool_not_granted"},
 	{host.ErrCapabilityDenied, http.StatusUnprocessableEntity, "capability_denied"},
+	{host.ErrInvalidToolPattern, http.StatusUnprocessableEntity, "invalid_tool_pattern"},
 	{host.ErrBudgetExhausted, http.StatusUnprocessableEntity, "budget_exhausted"},
 	{host.ErrPendingLimit, http.StatusUnprocessableEntity, "pending_limit"},
 	{host.ErrExecutionBudget, http.StatusUnprocessableEntity, "execution_budget"},
@@ -162,6 +176,8 @@ var sessionErrorCodes = []struct {
 	{hostloop.ErrValueTooLarge, "value_too_large"},
 	// A resumed script that did not repeat the calls its ledger holds.
 	{host.ErrNondeterministic, "nondeterministic"},
+	// A script that called a tool outside its session's tools.
+	{host.ErrToolNotGranted, "tool_not_granted"},
 	// A script over one of its session's budgets.
 	{host.ErrMemoryBudget, "memory_budget"},
 	{host.ErrExecutionBudget, "execution_budget"},
@@ -173,6 +189,38 @@ var sessionErrorCodes = []struct {
 	{workflow.ErrSessionCancelled, "cancelled"},
 	{workflow.ErrMaxLifetime, "max_lifetime"},
 }
+
+// ScopeError refuses a request whose token lacks a scope. It matches
+// ErrMissingScope.
+type ScopeError struct {
+	// Token is the token's name; Scope the scope it lacks.
+	Token string
+	Scope apitoken.Scope
+}
+
+func (e *ScopeError) Error() string {
+	return fmt.Sprintf("%v: token %q lacks scope %q", ErrMissingScope, e.Token, e.Scope)
+}
+
+// Is matches ErrMissingScope.
+func (e *ScopeError) Is(target error) bool { return target == ErrMissingScope }
+
+// ToolError refuses a submission that names a tool pattern its token's
+// sessions may not use. It matches ErrToolNotPermitted.
+type ToolError struct {
+	// Token is the token's name, Pattern the refused tool pattern and
+	// Allowed the token's own patterns.
+	Token   string
+	Pattern string
+	Allowed []string
+}
+
+func (e *ToolError) Error() string {
+	return fmt.Sprintf("%v: token %q may not grant %q (its tools: %q)", ErrToolNotPermitted, e.Token, e.Pattern, e.Allowed)
+}
+
+// Is matches ErrToolNotPermitted.
+func (e *ToolError) Is(target error) bool { return target == ErrToolNotPermitted }
 
 // sessionErrorCode returns the code of a failed session's reason, or "".
 func sessionErrorCode(err error) string {

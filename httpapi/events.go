@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 )
 
 // laggedBody is the data of a "lagged" event.
@@ -33,13 +34,19 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, ErrEventsUnavailable)
 		return
 	}
+	id := hostloop.SessionID(r.PathValue("id"))
+	// Another token's session is refused before it holds a stream slot
+	// or a subscription.
+	if err := s.gate.may(r.Context(), apitoken.ScopeRead, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	release, err := s.streams.acquire(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	defer release()
-	id := hostloop.SessionID(r.PathValue("id"))
 	// Subscribe before asking for the status: the loop reports every
 	// step to the broadcaster before it answers the next command, so a
 	// status that says terminal means the whole history is already in ch

@@ -229,15 +229,15 @@ func (x *SessionIndex) Dispatched(session hostloop.SessionID, inv host.ExternalI
 // Rejected implements hostloop.Observer; rejections belong to no session.
 func (x *SessionIndex) Rejected(string, error) {}
 
-// list returns the sessions in state (all when empty), newest first, at
-// most limit of them.
-func (x *SessionIndex) list(state hostloop.SessionState, limit int) []SessionSummary {
+// list returns the sessions in state (all when empty) that visible lets
+// through, newest first, at most limit of them.
+func (x *SessionIndex) list(state hostloop.SessionState, limit int, visible func(hostloop.SessionID) bool) []SessionSummary {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	out := make([]SessionSummary, 0, min(limit, len(x.order)))
 	for i := len(x.order) - 1; i >= 0 && len(out) < limit; i-- {
 		e := x.sessions[x.order[i]]
-		if state != "" && e.status.State != state {
+		if state != "" && e.status.State != state || !visible(x.order[i]) {
 			continue
 		}
 		out = append(out, e.summary())

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 )
 
 // Bounds of GET /v1/sessions?limit=.
@@ -26,7 +27,7 @@ func (s *server) sessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, SessionList{Sessions: s.cfg.Index.list(state, limit)})
+	writeJSON(w, http.StatusOK, SessionList{Sessions: s.cfg.Index.list(state, limit, s.gate.visible(r.Context()))})
 }
 
 // listQuery reads state= and limit=; any other parameter is refused, as
@@ -68,6 +69,10 @@ func (s *server) source(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := hostloop.SessionID(r.PathValue("id"))
+	if err := s.gate.may(r.Context(), apitoken.ScopeRead, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	src, ok := s.cfg.Index.source(id)
 	if !ok {
 		// A session the host cannot answer for at all is unknown; one it

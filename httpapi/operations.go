@@ -8,6 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 )
 
 func (s *server) operations(w http.ResponseWriter, r *http.Request) {
@@ -34,7 +35,7 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request) {
 // so a client holding only a line of GET /v1/operations can cancel it.
 func (s *server) cancelByRequest(w http.ResponseWriter, r *http.Request) {
 	want := r.PathValue("request")
-	ops, err := s.backend.Operations(r.Context())
+	ops, err := s.gate.operations(r.Context(), apitoken.ScopeCancel)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -18,6 +18,7 @@ func TestErrorsEchoBoundedIDs(t *testing.T) {
 		{"path", http.MethodGet, "/v2/" + long, "", "not_found"},
 		{"field name", http.MethodPost, "/v1/sessions", `{"source":"1","` + strings.Repeat("k", 2000) + `":1}`, "unknown_field"},
 		{"grant", http.MethodPost, "/v1/sessions", `{"source":"1","grants":["` + strings.Repeat("g", 2000) + `"]}`, "unknown_grant"},
+		{"tool pattern", http.MethodPost, "/v1/sessions", `{"source":"1","tools":["` + strings.Repeat("t", 2000) + `"]}`, "invalid_tool_pattern"},
 	}
 	// A real loop: the ids it does not know come back in its errors.
 	e := newLoopEnv(t)

@@ -17,6 +17,10 @@ type errorBody struct {
 type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Scope is the scope a 403 missing_scope lacked; Tool the pattern a
+	// 403 tool_not_permitted refused.
+	Scope string `json:"scope,omitempty"`
+	Tool  string `json:"tool,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -64,5 +68,14 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set(HeaderSessionHost, elsewhere.Host)
 	}
 	s.cfg.OnRefused(code)
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: clipTo(err.Error(), maxMessageBytes, false)}})
+	detail := errorDetail{Code: code, Message: clipTo(err.Error(), maxMessageBytes, false)}
+	var scope *ScopeError
+	if errors.As(err, &scope) {
+		detail.Scope = string(scope.Scope)
+	}
+	var tool *ToolError
+	if errors.As(err, &tool) {
+		detail.Tool = clipTo(tool.Pattern, maxEchoBytes, false)
+	}
+	writeJSON(w, status, errorBody{Error: detail})
 }

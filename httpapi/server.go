@@ -9,6 +9,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 )
 
 // Backend is what the API fronts. *hostloop.Loop satisfies it.
@@ -24,7 +25,12 @@ type Backend interface {
 var _ Backend = (*hostloop.Loop)(nil)
 
 type server struct {
+	// backend is the gate: every call acts for the request's token. raw
+	// is what it fronts, for what a request does on its own behalf (a
+	// submission waiting for its session's end).
 	backend Backend
+	gate    *Gate
+	raw     Backend
 	cfg     Config
 	auth    *authenticator
 	mux     *http.ServeMux
@@ -38,33 +44,44 @@ type server struct {
 // every request runs on the server's goroutine for it.
 func New(backend Backend, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
+	gate := cfg.Gate
+	if gate == nil {
+		gate = NewGate(backend, GateConfig{})
+	}
 	s := &server{
-		backend: backend,
+		backend: gate,
+		gate:    gate,
+		raw:     gate.backend,
 		cfg:     cfg,
 		auth:    newAuthenticator(cfg),
 		mux:     http.NewServeMux(),
 		allowed: make(map[string][]string),
 		streams: newStreamLimiter(cfg.MaxStreams, cfg.MaxStreamsPerToken),
 	}
-	s.route(http.MethodGet, "/healthz", false, s.healthz)
-	s.route(http.MethodGet, "/readyz", false, s.readyz)
+	// Each route names the scope it needs (docs/api.md has the table);
+	// a new endpoint is one line here.
+	s.route(http.MethodGet, "/healthz", noToken, s.healthz)
+	s.route(http.MethodGet, "/readyz", noToken, s.readyz)
 	if cfg.Metrics != nil {
-		metrics := cfg.Metrics
-		s.route(http.MethodGet, "/metrics", !cfg.PublicMetrics, metrics.ServeHTTP)
+		scope := apitoken.ScopeMetrics
+		if cfg.PublicMetrics {
+			scope = noToken
+		}
+		s.route(http.MethodGet, "/metrics", scope, cfg.Metrics.ServeHTTP)
 	}
-	s.route(http.MethodPost, "/v1/sessions", true, s.submit)
-	s.route(http.MethodGet, "/v1/sessions/{id}", true, s.session)
-	s.route(http.MethodGet, "/v1/sessions/{id}/audit", true, s.audit)
-	s.route(http.MethodGet, "/v1/sessions/{id}/events", true, s.events)
-	s.route(http.MethodPost, "/v1/sessions/{id}/operations/{op}/cancel", true, s.cancel)
-	s.route(http.MethodPost, "/v1/sessions/{id}/cancel", true, s.cancelSession)
-	s.route(http.MethodPost, "/v1/sessions/{id}/reconcile", true, s.reconcileSession)
-	s.route(http.MethodGet, "/v1/operations", true, s.operations)
-	s.route(http.MethodPost, "/v1/operations/{request}/cancel", true, s.cancelByRequest)
-	s.route(http.MethodGet, "/v1/sessions", true, s.sessions)
-	s.route(http.MethodGet, "/v1/sessions/{id}/source", true, s.source)
-	s.route(http.MethodGet, "/v1/tools", true, s.tools)
-	s.route(http.MethodGet, "/v1/workers", true, s.workers)
+	s.route(http.MethodPost, "/v1/sessions", apitoken.ScopeSubmit, s.submit)
+	s.route(http.MethodGet, "/v1/sessions/{id}", apitoken.ScopeRead, s.session)
+	s.route(http.MethodGet, "/v1/sessions/{id}/audit", apitoken.ScopeRead, s.audit)
+	s.route(http.MethodGet, "/v1/sessions/{id}/events", apitoken.ScopeRead, s.events)
+	s.route(http.MethodPost, "/v1/sessions/{id}/operations/{op}/cancel", apitoken.ScopeCancel, s.cancel)
+	s.route(http.MethodPost, "/v1/sessions/{id}/cancel", apitoken.ScopeCancel, s.cancelSession)
+	s.route(http.MethodPost, "/v1/sessions/{id}/reconcile", apitoken.ScopeCancel, s.reconcileSession)
+	s.route(http.MethodGet, "/v1/operations", apitoken.ScopeRead, s.operations)
+	s.route(http.MethodPost, "/v1/operations/{request}/cancel", apitoken.ScopeCancel, s.cancelByRequest)
+	s.route(http.MethodGet, "/v1/sessions", apitoken.ScopeRead, s.sessions)
+	s.route(http.MethodGet, "/v1/sessions/{id}/source", apitoken.ScopeRead, s.source)
+	s.route(http.MethodGet, "/v1/tools", apitoken.ScopeRead, s.tools)
+	s.route(http.MethodGet, "/v1/workers", apitoken.ScopeRead, s.workers)
 	if cfg.UI != nil {
 		// The console's files are public (they hold no secret); the API
 		// they call is not.
@@ -72,27 +89,40 @@ func New(backend Backend, cfg Config) http.Handler {
 		s.mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	}
 	if cfg.MCP != nil {
-		s.mux.Handle("/mcp", s.guard(true, mcpHandler(cfg.MCP)))
+		// Every MCP call runs a session; the scopes of what it reads
+		// back are the call's own.
+		s.mux.Handle("/mcp", s.guard(apitoken.ScopeSubmit, mcpHandler(cfg.MCP)))
 	}
 	for pattern, methods := range s.allowed {
 		allow := strings.Join(methods, ", ")
-		s.mux.Handle(pattern, s.guard(true, func(w http.ResponseWriter, r *http.Request) {
+		s.mux.Handle(pattern, s.guard(anyToken, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			s.writeError(w, r, fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethodNotAllowed, clipTo(r.Method, maxEchoBytes, false), clipTo(r.URL.Path, maxEchoBytes, false), allow))
 		}))
 	}
 	// Unknown paths are authenticated too, so a client without a token
 	// cannot map the API.
-	s.mux.Handle("/", s.guard(true, func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle("/", s.guard(anyToken, func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, clipTo(r.Method, maxEchoBytes, false), clipTo(r.URL.Path, maxEchoBytes, false)))
 	}))
 	return s.mux
 }
 
-// route registers h for method and pattern; the method-less pattern added
-// in New answers every other method with a JSON 405.
-func (s *server) route(method, pattern string, authenticated bool, h http.HandlerFunc) {
-	s.mux.Handle(method+" "+pattern, s.guard(authenticated, h))
+// Scopes of routes that are not a token's scopes.
+const (
+	// noToken: the route is served without a token.
+	noToken apitoken.Scope = ""
+	// anyToken: any valid token, whatever its scopes (an unknown path is
+	// authenticated so that a client without a token cannot map the
+	// API).
+	anyToken apitoken.Scope = "(any)"
+)
+
+// route registers h for method and pattern, served to tokens holding
+// scope; the method-less pattern added in New answers every other method
+// with a JSON 405.
+func (s *server) route(method, pattern string, scope apitoken.Scope, h http.HandlerFunc) {
+	s.mux.Handle(method+" "+pattern, s.guard(scope, h))
 	methods := append(s.allowed[pattern], method)
 	if method == http.MethodGet {
 		methods = append(methods, http.MethodHead)
@@ -101,15 +131,21 @@ func (s *server) route(method, pattern string, authenticated bool, h http.Handle
 	s.allowed[pattern] = methods
 }
 
-func (s *server) guard(authenticated bool, h http.HandlerFunc) http.Handler {
-	if !authenticated {
+// guard authenticates a request, refuses a token without scope with 403,
+// and hands h the request with its token in its context.
+func (s *server) guard(scope apitoken.Scope, h http.HandlerFunc) http.Handler {
+	if scope == noToken {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.auth.check(r); err != nil {
+		t, err := s.auth.check(r)
+		if err == nil && scope != anyToken && !t.Has(scope) {
+			err = &ScopeError{Token: t.Name(), Scope: scope}
+		}
+		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		h(w, r)
+		h(w, r.WithContext(apitoken.NewContext(r.Context(), t)))
 	})
 }

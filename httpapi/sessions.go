@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/workflow"
 )
@@ -65,15 +64,8 @@ func (s *server) submission(req SubmitRequest) (hostloop.Submission, error) {
 	if budget > s.cfg.MaxExecutionBudget || budget/time.Millisecond != time.Duration(req.ExecutionBudgetMS) {
 		return hostloop.Submission{}, fmt.Errorf("%w: execution_budget_ms is %d, maximum is %d", ErrLimitTooHigh, req.ExecutionBudgetMS, s.cfg.MaxExecutionBudget.Milliseconds())
 	}
-	for i, g := range req.Grants {
-		switch {
-		case g == "":
-			return hostloop.Submission{}, fmt.Errorf("%w: grants[%d] is empty", ErrInvalidField, i)
-		case !host.IsGrant(g):
-			// A misspelt grant would run the script without the
-			// capability its client meant to give.
-			return hostloop.Submission{}, fmt.Errorf("%w: grants[%d] is %s, want one of %q", ErrUnknownGrant, i, quoteClip(g), host.Grants())
-		}
+	if err := CheckGrants(req.Grants); err != nil {
+		return hostloop.Submission{}, err
 	}
 	restart, err := workflow.ParseRestartPolicy(req.Restart)
 	if err != nil {
@@ -85,6 +77,7 @@ func (s *server) submission(req SubmitRequest) (hostloop.Submission, error) {
 	return hostloop.Submission{
 		Source:          req.Source,
 		Grants:          req.Grants,
+		Tools:           req.Tools,
 		ToolCallBudget:  req.ToolCallBudget,
 		MaxPending:      req.MaxPending,
 		ExecutionBudget: budget,
@@ -145,7 +138,7 @@ func (s *server) waitEnd(r *http.Request, id hostloop.SessionID, deadline time.T
 	defer cancel()
 	// Asked after subscribing: an end reported before the subscription
 	// shows in this status, one after it comes down ch.
-	st, _, err := s.backend.Status(r.Context(), id)
+	st, _, err := s.raw.Status(r.Context(), id)
 	if err != nil {
 		return st, false
 	}
@@ -169,7 +162,7 @@ func (s *server) waitEnd(r *http.Request, id hostloop.SessionID, deadline time.T
 		}
 		// The wait ran out, or the subscriber fell behind: the loop's
 		// own answer is the session as it stands.
-		st, _, err = s.backend.Status(r.Context(), id)
+		st, _, err = s.raw.Status(r.Context(), id)
 		return st, err == nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
 
@@ -32,8 +33,12 @@ func (s *server) tools(w http.ResponseWriter, r *http.Request) {
 	}
 	set := s.cfg.Tools.Catalog()
 	out := ToolList{Tools: []Tool{}}
+	lists := listsTool(r)
 	if set != nil {
 		for _, t := range set.Tools() {
+			if !lists(t.Name()) {
+				continue
+			}
 			tool := toolOf(t)
 			pool, ok, err := s.cfg.Tools.Pool(r.Context(), t.Name())
 			switch {
@@ -73,4 +78,17 @@ func toolOf(t *toolspec.Tool) Tool {
 		out.Stream = &ToolStream{MaxChunks: st.MaxChunks, MaxChunkBytes: st.MaxChunkBytes, MaxSourceBytes: st.MaxSourceBytes, MaxReleasedBytes: st.MaxReleasedBytes}
 	}
 	return out
+}
+
+// listsTool returns the filter of the tools r's token is shown: those its
+// sessions may use, or every one for an admin.
+func listsTool(r *http.Request) func(tool string) bool {
+	t, ok := apitoken.FromContext(r.Context())
+	switch {
+	case !ok:
+		return func(string) bool { return false }
+	case t.Admin():
+		return func(string) bool { return true }
+	}
+	return t.MayUse
 }

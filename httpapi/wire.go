@@ -16,7 +16,15 @@ type SubmitRequest struct {
 	Source string `json:"source"`
 	// Grants replaces the host's default capabilities; null or absent
 	// keeps them, [] grants none.
-	Grants            []string `json:"grants"`
+	Grants []string `json:"grants"`
+	// Tools are the tool patterns the session may call: dot-separated
+	// names where "*" stands for one segment and a final ">" for one or
+	// more ("demo.*", "text.>", "demo.upper"). They must lie within the
+	// token's own; null or absent takes the token's, [] grants none. A
+	// call outside them fails in the script, before it uses budget. Nil
+	// is left out of the JSON, so a client may talk to a host older than
+	// the field.
+	Tools             []string `json:"tools,omitzero"`
 	ToolCallBudget    int      `json:"tool_call_budget,omitempty"`
 	MaxPending        int      `json:"max_pending,omitempty"`
 	ExecutionBudgetMS int64    `json:"execution_budget_ms,omitempty"`

@@ -15,7 +15,12 @@ func (s *server) workers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	byID := make(map[string]*Worker)
+	lists := listsTool(r)
 	for tool, ws := range s.cfg.Index.seen() {
+		if !lists(tool) {
+			// A token is shown the workers of its own tools.
+			continue
+		}
 		for _, wk := range ws {
 			cur := byID[wk.ID]
 			if cur == nil {

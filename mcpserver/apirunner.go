@@ -11,7 +11,8 @@ import (
 )
 
 // APIRunner runs sessions on a host reached over its HTTP API, with the
-// client's token: what `splash mcp` uses.
+// client's token: what `splash mcp` uses. The host applies that token's
+// scopes and tools.
 type APIRunner struct {
 	Client *apiclient.Client
 }
@@ -22,7 +23,7 @@ var _ Runner = (*APIRunner)(nil)
 func (r *APIRunner) Run(ctx context.Context, sub Submission, chunk func(Chunk)) (Outcome, error) {
 	sctx, stop := submitContext(ctx)
 	s, err := r.Client.Submit(sctx, apiclient.SubmitRequest{
-		Source: sub.Source, Grants: sub.Grants, ToolCallBudget: sub.ToolCallBudget, MaxPending: sub.MaxPending,
+		Source: sub.Source, Grants: sub.Grants, Tools: sub.Tools, ToolCallBudget: sub.ToolCallBudget, MaxPending: sub.MaxPending,
 	})
 	stop()
 	if err != nil {

@@ -18,6 +18,16 @@
 // host's /mcp endpoint), APIRunner on a host reached over its HTTP API
 // (`splash mcp`).
 //
+// # Tokens
+//
+// Over a host's /mcp every request carries the API token it was made
+// with (httpapi.MCPToken reads it from the request's TokenInfo). A client
+// is shown only the tools its token's sessions may use, each call's
+// session may use only the tool called, and a LoopRunner with the API's
+// Gate admits each session for that token as POST /v1/sessions does and
+// makes it the token's on the API. Through `splash mcp` the host applies
+// the token of its API client.
+//
 // # How calls map
 //
 // MCP arguments are a JSON object. A JSON tool whose input schema admits
@@ -38,6 +48,7 @@
 // # run_script
 //
 // With Config.RunScript, the run_script tool runs a whole script with the
-// grants its caller names (the host's defaults when it names none), as
-// POST /v1/sessions would.
+// grants and tools its caller names (the host's default grants and the
+// token's tools when it names none), refusing what POST /v1/sessions
+// refuses with the same message.
 package mcpserver

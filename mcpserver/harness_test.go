@@ -57,6 +57,7 @@ type fixture struct {
 	set     *toolspec.Set
 	loop    *hostloop.Loop
 	events  *httpapi.Broadcaster
+	index   *httpapi.SessionIndex
 	tr      *hostloop.MemTransport
 	cancels chan protocol.Cancel
 	// invoked receives every invocation the pool takes.
@@ -78,6 +79,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{
 		set:     set,
 		events:  httpapi.NewBroadcaster(httpapi.BroadcasterConfig{}),
+		index:   httpapi.NewSessionIndex(httpapi.IndexConfig{}),
 		tr:      hostloop.NewMemTransport(256),
 		cancels: make(chan protocol.Cancel, 64),
 		invoked: make(chan protocol.Invoke, 64),
@@ -88,7 +90,7 @@ func newFixture(t *testing.T) *fixture {
 		Transport: f.tr,
 		HostID:    "h1",
 		Catalog:   func(rt *host.Runtime) error { return rt.RegisterTools(set) },
-		Observer:  f.events,
+		Observer:  httpapi.Tee(f.events, f.index),
 	})
 	if err != nil {
 		t.Fatal(err)

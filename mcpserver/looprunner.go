@@ -36,6 +36,14 @@ const pollInterval = 200 * time.Millisecond
 type LoopRunner struct {
 	Backend httpapi.Backend
 	Events  *httpapi.Broadcaster
+	// Gate, if set, admits each submission for the API token of the
+	// call (in its context) as POST /v1/sessions does, and records the
+	// session as that token's owner's; it must be the API's
+	// (httpapi.Config.Gate) and front Backend. A call without a token is
+	// then refused. Nil submits to Backend unchecked. What the call does
+	// with its own session after (following it, cancelling it when the
+	// caller leaves) needs no other scope.
+	Gate *httpapi.Gate
 }
 
 var _ Runner = (*LoopRunner)(nil)
@@ -43,8 +51,12 @@ var _ Runner = (*LoopRunner)(nil)
 // Run implements Runner.
 func (r *LoopRunner) Run(ctx context.Context, sub Submission, chunk func(Chunk)) (Outcome, error) {
 	sctx, stop := submitContext(ctx)
-	st, err := r.Backend.Submit(sctx, hostloop.Submission{
-		Source: sub.Source, Grants: sub.Grants, ToolCallBudget: sub.ToolCallBudget, MaxPending: sub.MaxPending,
+	submit := r.Backend.Submit
+	if r.Gate != nil {
+		submit = r.Gate.Submit
+	}
+	st, err := submit(sctx, hostloop.Submission{
+		Source: sub.Source, Grants: sub.Grants, Tools: sub.Tools, ToolCallBudget: sub.ToolCallBudget, MaxPending: sub.MaxPending,
 	})
 	stop()
 	if err != nil {

@@ -5,7 +5,8 @@ import "context"
 // Runner runs script sessions for the server: the host's own loop
 // (LoopRunner) or a host reached over its API (APIRunner).
 type Runner interface {
-	// Run submits sub, calls chunk for each chunk the session's tools
+	// Run submits sub for the API token ctx carries, if any
+	// (apitoken.FromContext), calls chunk for each chunk the session's tools
 	// release (redacted, in order, from Run's goroutine) and returns how
 	// the session ended. When ctx ends first, Run asks the host to cancel
 	// every live operation of the session (two-phase: the operation ends
@@ -20,6 +21,9 @@ type Submission struct {
 	// Grants are the script's capabilities; nil keeps the host's
 	// defaults.
 	Grants []string
+	// Tools are the patterns of the tools the script may call; nil
+	// takes those of the caller's token (every tool without one).
+	Tools []string
 	// ToolCallBudget and MaxPending bound the session when positive.
 	ToolCallBudget int
 	MaxPending     int

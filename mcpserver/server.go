@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
 
@@ -94,6 +96,22 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RunScript {
 		s.srv.AddTool(runScriptTool(), s.runScript)
 	}
+	// A client that came in with an API token sees the tools that
+	// token's sessions may use; calling another is refused by the host
+	// all the same.
+	s.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				if t, ok := callerToken(req); ok {
+					list.Tools = slices.DeleteFunc(list.Tools, func(tool *mcp.Tool) bool {
+						return tool.Name != RunScriptTool && !t.MayUse(tool.Name)
+					})
+				}
+			}
+			return res, err
+		}
+	})
 	if cfg.Current != nil {
 		// The catalog is read where it matters, as a client lists or
 		// calls: a changed catalog costs one comparison per request
@@ -194,8 +212,8 @@ func (s *Server) handle(m mapping) mcp.ToolHandler {
 		if err != nil {
 			return errorResult(fmt.Sprintf("%s: %v", m.tool.Name(), err)), nil
 		}
-		out, err := s.cfg.Runner.Run(ctx, Submission{
-			Source: source, Grants: []string{host.GrantTool}, ToolCallBudget: 1, MaxPending: 1,
+		out, err := s.cfg.Runner.Run(callerContext(ctx, req), Submission{
+			Source: source, Grants: []string{host.GrantTool}, Tools: []string{m.tool.Name()}, ToolCallBudget: 1, MaxPending: 1,
 		}, progress(ctx, req))
 		if ctx.Err() != nil {
 			// Cancelled: the runner asked the host to cancel; the
@@ -227,10 +245,29 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) func(Chunk) {
 	}
 }
 
+// callerToken returns the API token an MCP request came with, if it came
+// over the host's /mcp endpoint.
+func callerToken(req mcp.Request) (*apitoken.Token, bool) {
+	if extra := req.GetExtra(); extra != nil {
+		return httpapi.MCPToken(extra.TokenInfo)
+	}
+	return nil, false
+}
+
+// callerContext is ctx carrying the caller's API token, for the runner to
+// admit its session as the API would (see httpapi.Gate).
+func callerContext(ctx context.Context, req mcp.Request) context.Context {
+	if t, ok := callerToken(req); ok {
+		return apitoken.NewContext(ctx, t)
+	}
+	return ctx
+}
+
 // runScriptArgs are run_script's arguments.
 type runScriptArgs struct {
 	Source string   `json:"source"`
 	Grants []string `json:"grants,omitempty"`
+	Tools  []string `json:"tools,omitempty"`
 }
 
 func runScriptTool() *mcp.Tool {
@@ -239,7 +276,8 @@ func runScriptTool() *mcp.Tool {
 		Description: "runs a Splash script (JavaScript; `await tool.start(name, input)` calls a tool) and returns its value: a string as it is, anything else as JSON",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"source":{"type":"string","description":"the script"},` +
-			`"grants":{"type":"array","items":{"type":"string"},"description":"the script's capabilities; absent keeps the host's defaults"}},` +
+			`"grants":{"type":"array","items":{"type":"string"},"description":"the script's capabilities; absent keeps the host's defaults"},` +
+			`"tools":{"type":"array","items":{"type":"string"},"description":"patterns of the tools the script may call (\"demo.*\", \"text.>\"); absent: every tool the caller's token may use"}},` +
 			`"required":["source"],"additionalProperties":false}`),
 	}
 }
@@ -247,9 +285,18 @@ func runScriptTool() *mcp.Tool {
 func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args runScriptArgs
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.Source == "" {
-		return errorResult("run_script: arguments must be {\"source\": \"...\", \"grants\": [...]}"), nil
+		return errorResult("run_script: arguments must be {\"source\": \"...\", \"grants\": [...], \"tools\": [...]}"), nil
 	}
-	out, err := s.cfg.Runner.Run(ctx, Submission{Source: args.Source, Grants: args.Grants}, progress(ctx, req))
+	// Refused here as POST /v1/sessions refuses them, whatever the
+	// runner: a script run without the capability or with other tools
+	// than its caller meant is worse than none.
+	if err := httpapi.CheckGrants(args.Grants); err != nil {
+		return errorResult("run_script: " + err.Error()), nil
+	}
+	if err := httpapi.CheckTools(args.Tools); err != nil {
+		return errorResult("run_script: " + err.Error()), nil
+	}
+	out, err := s.cfg.Runner.Run(callerContext(ctx, req), Submission{Source: args.Source, Grants: args.Grants, Tools: args.Tools}, progress(ctx, req))
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -301,7 +301,7 @@ func TestHTTPMount(t *testing.T) {
 }
 
 // TestOneCallSession checks what a tools/call runs: a session that may
-// make one call and holds only the tool capability.
+// make one call, of that tool, and holds only the tool capability.
 func TestOneCallSession(t *testing.T) {
 	f := newFixture(t)
 	var subs []mcpserver.Submission
@@ -317,7 +317,7 @@ func TestOneCallSession(t *testing.T) {
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t.echo", Arguments: map[string]any{"input": "\u2028\"); evil(); (\""}}); err != nil {
 		t.Fatal(err)
 	}
-	want := mcpserver.Submission{Source: `return await tool.start("t.echo", "\u2028\"); evil(); (\"");`, Grants: []string{"tool"}, ToolCallBudget: 1, MaxPending: 1}
+	want := mcpserver.Submission{Source: `return await tool.start("t.echo", "\u2028\"); evil(); (\"");`, Grants: []string{"tool"}, Tools: []string{"t.echo"}, ToolCallBudget: 1, MaxPending: 1}
 	if len(subs) != 1 || !reflect.DeepEqual(subs[0], want) {
 		t.Fatalf("submissions = %#v", subs)
 	}

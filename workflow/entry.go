@@ -20,8 +20,13 @@ type Entry struct {
 // Submitted opens a ledger: everything a fresh runtime needs to start the
 // script exactly as the first run did.
 type Submitted struct {
-	Source          string        `json:"source"`
-	Grants          []string      `json:"grants,omitempty"`
+	Source string `json:"source"`
+	// Grants and ToolGrants are the session's capabilities and tool
+	// patterns. Nil and empty differ (the host's defaults, or every
+	// tool; nothing), so an empty list is kept as [] and replays as
+	// nothing.
+	Grants          []string      `json:"grants,omitzero"`
+	ToolGrants      []string      `json:"tool_grants,omitzero"`
 	ToolCallBudget  int           `json:"tool_call_budget,omitempty"`
 	MaxPending      int           `json:"max_pending,omitempty"`
 	ExecutionBudget time.Duration `json:"execution_budget,omitempty"`

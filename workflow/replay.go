@@ -144,7 +144,7 @@ func runtimeConfig(tmpl host.Config, sub Submitted, clock host.Clock, entries []
 	nonce := host.NewCapabilitySessionNonce(sub.Nonce)
 	seed := sub.Seed
 	cfg.SessionNonce, cfg.RandomSeed = &nonce, &seed
-	cfg.Grants = sub.Grants
+	cfg.Grants, cfg.Tools = sub.Grants, sub.ToolGrants
 	cfg.ToolCallBudget, cfg.MaxPending = sub.ToolCallBudget, sub.MaxPending
 	cfg.ExecutionBudget, cfg.MemoryBudget = sub.ExecutionBudget, sub.MemoryBudget
 	cfg.Replay = nil

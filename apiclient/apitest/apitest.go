@@ -27,6 +27,7 @@ import (
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
@@ -49,10 +50,19 @@ type Server struct {
 	close func()
 }
 
+// Option changes the API a Server serves.
+type Option func(*httpapi.Config)
+
+// WithTokens serves the API to tokens (with their scopes and tools)
+// instead of Token alone.
+func WithTokens(tokens apitoken.Verifier) Option {
+	return func(c *httpapi.Config) { c.Tokens = tokens }
+}
+
 // Start serves the API until the test ends; t.Cleanup closes it.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s, err := New()
+	s, err := New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +72,7 @@ func Start(t testing.TB) *Server {
 
 // New serves the API until Close, for callers without a testing.TB
 // (examples).
-func New() (*Server, error) {
+func New(opts ...Option) (*Server, error) {
 	w := startPool()
 	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
 	index := httpapi.NewSessionIndex(httpapi.IndexConfig{})
@@ -79,7 +89,11 @@ func New() (*Server, error) {
 		w.close()
 		return nil, fmt.Errorf("apitest: start loop: %w", err)
 	}
-	srv := httptest.NewServer(httpapi.New(loop, httpapi.Config{Token: Token, Events: events, Index: index, Tools: memTools{}}))
+	cfg := httpapi.Config{Token: Token, Events: events, Index: index, Tools: memTools{}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv := httptest.NewServer(httpapi.New(loop, cfg))
 	var once sync.Once
 	return &Server{URL: srv.URL, Token: Token, HTTP: srv, close: func() {
 		once.Do(func() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/metrics"
 )
 
@@ -18,7 +19,10 @@ var hostCommand = command{
 Connects to NATS at --nats-url, seals frames with the key in --key-file,
 provisions the streams and serves the HTTP API on --api-addr, loopback by
 default, with /metrics on the same listener unless --metrics-addr is given.
-/readyz answers 200 once NATS is connected and the streams exist. Scripts
+/readyz answers 200 once NATS is connected and the streams exist. Clients
+present --api-token, which may do everything, or one of the tokens of
+--api-tokens-file, each with its scopes and the tools its sessions may use
+(docs/api.md); the host rereads that file when it changes. Scripts
 are submitted to it with 'splash run'. Scripts may call the tools of
 --catalog (default: the demo tools) and those operators publish to the
 fabric with 'splash tools apply', which a running host picks up; a session
@@ -36,6 +40,7 @@ type hostConfig struct {
 	keyFile     string
 	apiAddr     string
 	apiToken    string
+	apiTokens   string
 	hostID      string
 	metricsAddr string
 	catalog     string
@@ -51,7 +56,8 @@ func (c *hostConfig) flags(fs *flagSet) {
 	c.nats.register(fs)
 	fs.stringVar(&c.keyFile, "key-file", envKeyFile, "", "`file` holding the frame key as 64 hex digits")
 	fs.stringVar(&c.apiAddr, "api-addr", envAPIAddr, defaultAPIAddr, "`address` of the HTTP API")
-	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` clients must present (prefer the variable: flags show in process lists)")
+	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` clients must present, holding every scope (prefer the variable: flags show in process lists)")
+	fs.stringVar(&c.apiTokens, "api-tokens-file", envAPITokens, "", "`file` of API tokens with scopes and tools (docs/api.md), reread when it changes; instead of --api-token")
 	fs.stringVar(&c.hostID, "host-id", envHostID, host, "`id` of this host in subjects and audit logs")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
 	registerCatalog(fs, &c.catalog)
@@ -66,8 +72,13 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
 	}
-	if c.apiToken == "" {
-		return fmt.Errorf("%w: no API token (--api-token or %s)", errUsage, envAPIToken)
+	switch {
+	case c.apiToken == "" && c.apiTokens == "":
+		return fmt.Errorf("%w: no API token (--api-token or %s, or --api-tokens-file or %s)", errUsage, envAPIToken, envAPITokens)
+	case c.apiToken != "" && c.apiTokens != "":
+		// A token left in the environment would stay all-powerful beside
+		// the file's scoped ones.
+		return fmt.Errorf("%w: --api-token (%s) and --api-tokens-file (%s) exclude each other: put every token in the file", errUsage, envAPIToken, envAPITokens)
 	}
 	if err := fabric.ValidateHostID(c.hostID); err != nil {
 		return fmt.Errorf("%w: --host-id: %v", errUsage, err)
@@ -89,11 +100,20 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	log := a.log.With("component", "host", "host_id", c.hostID)
+	var tokens apitoken.Verifier
+	if c.apiTokens != "" {
+		f, err := openTokenFile(c.apiTokens, log)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		tokens = f
+	}
 	key, err := loadKey(c.keyFile)
 	if err != nil {
 		return err
 	}
-	log := a.log.With("component", "host", "host_id", c.hostID)
 	api, err := listen("api-addr", c.apiAddr)
 	if err != nil {
 		return err
@@ -112,7 +132,7 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	}
 	defer nc.Close()
 	h, err := startHost(ctx, hostParts{
-		nc: nc, key: key, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken,
+		nc: nc, key: key, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken, apiTokens: tokens,
 		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log, catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
 	})
 	if err != nil {

@@ -34,6 +34,11 @@ With --json, stdout holds one object per line, {"event": kind, "data": ...},
 kind being "submitted" (the new session), then the host's event kinds
 ("audit", "chunk", "state", "lagged"); the last is the terminal "state".
 
+--tools limits what the script may call to some of the tools its token may
+use ("demo.*,text.>": "*" stands for one dot-separated segment, a final ">"
+for one or more); a call outside them fails in the script, before it uses
+any budget.
+
 If the event stream ends early (the client fell behind, the connection
 broke), the command polls the session until it finishes; chunks sent in the
 meantime are not shown. Interrupting the command leaves the script running
@@ -61,6 +66,7 @@ var (
 type runConfig struct {
 	api    apiClientFlags
 	source string
+	tools  string
 	json   bool
 	// lifetime ends the session once it lived this long (0: no end).
 	lifetime time.Duration
@@ -69,8 +75,28 @@ type runConfig struct {
 func (c *runConfig) flags(fs *flagSet) {
 	c.api.register(fs)
 	fs.stringVar(&c.source, "e", "SPLASH_RUN_SOURCE", "", "script `source` to run instead of a file")
+	fs.stringVar(&c.tools, "tools", "SPLASH_RUN_TOOLS", "", "comma-separated `patterns` of the tools the script may call (\"demo.*,text.>\"; \"none\" for none); empty: every tool the token may use")
 	fs.boolVar(&c.json, "json", "SPLASH_RUN_JSON", false, "print events as JSON lines")
 	fs.durationVar(&c.lifetime, "max-lifetime", "SPLASH_RUN_MAX_LIFETIME", 0, "end the session once it has lived this long, however long its calls wait (0: as long as the script waits)")
+}
+
+// toolPatterns reads --tools: "" leaves the choice to the host (the
+// token's tools), "none" grants none, anything else is a comma-separated
+// list of patterns, checked by the host.
+func toolPatterns(v string) []string {
+	switch v = strings.TrimSpace(v); v {
+	case "":
+		return nil
+	case "none":
+		return []string{}
+	}
+	out := []string{}
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // script returns the source to submit: -e or the one file argument, never
@@ -109,7 +135,7 @@ func (c *runConfig) run(ctx context.Context, a *app, args []string) error {
 	if c.lifetime < 0 {
 		return fmt.Errorf("%w: --max-lifetime %v is negative", errUsage, c.lifetime)
 	}
-	r := &scriptRun{client: client, a: a, json: c.json, lifetime: c.lifetime}
+	r := &scriptRun{client: client, a: a, json: c.json, lifetime: c.lifetime, tools: toolPatterns(c.tools)}
 	if !c.json {
 		r.progress = newProgress(a.stderr, isTerminal(a.stderr), time.Now)
 	}
@@ -119,6 +145,7 @@ func (c *runConfig) run(ctx context.Context, a *app, args []string) error {
 // scriptRun is one `splash run`: it submits, follows and reports.
 type scriptRun struct {
 	client   *apiclient.Client
+	tools    []string // nil: the token's
 	a        *app
 	json     bool
 	progress *progress // nil with --json
@@ -126,7 +153,7 @@ type scriptRun struct {
 }
 
 func (r *scriptRun) run(ctx context.Context, source string) error {
-	s, err := r.client.Submit(ctx, apiclient.SubmitRequest{Source: source, MaxLifetimeMS: r.lifetime.Milliseconds()})
+	s, err := r.client.Submit(ctx, apiclient.SubmitRequest{Source: source, Tools: r.tools, MaxLifetimeMS: r.lifetime.Milliseconds()})
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
@@ -337,6 +364,10 @@ func (c *apiClientFlags) explain(err error) error {
 		return fmt.Errorf("%w; no API token given: set --api-token or %s to the host's token", err, envAPIToken)
 	case errors.Is(err, apiclient.ErrUnauthorized):
 		return fmt.Errorf("%w; the host refused the API token: check --api-token or %s", err, envAPIToken)
+	case errors.Is(err, apiclient.ErrMissingScope):
+		return fmt.Errorf("%w; this token may not do that: the host's token file gives it other scopes", err)
+	case errors.Is(err, apiclient.ErrToolNotPermitted):
+		return fmt.Errorf("%w; name tools within the token's own with --tools, or leave --tools out to take them", err)
 	case errors.Is(err, apiclient.ErrUnreachable):
 		return fmt.Errorf("%w; is a host (splash host or splash dev) serving %s? (--api-url, %s)", err, c.url, envAPIURL)
 	}

@@ -124,6 +124,9 @@ func (c command) execute(ctx context.Context, args []string, a *app) int {
 	case errors.Is(err, errCatalog):
 		fmt.Fprintf(a.stderr, "splash %s: %s\n", c.name, strings.TrimPrefix(err.Error(), errCatalog.Error()+": "))
 		return 2
+	case errors.Is(err, errTokenFile):
+		fmt.Fprintf(a.stderr, "splash %s: %v\n", c.name, err)
+		return 2
 	case errors.Is(err, errUsage):
 		// The usage that follows says it is a usage error; the prefix
 		// would only repeat it.

@@ -51,6 +51,8 @@ func TestExitStatus(t *testing.T) {
 		{name: "worker refuses an unknown tool", args: []string{"worker", "--tools", "echo"}, wantCode: 2, wantStderr: `"echo" is not in the catalog`},
 		{name: "worker needs a key file", args: []string{"worker", "--metrics-addr="}, wantCode: 1, wantStderr: "key file"},
 		{name: "host needs a token", args: []string{"host"}, wantCode: 2, wantStderr: "no API token"},
+		{name: "host takes a token or a token file", args: []string{"host", "--api-token", "t", "--api-tokens-file", "tokens.yaml"}, wantCode: 2, wantStderr: "exclude each other"},
+		{name: "host refuses a missing token file", args: []string{"host", "--api-tokens-file", "/nonexistent/tokens.yaml"}, wantCode: 2, wantStderr: "--api-tokens-file"},
 		{name: "host needs room for a session", args: []string{"host", "--api-token", "t", "--max-sessions", "0"}, wantCode: 2, wantStderr: "--max-sessions"},
 		{name: "dev default budget above its maximum", args: []string{"dev", "--session-budget", "5", "--max-session-budget", "4"}, wantCode: 2, wantStderr: "--session-budget"},
 		{name: "dev needs a worker", args: []string{"dev", "--workers", "0"}, wantCode: 2, wantStderr: "--workers"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/splashfabric/splashfabric/apiclient"
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
@@ -127,6 +129,26 @@ func TestDevRunsScripts(t *testing.T) {
 	}
 	if late := value(families, "splash_frames_rejected_total", "reason=late"); late != 0 {
 		t.Errorf("frames rejected as late = %v, want 0", late)
+	}
+
+	// A script may be limited to some tools, and is refused the others.
+	code, _, stderr := runSplash(t, "run", "--api-url", apiURL, "--api-token", token, "--tools", "demo.upper", "-e", `await tool.start("demo.echo", "x")`)
+	if code != 1 || !strings.Contains(stderr, "tool not granted") {
+		t.Errorf("a call outside --tools: exit %d, stderr:\n%s", code, stderr)
+	}
+	// dev's one token holds every scope and may use every tool.
+	root, err := apiclient.New(apiURL, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Workers(t.Context()); err != nil {
+		t.Errorf("dev's token reading workers: %v", err)
+	}
+	if _, err := root.Cancel(t.Context(), "s-nope", "op-1"); !errors.Is(err, apiclient.ErrUnknownSession) {
+		t.Errorf("dev's token cancelling: %v, want unknown_session", err)
+	}
+	if s, err := root.Submit(t.Context(), apiclient.SubmitRequest{Source: "return 1", Tools: []string{">"}}); err != nil || s.State != apiclient.StateCompleted {
+		t.Errorf("dev's token granting every tool: %+v, %v", s, err)
 	}
 
 	if err := dev.stop(t); err != nil {

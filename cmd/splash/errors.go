@@ -16,6 +16,10 @@ var (
 	// usage, which says nothing about the file.
 	errCatalog = errors.New("catalog")
 
+	// errTokenFile marks an API token file that is refused at start: its
+	// message names the token and field. It exits 2, as errCatalog does.
+	errTokenFile = errors.New("token file")
+
 	// errKeyFile marks a key file that cannot be read or holds no valid key.
 	errKeyFile = errors.New("key file")
 

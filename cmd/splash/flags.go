@@ -18,6 +18,7 @@ const (
 	envNatsPassword = "SPLASH_NATS_PASSWORD"
 	envKeyFile      = "SPLASH_KEY_FILE"
 	envAPIToken     = "SPLASH_API_TOKEN"
+	envAPITokens    = "SPLASH_API_TOKENS_FILE"
 	envAPIAddr      = "SPLASH_API_ADDR"
 	envAPIURL       = "SPLASH_API_URL"
 	envMetricsAddr  = "SPLASH_METRICS_ADDR"

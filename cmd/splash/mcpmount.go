@@ -6,11 +6,13 @@ import (
 	"github.com/splashfabric/splashfabric/mcpserver"
 )
 
-// mountMCP serves the host's tools at /mcp, behind the API's token, unless
-// --mcp-tools is none. It follows the live catalog: a tool published to
+// mountMCP serves the host's tools at /mcp, to the API's tokens with the
+// submit scope, unless --mcp-tools is none. Each call is admitted through
+// the API's gate, for the caller's token. It follows the live catalog: a tool published to
 // the fabric reaches MCP clients as it reaches scripts.
 func (h *runningHost) mountMCP(cfg *httpapi.Config, live *fabric.LiveCatalog, p hostParts) error {
-	s, err := p.mcp.server(live.Current(), live.Current, &mcpserver.LoopRunner{Backend: h.loop, Events: h.events}, version, p.log.With("component", "mcp"))
+	runner := &mcpserver.LoopRunner{Backend: h.loop, Events: h.events, Gate: cfg.Gate}
+	s, err := p.mcp.server(live.Current(), live.Current, runner, version, p.log.With("component", "mcp"))
 	if err != nil || s == nil {
 		return err
 	}

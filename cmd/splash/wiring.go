@@ -25,6 +25,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/hostobs"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/internal/ratelog"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -193,6 +194,8 @@ type hostParts struct {
 	hostID   string
 	fabric   fabric.Config
 	apiToken string
+	// apiTokens, when set, replaces apiToken: scoped tokens.
+	apiTokens apitoken.Verifier
 	// api serves the HTTP API; metrics, when not nil, serves /metrics
 	// alone (otherwise /metrics is on api).
 	api     net.Listener
@@ -317,6 +320,10 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	apiMetrics := metrics.NewAPI(p.reg, httpapi.Codes())
 	apiCfg := httpapi.Config{
 		Token:  p.apiToken,
+		Tokens: p.apiTokens,
+		// Shared with /mcp, so that a session run there is its token's
+		// on the API too.
+		Gate:   httpapi.NewGate(h.loop, httpapi.GateConfig{}),
 		Events: h.events,
 		Ready: func(ctx context.Context) error {
 			return h.ready(ctx, p.nc, js)
