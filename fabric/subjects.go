@@ -176,3 +176,8 @@ func truncate(s string) string {
 	}
 	return s
 }
+
+// JournalBucketPrefix starts the name of every idempotency journal
+// bucket: the shared one a pool without a name keeps, and each named
+// pool's (JournalBucket).
+const JournalBucketPrefix = "splash_idempotency"

@@ -80,9 +80,10 @@ type pendingAck struct {
 var _ hostloop.Transport = (*HostTransport)(nil)
 
 // NewHostTransport starts a transport for hostID on nc. fabric.Provision must have
-// run with cfg. ctx bounds only the setup calls. The caller keeps ownership
+// run with cfg. key is the key ring (or single key) frames are sealed and
+// opened under. ctx bounds only the setup calls. The caller keeps ownership
 // of nc and must Close the transport before closing nc.
-func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hostID string, key protocol.SessionKey, opts ...Option) (*HostTransport, error) {
+func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hostID string, key protocol.Keys, opts ...Option) (*HostTransport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

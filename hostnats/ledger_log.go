@@ -74,8 +74,10 @@ type ledgerBatch struct {
 var _ workflow.Log = (*LedgerLog)(nil)
 
 // NewLedgerLog binds to SPLASH_LEDGER, which fabric.Provision must have created
-// with cfg; key is the frame key its records are sealed under.
-func NewLedgerLog(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.SessionKey) (*LedgerLog, error) {
+// with cfg; key is the host's key ring (or a single frame key): records
+// are sealed with its current key and read back with whichever key of the
+// ring sealed them.
+func NewLedgerLog(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.Keys) (*LedgerLog, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

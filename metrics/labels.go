@@ -82,6 +82,12 @@ const (
 	AuthWrongSession = "wrong_session"
 	AuthSequence     = "sequence"
 	AuthWrongSubject = "wrong_subject"
+	// AuthUnknownKey: sealed with a key the receiver's ring lacks (a key
+	// dropped too early, or promoted before every receiver held it).
+	AuthUnknownKey = "unknown_key"
+	// AuthWrongPool: sealed with the key of a pool that does not serve
+	// the tool it answers for.
+	AuthWrongPool = "wrong_pool"
 	// AuthMalformed: not a sealed frame at all (garbage, an oversized or
 	// unparsable frame, a bad host header); only workers count it here, the
 	// host counts it in splash_frames_rejected_total.

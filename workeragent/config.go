@@ -28,8 +28,10 @@ type Config struct {
 	// WorkerID names this agent in journal leases, logs and metrics; it
 	// must be unique among live agents sharing a journal.
 	WorkerID string
-	// Key seals and opens every frame; the host holds the same key.
-	Key protocol.SessionKey
+	// Key seals and opens every frame: the key ring of the agent's pool
+	// (or a single key), which the hosts hold too. Frames are sealed with
+	// its current key and opened with the key they name.
+	Key protocol.Keys
 	// Fabric names the streams, consumers and buckets and their settings;
 	// it must match the host's.
 	Fabric fabric.Config
@@ -84,7 +86,7 @@ func (c Config) validate() error {
 	switch {
 	case c.WorkerID == "":
 		return fmt.Errorf("%w: empty WorkerID", ErrInvalidConfig)
-	case c.Key.IsZero():
+	case c.Key == nil || c.Key.Ring().IsZero():
 		return fmt.Errorf("%w: no session key", ErrInvalidConfig)
 	case c.Journal == nil:
 		return fmt.Errorf("%w: nil Journal", ErrInvalidConfig)

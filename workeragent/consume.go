@@ -2,6 +2,7 @@ package workeragent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -50,6 +51,15 @@ func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 	inv, host, err := a.openInvoke(m)
 	if err == nil && inv.Tool != t.name {
 		err = fmt.Errorf("%w: invoke for tool %q on the subject of %q", errWrongSubject, inv.Tool, t.name)
+	}
+	if errors.Is(err, fabric.ErrUnknownKey) {
+		// Sealed with a key this worker's ring lacks: a host promoted a
+		// key before this worker got the staged ring. Another worker, or
+		// this one restarted with the ring, can run it; it is handed
+		// back rather than lost.
+		a.forged(err, "invocation sealed with a key not in this worker's ring; give the pool the staged ring before promoting it", "tool", t.name)
+		_ = m.NakWithDelay(a.cfg.HeartbeatInterval)
+		return
 	}
 	if err != nil {
 		// Never run and never redelivered: no retry can make its tag

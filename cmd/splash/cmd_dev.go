@@ -363,36 +363,13 @@ func (c *devConfig) startNATS(log *slog.Logger, passwords map[string]string) (*s
 	return srv, nil
 }
 
-// devKey loads the data directory's frame key, generating it on first
+// devKey loads the data directory's key ring, generating it on first
 // run. The file is created exclusively so two dev processes starting at
 // once cannot end up with different keys.
-func devKey(dir string) (protocol.SessionKey, string, error) {
+func devKey(dir string) (protocol.KeyRing, string, error) {
 	path := filepath.Join(dir, devKeyFile)
-	if _, err := os.Stat(path); err == nil {
-		key, err := loadKey(path)
-		return key, path, err
-	}
-	key, err := protocol.GenerateSessionKey(rand.Reader)
-	if err != nil {
-		return protocol.SessionKey{}, "", fmt.Errorf("%w: frame key: %v", errStart, err)
-	}
-	b := key.Bytes()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		key, err := loadKey(path)
-		return key, path, err
-	}
-	if err != nil {
-		return protocol.SessionKey{}, "", fmt.Errorf("%w: %v", errKeyFile, err)
-	}
-	_, werr := fmt.Fprintln(f, hex.EncodeToString(b[:]))
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return protocol.SessionKey{}, "", fmt.Errorf("%w: %q: %v", errKeyFile, path, werr)
-	}
-	return key, path, nil
+	ring, _, err := createKeyRing(path, 0o600)
+	return ring, path, err
 }
 
 // randomToken returns a fresh API token: 128 bits, hex.

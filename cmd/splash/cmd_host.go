@@ -89,7 +89,7 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	key, err := loadKey(c.keyFile)
+	key, err := loadKeyRing(c.keyFile)
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,7 @@ func commands() []command {
 		opsCommand,
 		cancelCommand,
 		toolsCommand,
+		keysCommand,
 		mcpCommand,
 		benchCommand,
 		healthcheckCommand,

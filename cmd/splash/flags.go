@@ -17,6 +17,7 @@ const (
 	envNatsUser     = "SPLASH_NATS_USER"
 	envNatsPassword = "SPLASH_NATS_PASSWORD"
 	envKeyFile      = "SPLASH_KEY_FILE"
+	envPoolKeys     = "SPLASH_POOL_KEYS"
 	envAPIToken     = "SPLASH_API_TOKEN"
 	envAPIAddr      = "SPLASH_API_ADDR"
 	envAPIURL       = "SPLASH_API_URL"

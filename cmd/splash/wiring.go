@@ -189,7 +189,7 @@ func provision(ctx context.Context, js jetstream.JetStream, cfg fabric.Config, l
 // to listen.
 type hostParts struct {
 	nc       *nats.Conn
-	key      protocol.SessionKey
+	key      protocol.Keys
 	hostID   string
 	fabric   fabric.Config
 	apiToken string

@@ -24,7 +24,7 @@ import (
 // workerParts is what newWorker needs.
 type workerParts struct {
 	nc          *nats.Conn
-	key         protocol.SessionKey
+	key         protocol.Keys
 	workerID    string
 	fabric      fabric.Config
 	tools       []*toolspec.Tool

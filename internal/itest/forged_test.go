@@ -56,6 +56,9 @@ func TestForgedFramesRejected(t *testing.T) {
 	// Invocation subject.
 	wrongKey, err := otherCodec(t).SealInvoke(inv)
 	must(t, err)
+	// A forger names the genuine key's id (it is no secret), so the tag is
+	// what fails, not the lookup of the key.
+	wrongKey.Header.Set(fabric.HeaderKey, c.codec.KeyID())
 	reflected, err := c.codec.SealWorker(inv.RequestID, 1, 1, protocol.ChunkMessage(protocol.Chunk{RequestID: inv.RequestID, Sequence: 1, Text: "x"}))
 	must(t, err)
 	for _, f := range []*nats.Msg{stripTag(t, orig), wrongKey, reflected} {
@@ -74,11 +77,13 @@ func TestForgedFramesRejected(t *testing.T) {
 	must(t, err)
 	wrongKeyResult, err := otherCodec(t).SealWorker(op.RequestID, 1, 1, result)
 	must(t, err)
+	wrongKeyResult.Header.Set(fabric.HeaderKey, c.codec.KeyID())
 	for _, f := range []*nats.Msg{stripTag(t, genuine), wrongKeyResult} {
 		c.republish(eventsSubject, f.Data, header(f.Header))
 	}
 	wrongKeyChunk, err := otherCodec(t).SealWorker(op.RequestID, 1, 1, protocol.ChunkMessage(protocol.Chunk{RequestID: op.RequestID, Sequence: 1, Text: "forged"}))
 	must(t, err)
+	wrongKeyChunk.Header.Set(fabric.HeaderKey, c.codec.KeyID())
 	c.republish(eventsSubject, wrongKeyChunk.Data, header(wrongKeyChunk.Header))
 	rejected := func() uint64 {
 		r := c.tr.Rejected()
