@@ -152,8 +152,9 @@ func TestScenarioIntruders(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := res
-		m.Subject = fabric.EventsSubject(hostID)
-		m.Header.Set(fabric.HeaderMsgID, fabric.EventMsgID(rid, 1, protocol.KindResult))
+		m.Subject = fabric.EventsSubject(hostID, demotools.Ledger)
+		m.Header.Set(fabric.HeaderTool, demotools.Ledger)
+		m.Header.Set(fabric.HeaderMsgID, codec.EventMsgID(rid, 1, protocol.KindResult))
 		if _, err := wjs.PublishMsg(ctx, m); err != nil {
 			t.Fatalf("publish forged result: %v", err)
 		}

@@ -2,7 +2,11 @@ package fabric
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +29,9 @@ import (
 // pays for a fresh HMAC state.
 type Codec struct {
 	maxFrame int
+	// msgIDKey keys the message ids of worker events (EventMsgID); derived
+	// from the current key by NewCodec.
+	msgIDKey []byte
 	// sealID names the current key, which seals; signers holds one pool
 	// per key of the ring, ids in order (the current key first). Both
 	// are written by NewCodec only.
@@ -51,12 +58,48 @@ func NewCodec(keys protocol.Keys) (*Codec, error) {
 		return nil, fmt.Errorf("%w: zero SessionKey", protocol.ErrInvalidKey)
 	}
 	c := &Codec{maxFrame: protocol.DefaultMaxFrameBytes}
-	c.sealID, _ = ring.Current()
+	var current protocol.SessionKey
+	c.sealID, current = ring.Current()
+	raw := current.Bytes()
+	m := hmac.New(sha256.New, raw[:])
+	m.Write([]byte(msgIDLabel))
+	c.msgIDKey = m.Sum(nil)
 	for _, rk := range ring.Keys() {
 		key := rk.Key
 		c.signers = append(c.signers, keySigners{id: rk.ID, pool: &sync.Pool{New: func() any { return protocol.NewSigner(key) }}})
 	}
 	return c, nil
+}
+
+// msgIDLabel derives the message id key from a ring's current key, apart
+// from every other use of it.
+const msgIDLabel = "splash-fabric event message id v1"
+
+// EventMsgID is the Nats-Msg-Id of a terminal event,
+// "r/<request>/<attempt>/<kind>/<tag>", so a worker that sends the same
+// answer twice stores it once. JetStream dedupes message ids across the
+// whole events stream, whatever the subject, so an id anyone can compute
+// would let one pool publish first under the id of another pool's answer
+// and have the genuine answer dropped as its duplicate: tag is 16 hex
+// digits of an HMAC, under a key derived from the ring's current key, of
+// the rest, which only a holder of the pool's ring can compute.
+func (c *Codec) EventMsgID(requestID string, attempt uint32, kind protocol.MessageKind) string {
+	return c.tagged("r/" + requestID + "/" + strconv.FormatUint(uint64(attempt), 10) + "/" + string(kind))
+}
+
+// ChunkMsgID is the Nats-Msg-Id of worker frame k of an attempt when that
+// frame is a chunk, "r/<request>/<attempt>/chunk-<k>/<tag>" (see
+// EventMsgID): a republish of the same frame is stored once, and the id
+// never equals a terminal event's.
+func (c *Codec) ChunkMsgID(requestID string, attempt, k uint32) string {
+	return c.EventMsgID(requestID, attempt, protocol.MessageKind("chunk-"+strconv.FormatUint(uint64(k), 10)))
+}
+
+func (c *Codec) tagged(id string) string {
+	m := hmac.New(sha256.New, c.msgIDKey)
+	m.Write([]byte(id))
+	var sum [sha256.Size]byte
+	return id + "/" + hex.EncodeToString(m.Sum(sum[:0])[:8])
 }
 
 // KeyID returns the id of the key the codec seals with.

@@ -139,7 +139,7 @@ func TestCountKeyUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish(fabric.EventsSubject("h1"), answer.Data, answer.Header)
+	publish(fabric.EventsSubject("h1", "t"), answer.Data, answer.Header)
 
 	use, err := fabric.CountKeyUse(ctx, e.js)
 	if err != nil {

@@ -30,6 +30,10 @@ const (
 	HeaderSeq = "Splash-Seq"
 	// HeaderTag is the frame's tag: 64 lowercase hex digits.
 	HeaderTag = "Splash-Tag"
+	// HeaderTool names the tool a worker's event or answer is for; its
+	// token must be the subject's (ParseEventSubject), and the host
+	// verifies the frame under the ring of that tool's pool.
+	HeaderTool = "Splash-Tool"
 	// HeaderKey is the id of the ring key that sealed the frame
 	// (protocol.ValidateKeyID), so a receiver verifies with that key
 	// without trying the others. It is not covered by the tag: a frame

@@ -486,13 +486,14 @@ func (st *loopState) handleEvent(ev Event) {
 		}
 		st.schedulePublish(d, st.nextDelay(d))
 	case EventMessage:
-		st.settleAck(st.handleMessage(ev.Message, ev.Worker), ev.Ack)
+		st.settleAck(st.handleMessage(ev.Message, ev.Worker, ev.Tool), ev.Ack)
 	}
 }
 
 // handleMessage applies a worker frame and returns the operation it
-// applied to, nil if none.
-func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) *dispatched {
+// applied to, nil if none. tool, when set, is the tool whose pool sealed
+// it (Event.Tool).
+func (st *loopState) handleMessage(m protocol.WorkerMessage, worker, tool string) *dispatched {
 	var requestID string
 	var attempt uint32
 	switch m.Kind {
@@ -507,8 +508,16 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string) *dis
 		return nil
 	}
 	d := st.byRequest[requestID]
+	if d != nil && tool != "" && tool != d.inv.Tool {
+		st.reject("wrong_pool", fmt.Errorf("%w: an answer sealed by the pool of %q for %s, an operation of %q", host.ErrWrongState, tool, quoteID(requestID), d.inv.Tool))
+		return nil
+	}
 	if d == nil {
 		if late := st.settled[requestID]; late != nil && m.Kind == protocol.KindResult {
+			if tool != "" && tool != late.inv.Tool {
+				st.reject("wrong_pool", fmt.Errorf("%w: an answer sealed by the pool of %q for %s, an operation of %q", host.ErrWrongState, tool, quoteID(requestID), late.inv.Tool))
+				return nil
+			}
 			st.lateResult(late, m.Result)
 			return nil
 		}

@@ -317,6 +317,8 @@ func (o *Observer) Rejected(reason string, err error) {
 		}
 	case "complete", "cancel_confirm", "retry":
 		o.m.FrameRejected(metrics.RejectContradictory)
+	case "wrong_pool":
+		o.m.AuthFailure(metrics.AuthWrongPool)
 	default:
 		o.m.FrameRejected(metrics.RejectInvalidMessage)
 	}

@@ -12,11 +12,13 @@ import (
 )
 
 // startTool attaches to the tool's pool consumer, cancel subject and
-// reconcile subject.
+// reconcile subject. With BindOnly the consumer must exist: hosts and
+// operators create and update consumers, never a pool's workers, whose
+// NATS identity may only look theirs up and pull from it.
 func (a *Agent) startTool(ctx context.Context, t *tool) error {
-	cons, err := fabric.EnsureToolConsumer(ctx, a.js, a.cfg.Fabric, t.name)
+	cons, err := a.toolConsumer(ctx, t.name)
 	if err != nil {
-		return fmt.Errorf("workeragent: consumer for %q: %w", t.name, err)
+		return err
 	}
 	sub, err := a.nc.Subscribe(fabric.CancelSubject(t.name), func(m *nats.Msg) { a.onCancel(t, m) })
 	if err != nil {
@@ -90,4 +92,26 @@ func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 		e := &execution{a: a, t: t, msg: m, inv: inv, host: host}
 		e.process()
 	})
+}
+
+// toolConsumer binds to the tool's pool consumer, creating or updating it
+// first unless the agent only binds.
+func (a *Agent) toolConsumer(ctx context.Context, tool string) (jetstream.Consumer, error) {
+	if !a.cfg.BindOnly {
+		cons, err := fabric.EnsureToolConsumer(ctx, a.js, a.cfg.Fabric, tool)
+		if err != nil {
+			return nil, fmt.Errorf("workeragent: consumer for %q: %w", tool, err)
+		}
+		return cons, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	cons, err := a.js.Consumer(cctx, fabric.StreamInvoke, fabric.ConsumerName(tool))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("%w: the consumer %q of %q (a host creates it for every tool of its catalog)", ErrNotProvisioned, fabric.ConsumerName(tool), tool)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workeragent: consumer for %q: %w", tool, err)
+	}
+	return cons, nil
 }

@@ -254,7 +254,7 @@ func (e *env) cancel(inv protocol.Invoke, record bool) {
 		must(e.t, err)
 		kv, err := fabric.CancelBucket(ctx, e.js)
 		must(e.t, err)
-		_, err = kv.Put(ctx, fabric.CancelKey(inv.RequestID), data)
+		_, err = kv.Put(ctx, fabric.CancelKey(inv.Tool, inv.RequestID), data)
 		must(e.t, err)
 	}
 	m.Subject = fabric.CancelSubject(inv.Tool)

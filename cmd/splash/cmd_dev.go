@@ -22,8 +22,10 @@ import (
 
 	"github.com/splashfabric/splashfabric/console"
 	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 var devCommand = command{
@@ -171,6 +173,24 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	if err != nil {
 		return nil, err
 	}
+	// Each pool of the catalog gets its own NATS identity and key ring,
+	// kept in the data directory as the compose cluster keeps them in its
+	// secrets: a pool's workers hold its nkey and ring and nothing else.
+	pools, err := ensurePoolSecrets(c.dataDir, poolsOf(served))
+	if err != nil {
+		return nil, err
+	}
+	natsPools := make([]natsconf.Pool, len(pools))
+	poolKeys := make(map[string]protocol.KeyRing, len(pools))
+	for i, p := range pools {
+		if natsPools[i], err = p.natsPool(); err != nil {
+			return nil, err
+		}
+		poolKeys[p.name] = p.ring
+	}
+	if _, err := writePoolsManifest(c.dataDir, natsPools); err != nil {
+		return nil, err
+	}
 	token, tokenPath := c.apiToken, ""
 	if token == "" {
 		if token, err = randomToken(); err != nil {
@@ -199,7 +219,9 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 		d.closers = append(d.closers, func() { _ = metricsL.Close() })
 	}
 
-	srv, err := c.startNATS(log, passwords)
+	reg := metrics.NewRegistry()
+	natsMetrics := metrics.NewNATS(reg)
+	srv, err := c.startNATS(log, passwords, natsPools, natsMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -209,27 +231,29 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	})
 	natsURL := srv.ClientURL()
 
-	reg := metrics.NewRegistry()
 	fcfg, err := fabricConfig(1, 0)
 	if err != nil {
 		return nil, err
 	}
+	hostLog := log.With("component", "host")
+	hostWatch := permissionWatch(natsconf.UserHost, hostLog, natsMetrics)
 	hostNC, err := nats.Connect(natsURL, nats.Name("splash dev host"), nats.MaxReconnects(-1),
-		nats.UserInfo(natsconf.UserHost, passwords[natsconf.UserHost]))
+		nats.UserInfo(natsconf.UserHost, passwords[natsconf.UserHost]),
+		nats.CustomInboxPrefix(fabric.InboxPrefix(natsconf.UserHost)), hostWatch.Option())
 	if err != nil {
 		return nil, fmt.Errorf("%w: nats: %v", errStart, err)
 	}
 	d.closers = append(d.closers, hostNC.Close)
 	d.host, err = startHost(ctx, hostParts{
-		nc: hostNC, key: key, hostID: devHostID, fabric: fcfg, apiToken: token,
-		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
+		nc: hostNC, key: key, poolKeys: poolKeys, hostID: devHostID, fabric: fcfg, apiToken: token,
+		api: api, metrics: metricsL, reg: reg, log: hostLog, catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
 	})
 	if err != nil {
 		return nil, err
 	}
 	d.closers = append(d.closers, d.host.stop)
 
-	// The pool shares one metrics set: its series are the process's, as
+	// The pools share one metrics set: its series are the process's, as
 	// a scrape of one dev process sees them.
 	tools := make([]string, len(served))
 	for i, t := range served {
@@ -247,40 +271,55 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 			nc.Close()
 		}
 	})
-	workerErr := make(chan error, c.workers)
+	workerErr := make(chan error, c.workers*len(pools))
 	d.workerErr = workerErr
-	for i := 1; i <= c.workers; i++ {
-		id := fmt.Sprintf("dev-worker-%d", i)
-		nc, err := nats.Connect(natsURL, nats.Name("splash "+id), nats.MaxReconnects(-1),
-			nats.UserInfo(natsconf.UserWorker, passwords[natsconf.UserWorker]))
-		if err != nil {
-			return nil, fmt.Errorf("%w: nats: %v", errStart, err)
-		}
-		ncs = append(ncs, nc)
-		w, err := newWorker(ctx, workerParts{
-			nc: nc, key: key, workerID: id, fabric: fcfg, tools: served,
-			// The worker user may not create the fabric's streams: the
-			// host provisioned them above, as in the cluster.
-			bindOnly: true, metrics: wm, records: records,
-			log: log.With("component", "worker", "worker_id", id),
-		})
-		if err != nil {
-			return nil, err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.run(runCtx); err != nil {
-				workerErr <- fmt.Errorf("%s: %w", id, err)
+	for _, p := range pools {
+		poolTools := make([]*toolspec.Tool, 0, len(p.tools))
+		for _, t := range served {
+			if t.Pool() == p.name {
+				poolTools = append(poolTools, t)
 			}
-		}()
-		select {
-		case <-w.agent.Ready():
-		case err := <-workerErr:
-			return nil, fmt.Errorf("%w: %v", errStart, err)
-		case <-ctx.Done():
-			d.stop()
-			return nil, nil
+		}
+		auth, err := p.nkeyOption()
+		if err != nil {
+			return nil, fmt.Errorf("%w: pool %s: %v", errStart, p.name, err)
+		}
+		identity := fabric.PoolIdentity(p.name)
+		for i := 1; i <= c.workers; i++ {
+			id := fmt.Sprintf("dev-%s-%d", p.name, i)
+			wlog := log.With("component", "worker", "worker_id", id, "pool", p.name)
+			nc, err := nats.Connect(natsURL, nats.Name("splash "+id), nats.MaxReconnects(-1), auth,
+				nats.CustomInboxPrefix(fabric.InboxPrefix(identity)), permissionWatch(identity, wlog, natsMetrics).Option())
+			if err != nil {
+				return nil, fmt.Errorf("%w: nats: %v", errStart, err)
+			}
+			ncs = append(ncs, nc)
+			w, err := newWorker(ctx, workerParts{
+				nc: nc, key: p.ring, workerID: id, pool: p.name, fabric: fcfg, tools: poolTools,
+				// A pool may not create the fabric's streams or its
+				// consumers: the host made them above, as in the
+				// cluster.
+				bindOnly: true, metrics: wm, records: records,
+				log: wlog,
+			})
+			if err != nil {
+				return nil, err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := w.run(runCtx); err != nil {
+					workerErr <- fmt.Errorf("%s: %w", id, err)
+				}
+			}()
+			select {
+			case <-w.agent.Ready():
+			case err := <-workerErr:
+				return nil, fmt.Errorf("%w: %v", errStart, err)
+			case <-ctx.Done():
+				d.stop()
+				return nil, nil
+			}
 		}
 	}
 
@@ -292,7 +331,7 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	d.banner = devBanner{
 		natsURL: natsURL, dataDir: c.dataDir, keyPath: keyPath, apiURL: apiURL,
 		metricsURL: metricsURL, tokenPath: tokenPath,
-		workers: c.workers, tools: tools, mcp: c.mcp.tools != mcpNone,
+		workers: c.workers, tools: tools, pools: poolNames(pools), mcp: c.mcp.tools != mcpNone,
 	}
 	return d, nil
 }
@@ -319,10 +358,12 @@ func (c *devConfig) listenAPI(log *slog.Logger) (net.Listener, error) {
 
 // startNATS runs the embedded JetStream node on loopback with its store in
 // the data directory, and the users and permissions of the compose cluster
-// (deploy/nats/splash.conf) with passwords, user to password: loopback is
-// shared with every local process, so none gets in anonymously.
-func (c *devConfig) startNATS(log *slog.Logger, passwords map[string]string) (*server.Server, error) {
-	users, err := natsconf.Users(passwords)
+// (deploy/nats/splash.conf) with passwords, user to password, and one nkey
+// user per pool: loopback is shared with every local process, so none gets
+// in anonymously. The node counts and logs every permission violation of
+// its clients in m.
+func (c *devConfig) startNATS(log *slog.Logger, passwords map[string]string, pools []natsconf.Pool, m *metrics.NATS) (*server.Server, error) {
+	users, err := natsconf.Users(passwords, pools)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNats, err)
 	}
@@ -342,7 +383,7 @@ func (c *devConfig) startNATS(log *slog.Logger, passwords map[string]string) (*s
 	}
 	// The node's notices (banner, JetStream limits) drown the dev banner;
 	// its warnings still show.
-	fatal := attachNatsLogger(srv, slog.New(minLevel{a: log.Handler(), min: slog.LevelWarn}).With("component", "nats"))
+	fatal := attachNatsLogger(srv, slog.New(minLevel{a: log.Handler(), min: slog.LevelWarn}).With("component", "nats"), violationCounter(m, pools))
 	srv.Start()
 	fail := func(format string, v ...any) error {
 		srv.Shutdown()
@@ -389,6 +430,8 @@ type devBanner struct {
 	tokenPath string
 	workers   int
 	tools     []string
+	// pools names each pool with its tools.
+	pools []string
 	// mcp: the host serves /mcp.
 	mcp bool
 }
@@ -405,7 +448,8 @@ func printDevBanner(w io.Writer, b devBanner) {
 	}
 	run := fmt.Sprintf("%s run --api-url %s", self, b.apiURL)
 	fmt.Fprintf(w, "splash dev is running\n")
-	fmt.Fprintf(w, "  nats:    %s (users host, worker, ops: passwords in %s)\n", b.natsURL, devPasswordFile(b.dataDir, "<user>"))
+	fmt.Fprintf(w, "  nats:    %s (users host, ops: passwords in %s; pools: nkeys in %s)\n", b.natsURL, devPasswordFile(b.dataDir, "<user>"),
+		filepath.Join(b.dataDir, poolNKeysDir))
 	fmt.Fprintf(w, "  data:    %s\n", b.dataDir)
 	fmt.Fprintf(w, "  key:     %s\n", b.keyPath)
 	fmt.Fprintf(w, "  api:     %s\n", b.apiURL)
@@ -416,7 +460,10 @@ func printDevBanner(w io.Writer, b devBanner) {
 	} else {
 		fmt.Fprintf(w, "  token:   (from --api-token or %s)\n", envAPIToken)
 	}
-	fmt.Fprintf(w, "  workers: %d, serving %s\n", b.workers, strings.Join(b.tools, ", "))
+	fmt.Fprintf(w, "  workers: %d per pool, serving %s\n", b.workers, strings.Join(b.tools, ", "))
+	if len(b.pools) > 0 {
+		fmt.Fprintf(w, "  pools:   %s (each its own NATS identity and key ring)\n", strings.Join(b.pools, "; "))
+	}
 	fmt.Fprintf(w, "\nTry:\n")
 	if b.tokenPath != "" {
 		fmt.Fprintf(w, "  export %s=\"$(cat %s)\"\n", envAPIToken, shellQuote(b.tokenPath))
@@ -473,4 +520,13 @@ func defaultDataDir() string {
 		return filepath.Join(dir, "splash", "dev")
 	}
 	return filepath.Join(os.TempDir(), "splash-dev")
+}
+
+// poolNames describes each pool as "name: tool, tool".
+func poolNames(pools []poolSecrets) []string {
+	out := make([]string, len(pools))
+	for i, p := range pools {
+		out[i] = p.name + ": " + strings.Join(p.tools, ", ")
+	}
+	return out
 }

@@ -14,19 +14,30 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 var keysCommand = command{
 	name:    "keys",
-	args:    "rotate [--stage] | drop <id> | status",
+	args:    "init | rotate [--stage] | drop <id> | status",
 	summary: "rotate, drop and inspect the key rings frames and records are sealed with",
 	help: `
 Manages key ring files (docs/durable.md, "Rotating keys"). A ring holds the
 current key, which seals, and keys that only verify: one staged next key and
 the retired ones. Every seal names its key, so a process holding the ring
 verifies what any of its keys sealed.
+
+  init          writes a deployment's keys and pool identities into --dir,
+                for every pool of --catalog (docs/topology.md, "Pools"):
+                frame.key (the host's ring), pool-keys/<pool>.keys (each
+                pool's ring, which its workers and every host hold),
+                pool-nkeys/<pool>.nk (each pool's NATS nkey seed, which
+                only its workers hold) and pools.json (each pool's tools
+                and public nkey, for splash nats --pools). Files that exist
+                are kept; pools.json is written again from the catalog.
 
   rotate        with a staged next key, promotes it to current; otherwise
                 generates a key and makes it current at once. The current
@@ -52,6 +63,8 @@ one). The file is rewritten in place, mode 0600 unless it was looser.`,
 // keysConfig holds the flags of `splash keys`.
 type keysConfig struct {
 	nats     natsClientFlags
+	dir      string
+	catalog  string
 	keyFile  string
 	poolKeys string
 	stage    bool
@@ -64,14 +77,21 @@ func (c *keysConfig) flags(fs *flagSet) {
 	fs.stringVar(&c.poolKeys, "pool-keys", envPoolKeys, "", "`directory` of the pools' key rings (<pool>.keys), inspected by status beside --key-file")
 	fs.boolVar(&c.stage, "stage", "SPLASH_KEYS_STAGE", false, "rotate: add a next key instead of changing the current one")
 	fs.durationVar(&c.timeout, "timeout", "SPLASH_KEYS_TIMEOUT", time.Minute, "status: give up after this `duration`, connecting included")
+	fs.stringVar(&c.dir, "dir", "SPLASH_KEYS_DIR", "", "init: the `directory` the deployment's keys and pool identities go to")
+	registerCatalog(fs, &c.catalog)
 }
 
 func (c *keysConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: want rotate, drop <id> or status", errUsage)
+		return fmt.Errorf("%w: want init, rotate, drop <id> or status", errUsage)
 	}
 	verb, rest := args[0], args[1:]
 	switch verb {
+	case "init":
+		if len(rest) != 0 {
+			return fmt.Errorf("%w: init takes no argument, got %q", errUsage, rest[0])
+		}
+		return initKeys(a.stdout, c.dir, c.catalog)
 	case "rotate":
 		if len(rest) != 0 {
 			return fmt.Errorf("%w: rotate takes no argument, got %q", errUsage, rest[0])
@@ -88,7 +108,7 @@ func (c *keysConfig) run(ctx context.Context, a *app, args []string) error {
 		}
 		return c.status(ctx, a)
 	}
-	return fmt.Errorf("%w: unknown verb %q, want rotate, drop or status", errUsage, verb)
+	return fmt.Errorf("%w: unknown verb %q, want init, rotate, drop or status", errUsage, verb)
 }
 
 // rotateKeyFile promotes the ring's next key, or stages one (stage), or
@@ -185,18 +205,22 @@ func (c *keysConfig) status(ctx context.Context, a *app) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	nc, err := connectNATS(ctx, c.nats, "splash keys", a.log.With("component", "keys"))
+	log := a.log.With("component", "keys")
+	watch := permissionWatch(c.nats.identity(), log, nil)
+	nc, err := connectNATS(ctx, c.nats, "splash keys", log, watch.Option())
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	ctx, release := watch.Guard(ctx)
+	defer release()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	use, err := fabric.CountKeyUse(ctx, js)
 	if err != nil {
-		return err
+		return fabric.Denied(ctx, err)
 	}
 	return writeKeyStatus(a.stdout, rings, use)
 }
@@ -277,4 +301,47 @@ func writeKeyStatus(w io.Writer, rings []namedRing, use fabric.KeyUse) error {
 		fmt.Fprintf(w, "%d records %s\n", use.Total(id), what)
 	}
 	return nil
+}
+
+// initKeys writes the host's ring and every pool's ring and nkey that dir
+// lacks, and pools.json for the catalog's pools.
+func initKeys(w io.Writer, dir, catalogPath string) error {
+	if dir == "" {
+		return fmt.Errorf("%w: init needs --dir", errUsage)
+	}
+	cat, err := loadCatalog(catalogPath)
+	if err != nil {
+		return err
+	}
+	var tools []*toolspec.Tool
+	for _, name := range cat.set.Names() {
+		t, _ := cat.set.Lookup(name)
+		tools = append(tools, t)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("%w: --dir: %v", errKeyFile, err)
+	}
+	host := filepath.Join(dir, devKeyFile)
+	if _, wrote, err := createKeyRing(host, 0o600); err != nil {
+		return err
+	} else if wrote {
+		fmt.Fprintf(w, "wrote %s\n", host)
+	}
+	pools, err := ensurePoolSecrets(dir, poolsOf(tools))
+	if err != nil {
+		return err
+	}
+	natsPools := make([]natsconf.Pool, len(pools))
+	for i, p := range pools {
+		if natsPools[i], err = p.natsPool(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "pool %s (%s): %s, %s\n", p.name, strings.Join(p.tools, ", "), p.ringPath, p.seedPath)
+	}
+	path, err := writePoolsManifest(dir, natsPools)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "wrote %s\n", path)
+	return err
 }

@@ -18,6 +18,7 @@ const (
 	envNatsPassword = "SPLASH_NATS_PASSWORD"
 	envKeyFile      = "SPLASH_KEY_FILE"
 	envPoolKeys     = "SPLASH_POOL_KEYS"
+	envPool         = "SPLASH_POOL"
 	envAPIToken     = "SPLASH_API_TOKEN"
 	envAPIAddr      = "SPLASH_API_ADDR"
 	envAPIURL       = "SPLASH_API_URL"

@@ -98,3 +98,9 @@ func createKeyRing(path string, mode os.FileMode) (protocol.KeyRing, bool, error
 	}
 	return ring, true, nil
 }
+
+// fabricKeyFileError names a NATS credential file that cannot be used,
+// never its contents.
+func fabricKeyFileError(path string, err error) error {
+	return fmt.Errorf("%w: --nats-nkey-file %q: %v", errKeyFile, path, err)
+}

@@ -22,7 +22,7 @@ func TestForgedFramesRejected(t *testing.T) {
 	c := newCluster(t, options{tools: []hostTool{tool("it.guard")}})
 	invokeSubject, err := fabric.InvokeSubject("it.guard")
 	must(t, err)
-	eventsSubject := fabric.EventsSubject(hostID)
+	eventsSubject := fabric.EventsSubject(hostID, "it.guard")
 	invokes, events := c.capture(invokeSubject), c.capture(eventsSubject)
 	fx := newEffects()
 	gate := make(chan struct{})
@@ -50,6 +50,7 @@ func TestForgedFramesRejected(t *testing.T) {
 			out[k] = append([]string(nil), v...)
 		}
 		out.Set(fabric.HeaderMsgID, "forged-"+sprintf("%d", n))
+		out.Set(fabric.HeaderTool, "it.guard")
 		return out
 	}
 
