@@ -139,7 +139,7 @@ var (
 		PoisonContradictory, PoisonInvalidMessage, PoisonFlood, PoisonExited, PoisonWatchdog, PoisonStopped}
 	retryClasses  = []string{RetryTransient, RetryRateLimited}
 	dispositions  = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
-	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMalformed, AuthMissingToken, AuthWrongToken}
+	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthUnknownKey, AuthWrongPool, AuthMalformed, AuthMissingToken, AuthWrongToken}
 	rejectReasons = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
 	sessionStates = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
 	budgets       = []string{BudgetMemory, BudgetExecution, BudgetPending}

@@ -116,7 +116,7 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 		defer metricsL.Close()
 	}
 	reg := metrics.NewRegistry()
-	watch := permissionWatch(c.nats.identity(), log, metrics.NewNATS(reg))
+	watch := permissionWatch(c.nats.label(), log, metrics.NewNATS(reg))
 	nc, err := connectNATS(ctx, c.nats, "splash host "+c.hostID, log, watch.Option())
 	if err != nil {
 		return err

@@ -206,7 +206,7 @@ func (c *keysConfig) status(ctx context.Context, a *app) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	log := a.log.With("component", "keys")
-	watch := permissionWatch(c.nats.identity(), log, nil)
+	watch := permissionWatch(c.nats.label(), log, nil)
 	nc, err := connectNATS(ctx, c.nats, "splash keys", log, watch.Option())
 	if err != nil {
 		return err

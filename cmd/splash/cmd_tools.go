@@ -114,7 +114,7 @@ func (c *toolsConfig) run(ctx context.Context, a *app, args []string) error {
 	// A write the user may not make is refused by the server in a
 	// message of its own while the write waits for its answer: the watch
 	// ends the command at once with the refusal, naming subject and user.
-	watch := permissionWatch(c.nats.identity(), log, nil)
+	watch := permissionWatch(c.nats.label(), log, nil)
 	nc, err := connectNATS(ctx, c.nats, "splash tools", log, watch.Option())
 	if err != nil {
 		return err

@@ -125,7 +125,7 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 		}()
 		log.Info("metrics listening", "addr", l.Addr().String())
 	}
-	watch := permissionWatch(c.nats.identity(), log, metrics.NewNATS(reg))
+	watch := permissionWatch(c.nats.label(), log, metrics.NewNATS(reg))
 	nc, err := connectNATS(ctx, c.nats, "splash worker "+c.workerID, log, watch.Option())
 	if err != nil {
 		return err

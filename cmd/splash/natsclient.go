@@ -49,6 +49,22 @@ func (n natsClientFlags) identity() string {
 	return ""
 }
 
+// label names the connection's user in refusals and logs: its identity,
+// or for an nkey of no named pool the key, as the server names it.
+func (n natsClientFlags) label() string {
+	if id := n.identity(); id != "" {
+		return id
+	}
+	if n.nkeyFile != "" {
+		if kp, err := readNKey(n.nkeyFile); err == nil {
+			if pub, err := kp.PublicKey(); err == nil {
+				return "nkey:" + pub
+			}
+		}
+	}
+	return "anonymous"
+}
+
 // identityOptions are the options that authenticate a connection and give
 // it its own inbox prefix, so its permissions need no _INBOX.>.
 func (n natsClientFlags) identityOptions() ([]nats.Option, error) {

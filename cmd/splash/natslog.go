@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -89,6 +90,8 @@ func violationCounter(m *metrics.NATS, pools []natsconf.Pool) func(op, user, sub
 		byKey[p.NKey] = p.Name
 	}
 	return func(op, user, _ string) {
+		// A node names an nkey user "nkey:<public key>".
+		user = strings.TrimPrefix(user, "nkey:")
 		identity := metrics.Other
 		switch {
 		case user == natsconf.UserHost || user == natsconf.UserOps:
