@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"strconv"
 	"sync"
 
@@ -29,9 +30,9 @@ import (
 // pays for a fresh HMAC state.
 type Codec struct {
 	maxFrame int
-	// msgIDKey keys the message ids of worker events (EventMsgID); derived
-	// from the current key by NewCodec.
-	msgIDKey []byte
+	// msgIDs holds HMAC states keyed for the message ids of worker events
+	// (EventMsgID), under a key NewCodec derives from the current key.
+	msgIDs sync.Pool
 	// sealID names the current key, which seals; signers holds one pool
 	// per key of the ring, ids in order (the current key first). Both
 	// are written by NewCodec only.
@@ -63,7 +64,8 @@ func NewCodec(keys protocol.Keys) (*Codec, error) {
 	raw := current.Bytes()
 	m := hmac.New(sha256.New, raw[:])
 	m.Write([]byte(msgIDLabel))
-	c.msgIDKey = m.Sum(nil)
+	msgIDKey := m.Sum(nil)
+	c.msgIDs.New = func() any { return hmac.New(sha256.New, msgIDKey) }
 	for _, rk := range ring.Keys() {
 		key := rk.Key
 		c.signers = append(c.signers, keySigners{id: rk.ID, pool: &sync.Pool{New: func() any { return protocol.NewSigner(key) }}})
@@ -96,10 +98,15 @@ func (c *Codec) ChunkMsgID(requestID string, attempt, k uint32) string {
 }
 
 func (c *Codec) tagged(id string) string {
-	m := hmac.New(sha256.New, c.msgIDKey)
+	m := c.msgIDs.Get().(hash.Hash)
+	m.Reset()
 	m.Write([]byte(id))
 	var sum [sha256.Size]byte
-	return id + "/" + hex.EncodeToString(m.Sum(sum[:0])[:8])
+	tag := m.Sum(sum[:0])
+	c.msgIDs.Put(m)
+	var hexTag [16]byte
+	hex.Encode(hexTag[:], tag[:8])
+	return id + "/" + string(hexTag[:])
 }
 
 // KeyID returns the id of the key the codec seals with.
