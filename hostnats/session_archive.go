@@ -29,7 +29,7 @@ import (
 // WithErrorHandler; it is not retried.
 //
 // Every record is sealed (internal/recordauth) with a key derived from the
-// frame key, which NATS never sees, and bound to its bucket key. Lookup
+// host's key ring, which NATS never sees, and bound to its bucket key. Lookup
 // and Incarnation verify it and refuse one that fails, with
 // hostloop.ErrRecordRejected, reporting it to WithRecordRejectHandler: a
 // writer with access to the bucket but not the key can delete records,

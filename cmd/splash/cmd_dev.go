@@ -38,11 +38,13 @@ serving the tools of --catalog (default: the demo tools; docs/catalog.md
 shows how to add your own, in any language). Prints where everything
 listens and a command to try.
 
-The frame key is generated into --data-dir on first run and reused, so
-invocations left in the store stay readable; so are the passwords of the
-NATS users host, worker and ops (nats-<user>.password, mode 0600): the node
-admits no anonymous client, and each part connects as its own user with
-the permissions of deploy/nats/splash.conf. The API token is generated for
+The host's key ring is generated into --data-dir on first run and reused,
+so ledgers and records left in the store stay readable; so are each pool's
+key ring and NATS nkey (pool-keys/, pool-nkeys/; a pool per pool: of the
+catalog, see docs/topology.md) and the passwords of the NATS users host and
+ops (nats-<user>.password, mode 0600): the node admits no anonymous client,
+and each part connects as its own identity with the permissions of
+deploy/nats/splash.conf, --workers workers per pool. The API token is generated for
 each run into --data-dir/api.token (0600) unless --api-token or
 SPLASH_API_TOKEN gives one; it is never printed, so pass it to clients
 through SPLASH_API_TOKEN rather than on a command line. When the default
@@ -56,7 +58,8 @@ workers and shuts everything down.`,
 // directory is expected, so a fixed id lets a restart pick up its events.
 const devHostID = "dev"
 
-// devKeyFile is the name of the generated frame key inside --data-dir.
+// devKeyFile is the name of the host's generated key ring inside
+// --data-dir (and of a deployment's, splash keys init).
 const devKeyFile = "frame.key"
 
 // devConfig holds the flags of `splash dev`.
@@ -76,7 +79,7 @@ type devConfig struct {
 
 func (c *devConfig) flags(fs *flagSet) {
 	c.fs = fs
-	fs.stringVar(&c.dataDir, "data-dir", envDataDir, defaultDataDir(), "`directory` for the NATS store and the generated frame key")
+	fs.stringVar(&c.dataDir, "data-dir", envDataDir, defaultDataDir(), "`directory` for the NATS store and the generated keys")
 	fs.stringVar(&c.apiAddr, "api-addr", envAPIAddr, defaultAPIAddr, "`address` of the host HTTP API (port 0: any free port)")
 	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` for the host API (empty: generate one into <data-dir>/api.token; prefer the variable: flags show in process lists)")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")

@@ -271,7 +271,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	}
 	// Sessions outlive the process in splash_sessions: a restarted host
 	// still answers for the ones the previous process held.
-	// Its records are sealed with the frame key; one that fails is
+	// Its records are sealed with the host's key ring; one that fails is
 	// refused, counted and logged (at a bounded rate), never served.
 	records := metrics.NewRecords(p.reg)
 	h.archive, err = hostnats.NewSessionArchive(ctx, p.nc, p.fabric, p.key,
