@@ -66,15 +66,15 @@ func TestClusterNATS(t *testing.T) {
 	}
 
 	v := &natstest.Violations{}
-	wnc, err := s.connect("worker", nats.ErrorHandler(v.Handler))
+	wnc, err := s.connectPool("demo", nats.ErrorHandler(v.Handler))
 	if err != nil {
-		t.Fatalf("connect as worker: %v", err)
+		t.Fatalf("connect as the pool demo: %v", err)
 	}
 	if err := wnc.Publish("splash.invoke.demo.ledger", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
 	_ = wnc.Flush()
-	testwait.Until(t, 10*time.Second, "worker refused publishing an invocation", func() bool {
+	testwait.Until(t, 10*time.Second, "the pool refused publishing an invocation", func() bool {
 		return v.Has("splash.invoke.demo.ledger")
 	})
 

@@ -11,8 +11,10 @@
 // Two groups of tests live here:
 //
 //   - TestNATSConfig… load deploy/nats/splash.conf into an in-process
-//     server and check each NATS user's permissions with the real host
-//     transport and worker agent. They need nothing but Go.
+//     server, with one nkey user per pool of the demo catalog rendered
+//     from its pool template, and check each identity's permissions with
+//     the real host transport and a worker agent per pool. They need
+//     nothing but Go.
 //   - TestNATSConfigTLS loads the same file with certificates from
 //     internal/certs: clients and routes must use TLS, and the JetStream
 //     store is written encrypted.
@@ -35,6 +37,12 @@
 //     of the pool, and that the counters it scraped match the host's
 //     /metrics and the audit. The project is taken down with its volumes
 //     even when a test fails, and a failing test prints the compose logs.
+//
+// Each worker pool of the cluster runs on credentials of its own (the
+// worker service is the pool demo, worker-text the pool text):
+// TestScenarioPoolIsolation runs the attack table of internal/pooltest
+// with the text pool's real nkey and key ring against the cluster, and
+// TestScenarioKeyRotation rotates a pool's ring and the host's under load.
 //
 // Every NATS link of the cluster is TLS (certificates from
 // deploy/compose/gen-secrets.sh, which runs `splash certs`), and the tests'

@@ -19,7 +19,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
+	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/pooltest"
 	"github.com/splashfabric/splashfabric/internal/recordauth"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -110,9 +113,14 @@ type stack struct {
 	// caFile is the deployment's certificate authority: every NATS
 	// client of the tests trusts it, as the services do.
 	caFile string
-	// journalKey opens the workers' sealed journal records, derived from
-	// the deployment's frame key as the workers derive it.
+	// journalKey opens the sealed journal records of the pool "demo",
+	// derived from its key ring as its workers derive it.
 	journalKey recordauth.Key
+	// pools are the deployment's worker pools with their real
+	// credentials, as gen-secrets.sh wrote them.
+	pools map[string]*pooltest.Pool
+	// secretsDir is where gen-secrets.sh wrote them.
+	secretsDir string
 	begun      time.Time
 
 	mu sync.Mutex
@@ -166,28 +174,59 @@ func newStack(t *testing.T) *stack {
 	s.envFile = filepath.Join(dir, "compose.env")
 	s.caFile = filepath.Join(dir, "tls", "ca.pem")
 	s.secrets = readEnvFile(t, s.envFile)
-	s.journalKey = readJournalKey(t, filepath.Join(dir, "frame.key"))
+	s.secretsDir = dir
+	s.pools = readPools(t, dir)
+	k, err := recordauth.Derive(s.pools["demo"].Ring, recordauth.StoreJournal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.journalKey = k
 	t.Cleanup(s.teardown)
 	return s
 }
 
-// readJournalKey derives the journal's record key from the frame key file
-// gen-secrets.sh wrote.
-func readJournalKey(t *testing.T, path string) recordauth.Key {
+// readPools reads the pools gen-secrets.sh wrote into dir: pools.json
+// names each and its tools, pool-keys/ and pool-nkeys/ hold its ring and
+// nkey seed.
+func readPools(t *testing.T, dir string) map[string]*pooltest.Pool {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	raw, err := os.ReadFile(filepath.Join(dir, "pools.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	frame, err := protocol.ParseSessionKey(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("frame key: %v", err)
+	var manifest struct {
+		Pools []struct {
+			Name  string   `json:"name"`
+			Tools []string `json:"tools"`
+		} `json:"pools"`
 	}
-	k, err := recordauth.Derive(frame, recordauth.StoreJournal)
-	if err != nil {
+	if err := json.Unmarshal(raw, &manifest); err != nil {
 		t.Fatal(err)
 	}
-	return k
+	out := map[string]*pooltest.Pool{}
+	for _, p := range manifest.Pools {
+		ring, err := os.ReadFile(filepath.Join(dir, "pool-keys", p.Name+".keys"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := protocol.ParseKeyRing(string(ring))
+		if err != nil {
+			t.Fatalf("pool %s ring: %v", p.Name, err)
+		}
+		seed, err := os.ReadFile(filepath.Join(dir, "pool-nkeys", p.Name+".nk"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
+		if err != nil {
+			t.Fatalf("pool %s nkey: %v", p.Name, err)
+		}
+		out[p.Name] = &pooltest.Pool{Name: p.Name, Tools: p.Tools, Key: kp, Ring: r}
+	}
+	if out["demo"] == nil || out["text"] == nil {
+		t.Fatalf("pools.json lists %v, want demo and text", manifest.Pools)
+	}
+	return out
 }
 
 func readEnvFile(t *testing.T, path string) map[string]string {
@@ -425,14 +464,31 @@ func (s *stack) natsURLs() string {
 func (s *stack) tls() nats.Option { return nats.RootCAs(s.caFile) }
 
 // connect opens a NATS connection as user (empty: anonymous) with
-// password, over TLS; it is closed when the test ends.
+// password and the user's inbox prefix, over TLS; it is closed when the
+// test ends.
 func (s *stack) connect(user string, opts ...nats.Option) (*nats.Conn, error) {
 	s.t.Helper()
 	opts = append(opts, s.tls())
 	if user != "" {
-		opts = append(opts, nats.UserInfo(user, s.secrets["SPLASH_NATS_"+strings.ToUpper(user)+"_PASSWORD"]))
+		opts = append(opts, nats.UserInfo(user, s.secrets["SPLASH_NATS_"+strings.ToUpper(user)+"_PASSWORD"]),
+			nats.CustomInboxPrefix(fabric.InboxPrefix(user)))
 	}
 	opts = append(opts, nats.Name("e2e-"+user), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	nc, err := nats.Connect(s.natsURLs(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	s.t.Cleanup(nc.Close)
+	return nc, nil
+}
+
+// connectPool opens a NATS connection with a pool's nkey and inbox
+// prefix, over TLS, as its workers connect; it is closed when the test
+// ends.
+func (s *stack) connectPool(pool string, opts ...nats.Option) (*nats.Conn, error) {
+	s.t.Helper()
+	opts = append(append(opts, s.tls(), nats.Name("e2e-pool-"+pool), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond)),
+		s.pools[pool].ConnectOptions(s.t)...)
 	nc, err := nats.Connect(s.natsURLs(), opts...)
 	if err != nil {
 		return nil, err

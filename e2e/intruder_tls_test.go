@@ -20,23 +20,23 @@ import (
 )
 
 // TestScenarioIntruderTLS (scenario 8): intruders against the TLS cluster.
-// A client speaking NATS in clear, with valid worker credentials, never
+// A client speaking NATS in clear, with valid host credentials, never
 // gets an answer, and one that does not trust the deployment's authority
 // is refused at the handshake; an anonymous TLS client is refused at
-// CONNECT; worker credentials may neither read the session archive nor
+// CONNECT; a pool's credentials may neither read the session archive nor
 // publish an invocation; a session record forged into the archive with
 // the ops user is not served by the host; and a value the host archived
 // is not readable in the nodes' store files.
 func TestScenarioIntruderTLS(t *testing.T) {
 	s, api := cluster(t, 1)
 	ctx := t.Context()
-	workerPW := s.secrets["SPLASH_NATS_WORKER_PASSWORD"]
+	hostPW := s.secrets["SPLASH_NATS_HOST_PASSWORD"]
 
-	// 1. In clear, with a worker's password: the server asks for TLS and
+	// 1. In clear, with the host's password: the server asks for TLS and
 	// drops the connection at the handshake, before any credential is
 	// read.
 	addr := s.port("n1", 4222)
-	pong, said, err := plaintextHello(addr, "worker", workerPW)
+	pong, said, err := plaintextHello(addr, "host", hostPW)
 	if err != nil || pong {
 		t.Fatalf("plaintext client: pong %v, err %v; server said %q", pong, err, said)
 	}
@@ -47,7 +47,7 @@ func TestScenarioIntruderTLS(t *testing.T) {
 
 	// 2. TLS without trusting the authority: refused at the handshake.
 	urls := s.natsURLs()
-	if nc, err := nats.Connect(urls, nats.NoReconnect(), nats.UserInfo("worker", workerPW)); err == nil {
+	if nc, err := nats.Connect(urls, nats.NoReconnect(), nats.UserInfo("host", hostPW)); err == nil {
 		nc.Close()
 		t.Fatal("a client that does not trust the deployment's authority connected")
 	} else if !strings.Contains(err.Error(), "certificate") {
@@ -62,10 +62,10 @@ func TestScenarioIntruderTLS(t *testing.T) {
 		t.Fatalf("anonymous TLS client: %v, want an authorization violation", err)
 	}
 
-	// 4. Worker credentials, the wrong role for the archive and for
+	// 4. A pool's credentials, the wrong role for the archive and for
 	// invocations.
 	v := &natstest.Violations{}
-	wnc, err := s.connect("worker", nats.ErrorHandler(v.Handler))
+	wnc, err := s.connectPool("demo", nats.ErrorHandler(v.Handler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +84,13 @@ func TestScenarioIntruderTLS(t *testing.T) {
 	_, err = wjs.KeyValue(rctx, fabric.BucketSessions)
 	rcancel()
 	if err == nil {
-		t.Error("worker opened the session archive")
+		t.Error("the pool opened the session archive")
 	}
-	testwait.Until(t, 10*time.Second, "worker refused the archive and invocations", func() bool {
+	testwait.Until(t, 10*time.Second, "the pool refused the archive and invocations", func() bool {
 		return v.Has("$KV."+fabric.BucketSessions+".>") && v.Has("splash.invoke.demo.echo") &&
 			v.Has("$JS.API.STREAM.INFO.KV_"+fabric.BucketSessions)
 	})
-	s.logf("worker credentials refused: %q", v.Snapshot())
+	s.logf("pool credentials refused: %q", v.Snapshot())
 
 	// 5. A record forged into the archive, with the ops user (who may
 	// write any bucket), is not served as the session's answer.

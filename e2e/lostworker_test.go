@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/splashfabric/splashfabric/demotools"
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/idempotency"
 )
 
@@ -100,7 +101,7 @@ func (s *stack) lost(v *victim) {
 	during(s.t, time.Second)
 	ctx, cancel := context.WithTimeout(s.t.Context(), time.Minute)
 	defer cancel()
-	kv, err := v.js.KeyValue(ctx, idempotency.BucketName)
+	kv, err := v.js.KeyValue(ctx, fabric.JournalBucket("demo"))
 	if err != nil {
 		s.fatalf("journal bucket: %v", err)
 	}

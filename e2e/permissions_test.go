@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,13 +17,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/demotools"
+	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/internal/pooltest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -32,10 +36,9 @@ import (
 
 // Test passwords; the deployment generates its own (deploy/compose).
 var testPasswords = map[string]string{
-	"SPLASH_NATS_ROUTE_PASSWORD":  "route-secret",
-	"SPLASH_NATS_HOST_PASSWORD":   "host-secret",
-	"SPLASH_NATS_WORKER_PASSWORD": "worker-secret",
-	"SPLASH_NATS_OPS_PASSWORD":    "ops-secret",
+	"SPLASH_NATS_ROUTE_PASSWORD": "route-secret",
+	"SPLASH_NATS_HOST_PASSWORD":  "host-secret",
+	"SPLASH_NATS_OPS_PASSWORD":   "ops-secret",
 }
 
 // repoRoot is the checkout this test file lives in.
@@ -48,18 +51,35 @@ func repoRoot(t testing.TB) string {
 	return filepath.Dir(filepath.Dir(file))
 }
 
-// startConfiguredNode runs a single node from the deployment's NATS config.
-// The cluster block is dropped (a lone node has no routes) and the ports
-// are free ones; accounts, users and permissions are the file's.
-func startConfiguredNode(t *testing.T) *natstest.Server {
+// demoPools are the pools of the demo catalog (docs/catalog.md: "demo"
+// and "text"), each with fresh credentials.
+func demoPools(t testing.TB) map[string]*pooltest.Pool {
+	t.Helper()
+	return pooltest.PoolsOf(t, demotools.Definitions())
+}
+
+// startConfiguredNode runs a single node from the deployment's NATS config
+// with a user for each of pools, as `splash nats --config splash.conf
+// --pools pools.json` runs a node. The cluster block is dropped (a lone
+// node has no routes) and the ports are free ones; accounts, users and
+// permissions are the file's.
+func startConfiguredNode(t *testing.T, pools map[string]*pooltest.Pool) *natstest.Server {
 	t.Helper()
 	for k, v := range testPasswords {
 		t.Setenv(k, v)
 	}
 	setDeployTLSEnv(t)
-	opts, err := server.ProcessConfigFile(filepath.Join(repoRoot(t), "deploy", "nats", "splash.conf"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "nats", "splash.conf"))
 	if err != nil {
-		t.Fatalf("deploy/nats/splash.conf: %v", err)
+		t.Fatal(err)
+	}
+	text, err := natsconf.Render(string(raw), pooltest.NATSPools(t, pools))
+	if err != nil {
+		t.Fatalf("deploy/nats/splash.conf with pools: %v", err)
+	}
+	opts := &server.Options{}
+	if err := opts.ProcessConfigString(text); err != nil {
+		t.Fatalf("deploy/nats/splash.conf with pools: %v", err)
 	}
 	opts.ServerName = "permissions-test"
 	opts.Host = "127.0.0.1"
@@ -75,27 +95,39 @@ func startConfiguredNode(t *testing.T) *natstest.Server {
 	return natstest.StartWith(t, opts)
 }
 
-// connectAs opens a connection as user and returns it with the recorder of
-// its permission violations.
+// connectAs opens a connection as a password user, with its inbox prefix,
+// and returns it with the recorder of its permission violations.
 func connectAs(t *testing.T, srv *natstest.Server, user string) (*nats.Conn, *natstest.Violations) {
 	t.Helper()
 	v := &natstest.Violations{}
 	pw := testPasswords["SPLASH_NATS_"+strings.ToUpper(user)+"_PASSWORD"]
-	nc := srv.Connect(nats.UserInfo(user, pw), nats.ErrorHandler(v.Handler), nats.Name(user))
+	nc := srv.Connect(nats.UserInfo(user, pw), nats.ErrorHandler(v.Handler), nats.Name(user), nats.CustomInboxPrefix(fabric.InboxPrefix(user)))
+	return nc, v
+}
+
+// connectPool opens a connection with a pool's nkey and inbox prefix.
+func connectPool(t *testing.T, srv *natstest.Server, p *pooltest.Pool) (*nats.Conn, *natstest.Violations) {
+	t.Helper()
+	v := &natstest.Violations{}
+	nc := srv.Connect(append(p.ConnectOptions(t), nats.ErrorHandler(v.Handler), nats.Name("pool "+p.Name))...)
 	return nc, v
 }
 
 func TestNATSConfigRefusesUnauthenticated(t *testing.T) {
-	srv := startConfiguredNode(t)
+	pools := demoPools(t)
+	srv := startConfiguredNode(t, pools)
+	stranger := pooltest.NewPool(t, "stranger", "x")
 	cases := []struct {
 		name string
 		opts []nats.Option
 	}{
 		{"anonymous", nil},
 		{"unknown user", []nats.Option{nats.UserInfo("intruder", "x")}},
-		{"worker with wrong password", []nats.Option{nats.UserInfo("worker", "wrong")}},
+		{"the retired worker user", []nats.Option{nats.UserInfo("worker", "worker-secret")}},
+		{"host with wrong password", []nats.Option{nats.UserInfo("host", "wrong")}},
 		{"route credentials as a client", []nats.Option{nats.UserInfo("route", testPasswords["SPLASH_NATS_ROUTE_PASSWORD"])}},
-		{"token", []nats.Option{nats.Token("worker-secret")}},
+		{"token", []nats.Option{nats.Token("host-secret")}},
+		{"an nkey of no pool", stranger.ConnectOptions(t)[:1]},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,19 +144,21 @@ func TestNATSConfigRefusesUnauthenticated(t *testing.T) {
 	}
 }
 
-// fabricRig is a host transport and a worker agent, each on its own user.
+// fabricRig is a host transport and a worker agent for each demo pool,
+// each on its own identity.
 type fabricRig struct {
 	host       *hostnats.HostTransport
 	archive    *hostnats.SessionArchive
 	hostViol   *natstest.Violations
-	workerViol *natstest.Violations
+	workerViol map[string]*natstest.Violations
 	opsJS      jetstream.JetStream
-	agent      *workeragent.Agent
+	agents     map[string]*workeragent.Agent
+	pools      map[string]*pooltest.Pool
 }
 
 const permHostID = "perm-host"
 
-func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
+func newFabricRig(t *testing.T, srv *natstest.Server, pools map[string]*pooltest.Pool) *fabricRig {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -142,7 +176,16 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 	if err := fabric.Provision(ctx, hjs, cfg); err != nil {
 		t.Fatalf("host provisions: %v (violations %q)", err, hv.Snapshot())
 	}
-	tr, err := hostnats.NewHostTransport(ctx, hnc, cfg, permHostID, key)
+	if err := fabric.EnsureToolConsumers(ctx, hjs, cfg, demotools.Definitions().Names()); err != nil {
+		t.Fatalf("host makes the pool consumers: %v (violations %q)", err, hv.Snapshot())
+	}
+	poolOf := func(tool string) string {
+		if d, err := demotools.Definition(tool); err == nil {
+			return d.Pool()
+		}
+		return tool
+	}
+	tr, err := hostnats.NewHostTransport(ctx, hnc, cfg, permHostID, key, hostnats.WithPoolKeys(pooltest.Rings(pools), poolOf))
 	if err != nil {
 		t.Fatalf("host transport: %v (violations %q)", err, hv.Snapshot())
 	}
@@ -153,47 +196,63 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 	}
 	t.Cleanup(func() { _ = archive.Close() })
 
-	wnc, wv := connectAs(t, srv, "worker")
-	wjs, err := jetstream.New(wnc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	journal, err := idempotency.NewKV(ctx, wjs, idempotency.KVConfig{Key: key})
-	if err != nil {
-		t.Fatalf("worker journal: %v (violations %q)", err, wv.Snapshot())
-	}
-	// BindOnly, as the compose workers run (--provision=false): the worker
-	// user may not create or update the fabric's streams.
-	agent, err := workeragent.New(wnc, workeragent.Config{WorkerID: "perm-worker", Key: key, Fabric: cfg, Journal: journal, BindOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := demotools.Register(agent); err != nil {
-		t.Fatal(err)
-	}
-	if err := demotools.RegisterLedger(agent, wjs, 1); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var runErr error
-	go func() {
-		defer close(done)
-		runErr = agent.Run(runCtx)
-	}()
-	t.Cleanup(func() {
-		stop()
-		testwait.Receive(t, 30*time.Second, "agent to stop", done)
-		if runErr != nil && !strings.Contains(runErr.Error(), "context canceled") {
-			t.Errorf("Run: %v", runErr)
+	rig := &fabricRig{host: tr, archive: archive, hostViol: hv, workerViol: map[string]*natstest.Violations{},
+		agents: map[string]*workeragent.Agent{}, pools: pools}
+	for name, p := range pools {
+		wnc, wv := connectPool(t, srv, p)
+		rig.workerViol[name] = wv
+		wjs, err := jetstream.New(wnc)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	select {
-	case <-agent.Ready():
-	case <-done:
-		t.Fatalf("worker Run: %v (violations %q)", runErr, wv.Snapshot())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("worker not ready (violations %q)", wv.Snapshot())
+		journal, err := idempotency.NewKV(ctx, wjs, idempotency.KVConfig{Bucket: fabric.JournalBucket(name), Key: p.Ring})
+		if err != nil {
+			t.Fatalf("pool %s journal: %v (violations %q)", name, err, wv.Snapshot())
+		}
+		// BindOnly, as the compose workers run (--provision=false): a
+		// pool may not create or update the fabric's streams or its
+		// consumers.
+		agent, err := workeragent.New(wnc, workeragent.Config{WorkerID: "perm-" + name, Key: p.Ring, Pool: name, Fabric: cfg, Journal: journal, BindOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range p.Tools {
+			d, err := demotools.Definition(tool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, _ := toolspec.NewSet(d)
+			if tool == demotools.Ledger {
+				err = demotools.RegisterLedgerFrom(agent, d, wjs, 1)
+			} else {
+				err = demotools.RegisterFrom(agent, set, tool)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		runCtx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		var runErr error
+		go func() {
+			defer close(done)
+			runErr = agent.Run(runCtx)
+		}()
+		t.Cleanup(func() {
+			stop()
+			testwait.Receive(t, 30*time.Second, "agent to stop", done)
+			if runErr != nil && !strings.Contains(runErr.Error(), "context canceled") {
+				t.Errorf("Run: %v", runErr)
+			}
+		})
+		select {
+		case <-agent.Ready():
+		case <-done:
+			t.Fatalf("pool %s Run: %v (violations %q)", name, runErr, wv.Snapshot())
+		case <-time.After(30 * time.Second):
+			t.Fatalf("pool %s not ready (violations %q)", name, wv.Snapshot())
+		}
+		rig.agents[name] = agent
 	}
 
 	onc, _ := connectAs(t, srv, "ops")
@@ -201,7 +260,8 @@ func newFabricRig(t *testing.T, srv *natstest.Server) *fabricRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fabricRig{host: tr, archive: archive, hostViol: hv, workerViol: wv, opsJS: ojs, agent: agent}
+	rig.opsJS = ojs
+	return rig
 }
 
 func invocation(n int, tool, input string) protocol.Invoke {
@@ -242,14 +302,17 @@ func resultOf(requestID string) func(hostloop.Event) bool {
 	}
 }
 
-// TestNATSConfigLetsEachRoleWork runs the real host transport and worker
-// agent on the host and worker users: invocations, chunks, results, the
-// journal, the ledger's KV and a cancellation all go through, and neither
-// connection hears of a single permission violation.
+// TestNATSConfigLetsEachRoleWork runs the real host transport and a worker
+// agent of each demo pool, each on its own identity: invocations, chunks,
+// results, the journal, the ledger's KV, a cancellation and a
+// reconciliation all go through, and no connection hears of a single
+// permission violation.
 func TestNATSConfigLetsEachRoleWork(t *testing.T) {
-	srv := startConfiguredNode(t)
-	rig := newFabricRig(t, srv)
+	pools := demoPools(t)
+	srv := startConfiguredNode(t, pools)
+	rig := newFabricRig(t, srv, pools)
 	ctx := t.Context()
+	demo := rig.agents["demo"]
 
 	echo := invocation(1, demotools.Echo, "hello")
 	ledger := invocation(2, demotools.Ledger, "")
@@ -258,7 +321,8 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 		MaxChunks: demotools.StreamMaxChunks, MaxChunkBytes: demotools.StreamMaxChunkBytes,
 		MaxSourceBytes: demotools.StreamMaxSourceBytes, MaxReleasedBytes: demotools.StreamMaxReleasedBytes,
 	}
-	for _, inv := range []protocol.Invoke{echo, ledger, stream} {
+	upper := invocation(5, "demo.upper", "loud")
+	for _, inv := range []protocol.Invoke{echo, ledger, stream, upper} {
 		if err := rig.host.Publish(ctx, inv); err != nil {
 			t.Fatalf("publish %s: %v", inv.Tool, err)
 		}
@@ -266,11 +330,15 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 		if r := ev.Message.Result; r.Status != protocol.ResultSucceeded {
 			t.Fatalf("%s: result %+v", inv.Tool, r)
 		}
+		if ev.Tool != inv.Tool {
+			t.Fatalf("%s: the answer came sealed for %q", inv.Tool, ev.Tool)
+		}
 	}
 
 	// A retry of the ledger call under the same idempotency key is a new
-	// message: the worker answers it from its journal (a direct get on
-	// splash_idempotency) instead of running the effect again.
+	// message: the worker answers it from its pool's journal (a direct
+	// get on splash_idempotency_pool_demo) instead of running the effect
+	// again.
 	retry := ledger
 	retry.Attempt = 2
 	retry.AttemptLimit = 2
@@ -278,7 +346,7 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitEvent(t, rig.host, "ledger retry answered", resultOf(retry.RequestID))
-	testwait.Until(t, 30*time.Second, "journal replay", func() bool { return rig.agent.Stats().DedupeHits >= 1 })
+	testwait.Until(t, 30*time.Second, "journal replay", func() bool { return demo.Stats().DedupeHits >= 1 })
 
 	// A retry of the (idempotent) echo call: the worker reads the stored
 	// answer back from its answer subject (a direct get on SPLASH_EVENTS)
@@ -290,15 +358,21 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitEvent(t, rig.host, "echo retry answered", resultOf(echoRetry.RequestID))
-	testwait.Until(t, 30*time.Second, "stored answer replayed", func() bool { return rig.agent.Stats().DedupeHits >= 2 })
+	testwait.Until(t, 30*time.Second, "stored answer replayed", func() bool { return demo.Stats().DedupeHits >= 2 })
 
-	// A long sleep, cancelled: the worker reads the cancel record from KV
-	// or hears the broadcast, and answers with a disposition.
+	// A reconciliation: the pool answers on the host's private inbox.
+	res, err := rig.host.Reconcile(ctx, "session-1", demotools.Ledger, ledger.IdempotencyKey)
+	if err != nil || res.Status.State != protocol.OperationSucceeded {
+		t.Fatalf("reconcile: %+v, %v", res, err)
+	}
+
+	// A long sleep, cancelled: the worker reads the cancel record of its
+	// pool from KV or hears the broadcast, and answers with a disposition.
 	sleep := invocation(4, demotools.Sleep, "1m")
 	if err := rig.host.Publish(ctx, sleep); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Until(t, 30*time.Second, "sleep running", func() bool { return rig.agent.Stats().Received >= 5 })
+	testwait.Until(t, 30*time.Second, "sleep running", func() bool { return demo.Stats().Received >= 6 })
 	if err := rig.host.Cancel(ctx, protocol.Cancel{RequestID: sleep.RequestID, Tool: sleep.Tool, Attempt: 1, IdempotencyKey: sleep.IdempotencyKey}); err != nil {
 		t.Fatal(err)
 	}
@@ -334,68 +408,49 @@ func TestNATSConfigLetsEachRoleWork(t *testing.T) {
 	if counts[ledger.IdempotencyKey] != 1 || len(counts) != 1 {
 		t.Fatalf("ledger counts %v", counts)
 	}
-	if v := rig.workerViol.Snapshot(); len(v) > 0 {
-		t.Errorf("worker violations: %q", v)
+	for name, v := range rig.workerViol {
+		if v := v.Snapshot(); len(v) > 0 {
+			t.Errorf("pool %s violations: %q", name, v)
+		}
 	}
 	if v := rig.hostViol.Snapshot(); len(v) > 0 {
 		t.Errorf("host violations: %q", v)
 	}
 }
 
-// TestNATSConfigConfinesRoles checks that what a role must not do is
-// refused by the server, each refusal reported as a permission violation
-// naming the subject.
+// TestNATSConfigConfinesRoles checks that what the host and ops users may
+// not do is refused by the server, each refusal reported as a permission
+// violation naming the subject. (What a pool may not do is the attack
+// table of internal/pooltest, which internal/itest runs against these
+// permissions and e2e against the compose cluster.)
 func TestNATSConfigConfinesRoles(t *testing.T) {
-	srv := startConfiguredNode(t)
-	rig := newFabricRig(t, srv)
-	_ = rig
+	pools := demoPools(t)
+	srv := startConfiguredNode(t, pools)
+	newFabricRig(t, srv, pools)
 	type op struct {
 		user, what, subject string
 		sub                 bool // subscribe rather than publish
 	}
 	cases := []op{
-		{"worker", "publish an invocation", "splash.invoke.demo.echo", false},
-		{"worker", "publish an invocation of a dotted tool", "splash.invoke.demo.json.sum", false},
-		{"worker", "broadcast a cancellation", "splash.cancel.demo.sleep", false},
-		{"worker", "send a reconciliation request", "splash.reconcile.demo.echo", false},
-		{"worker", "write a cancel record", "$KV.splash_cancel.abc", false},
-		{"worker", "delete the invocation stream", "$JS.API.STREAM.DELETE.SPLASH_INVOKE", false},
-		{"worker", "purge the invocation stream", "$JS.API.STREAM.PURGE.SPLASH_INVOKE", false},
-		{"worker", "delete an invocation", "$JS.API.STREAM.MSG.DELETE.SPLASH_INVOKE", false},
-		{"worker", "read an invocation by sequence", "$JS.API.STREAM.MSG.GET.SPLASH_INVOKE", false},
-		{"worker", "delete a pool consumer", "$JS.API.CONSUMER.DELETE.SPLASH_INVOKE.pool_demo_echo", false},
-		{"worker", "create a consumer on the events stream", "$JS.API.CONSUMER.CREATE.SPLASH_EVENTS.spy", false},
-		{"worker", "pull a host's events", "$JS.API.CONSUMER.MSG.NEXT.SPLASH_EVENTS.host_perm-host", false},
-		{"worker", "ack a host's events", "$JS.ACK.SPLASH_EVENTS.host_perm-host.1.1.1.1.0", false},
-		{"worker", "delete the events stream", "$JS.API.STREAM.DELETE.SPLASH_EVENTS", false},
-		{"worker", "read an event by sequence", "$JS.API.STREAM.MSG.GET.SPLASH_EVENTS", false},
-		{"worker", "read a host's events subject", "$JS.API.DIRECT.GET.SPLASH_EVENTS.splash.events.perm-host", false},
-		{"worker", "direct get without a subject", "$JS.API.DIRECT.GET.SPLASH_EVENTS", false},
-		{"worker", "create another stream", "$JS.API.STREAM.CREATE.EVIL", false},
-		{"worker", "update the invocation stream", "$JS.API.STREAM.UPDATE.SPLASH_INVOKE", false},
-		{"worker", "create the invocation stream", "$JS.API.STREAM.CREATE.SPLASH_INVOKE", false},
-		{"worker", "update the events stream", "$JS.API.STREAM.UPDATE.SPLASH_EVENTS", false},
-		{"worker", "create the events stream", "$JS.API.STREAM.CREATE.SPLASH_EVENTS", false},
-		{"worker", "update the cancel bucket", "$JS.API.STREAM.UPDATE.KV_splash_cancel", false},
-		{"worker", "create the cancel bucket", "$JS.API.STREAM.CREATE.KV_splash_cancel", false},
-		{"worker", "list streams", "$JS.API.STREAM.NAMES", false},
-		{"worker", "write another bucket", "$KV.other.key", false},
-		{"worker", "write a session record", "$KV.splash_sessions.s.s-perm-host-0123456789ab-1", false},
-		{"worker", "read a session record", "$JS.API.DIRECT.GET.KV_splash_sessions.$KV.splash_sessions.s.s-perm-host-0123456789ab-1", false},
-		{"worker", "read the session bucket by sequence", "$JS.API.STREAM.MSG.GET.KV_splash_sessions", false},
-		{"worker", "watch the session bucket", "$JS.API.CONSUMER.CREATE.KV_splash_sessions.spy", false},
-		{"worker", "delete the session bucket", "$JS.API.STREAM.DELETE.KV_splash_sessions", false},
-		{"worker", "subscribe to invocations", "splash.invoke.>", true},
-		{"worker", "subscribe to other workers' chunks", "splash.chunks.>", true},
-		{"worker", "subscribe to events", "splash.events.>", true},
-		{"host", "forge a terminal event", "splash.events.perm-host", false},
-		{"host", "forge a chunk", "splash.chunks.perm-host", false},
-		{"host", "write the journal", "$KV.splash_idempotency.abc", false},
+		{"host", "forge an answer", fabric.EventsSubject(permHostID, demotools.Echo), false},
+		{"host", "store an answer", fabric.AnswerSubject(permHostID, demotools.Echo, "k"), false},
+		{"host", "write a pool's journal", "$KV." + fabric.JournalBucket("demo") + ".abc", false},
+		{"host", "write the catalog", "$KV." + fabric.BucketCatalog + ".demo.echo", false},
+		{"host", "subscribe to every inbox", "_INBOX.>", true},
+		{"host", "subscribe to a pool's inbox", fabric.InboxPrefix(fabric.PoolIdentity("demo")) + ".>", true},
 		{"host", "subscribe to invocations", "splash.invoke.>", true},
+		{"host", "listen for reconciliation requests", "splash.reconcile.>", true},
+		{"ops", "forge an answer", fabric.EventsSubject(permHostID, demotools.Echo), false},
+		{"ops", "publish an invocation", "splash.invoke.demo.echo", false},
+		{"ops", "broadcast a cancellation", "splash.cancel.demo.sleep", false},
+		{"ops", "send a reconciliation request", "splash.reconcile.demo.echo", false},
+		{"ops", "subscribe to every inbox", "_INBOX.>", true},
+		{"ops", "subscribe to invocations", "splash.invoke.>", true},
+		{"ops", "subscribe to answers", "splash.events.>", true},
 	}
 	conns := map[string]*nats.Conn{}
 	viols := map[string]*natstest.Violations{}
-	for _, u := range []string{"host", "worker"} {
+	for _, u := range []string{"host", "ops"} {
 		conns[u], viols[u] = connectAs(t, srv, u)
 	}
 	for _, tc := range cases {
@@ -416,49 +471,28 @@ func TestNATSConfigConfinesRoles(t *testing.T) {
 			})
 		})
 	}
-
-	// A JetStream publish of an invocation by the worker gets no ack: the
-	// message never reaches the stream.
-	wjs, err := jetstream.New(conns["worker"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	defer cancel()
-	if _, err := wjs.Publish(ctx, "splash.invoke.demo.ledger", []byte("{}")); err == nil {
-		t.Fatal("worker JetStream-published an invocation")
-	}
-	s, err := rig.opsJS.Stream(t.Context(), fabric.StreamInvoke)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := s.CachedInfo().State.Msgs; n != 0 {
-		t.Fatalf("invocation stream holds %d messages, want 0", n)
-	}
 }
 
-// TestNATSConfigWorkerWaitsForTheHost: a worker that only binds
+// TestNATSConfigWorkerWaitsForTheHost: a pool's worker that only binds
 // (--provision=false) on a fabric no host has provisioned yet stops with
-// workeragent.ErrNotProvisioned, having asked nothing the worker user may
-// not ask, and creates nothing.
+// workeragent.ErrNotProvisioned, having asked nothing its identity may not
+// ask, and creates nothing.
 func TestNATSConfigWorkerWaitsForTheHost(t *testing.T) {
-	srv := startConfiguredNode(t)
+	pools := demoPools(t)
+	srv := startConfiguredNode(t, pools)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	key, err := protocol.GenerateSessionKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wnc, wv := connectAs(t, srv, "worker")
+	demo := pools["demo"]
+	wnc, wv := connectPool(t, srv, demo)
 	wjs, err := jetstream.New(wnc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	journal, err := idempotency.NewKV(ctx, wjs, idempotency.KVConfig{})
+	journal, err := idempotency.NewKV(ctx, wjs, idempotency.KVConfig{Bucket: fabric.JournalBucket("demo")})
 	if err != nil {
 		t.Fatalf("worker journal: %v (violations %q)", err, wv.Snapshot())
 	}
-	agent, err := workeragent.New(wnc, workeragent.Config{WorkerID: "early-worker", Key: key, Journal: journal, BindOnly: true})
+	agent, err := workeragent.New(wnc, workeragent.Config{WorkerID: "early-worker", Key: demo.Ring, Pool: "demo", Journal: journal, BindOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,12 +98,13 @@ func throttled(every time.Duration, cond func() bool) func() bool {
 }
 
 // workerAddrs returns the address Prometheus should scrape each of the
-// project's worker containers at: its IP on the compose network.
+// project's worker containers at, of every pool: its IP on the compose
+// network.
 func (s *stack) workerAddrs() []string {
 	s.t.Helper()
 	network := s.project + "_fabric"
 	var addrs []string
-	for _, c := range s.inspect(s.containers("worker")...) {
+	for _, c := range s.inspect(append(s.containers("worker"), s.containers("worker-text")...)...) {
 		n, ok := c.NetworkSettings.Networks[network]
 		if !ok || n.IPAddress == "" {
 			s.fatalf("worker %s has no address on %s", c.Name, network)

@@ -86,6 +86,9 @@ func TestScenarioIntruders(t *testing.T) {
 		t.Fatal(err)
 	}
 	const forged = 5
+	// The forgers name the id of the pool's key (ids are no secret), so
+	// their frames fail on the tag rather than on an unknown key.
+	keyID, _ := s.pools["demo"].Ring.Current()
 
 	// 2. Host credentials, wrong key: invocations reach the stream, and
 	// the worker refuses every one.
@@ -107,6 +110,7 @@ func TestScenarioIntruders(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := data
+		m.Header.Set(fabric.HeaderKey, keyID)
 		m.Subject = "splash.invoke." + demotools.Ledger
 		m.Header.Set(fabric.HeaderMsgID, fabric.MsgID(inv.IdempotencyKey, inv.Attempt))
 		m.Header.Set(fabric.HeaderHost, hostID)
@@ -124,11 +128,11 @@ func TestScenarioIntruders(t *testing.T) {
 		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Consumer >= forged
 	})
 
-	// 3. Worker credentials: publishing an invocation is refused by the
+	// 3. A pool's credentials: publishing an invocation is refused by the
 	// server; forged results (wrong key) reach the host, which
 	// rejects and counts them.
 	v := &natstest.Violations{}
-	wnc, err := s.connect("worker", nats.ErrorHandler(v.Handler))
+	wnc, err := s.connectPool("demo", nats.ErrorHandler(v.Handler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +156,10 @@ func TestScenarioIntruders(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := res
-		m.Subject = fabric.EventsSubject(hostID)
-		m.Header.Set(fabric.HeaderMsgID, fabric.EventMsgID(rid, 1, protocol.KindResult))
+		m.Subject = fabric.EventsSubject(hostID, demotools.Ledger)
+		m.Header.Set(fabric.HeaderTool, demotools.Ledger)
+		m.Header.Set(fabric.HeaderKey, keyID)
+		m.Header.Set(fabric.HeaderMsgID, codec.EventMsgID(rid, 1, protocol.KindResult))
 		if _, err := wjs.PublishMsg(ctx, m); err != nil {
 			t.Fatalf("publish forged result: %v", err)
 		}

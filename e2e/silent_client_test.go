@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
@@ -22,7 +23,7 @@ import (
 // it can take is one interval for the timer's phase, one more delayed by
 // the client's last word, and one per PING allowed out.
 func TestNATSConfigDropsASilentClientWithinTheAckWait(t *testing.T) {
-	srv := startConfiguredNode(t)
+	srv := startConfiguredNode(t, demoPools(t))
 	opts, err := server.ProcessConfigFile(filepath.Join(repoRoot(t), "deploy", "nats", "splash.conf"))
 	if err != nil {
 		t.Fatalf("deploy/nats/splash.conf: %v", err)
@@ -35,7 +36,7 @@ func TestNATSConfigDropsASilentClientWithinTheAckWait(t *testing.T) {
 	}
 
 	p := srv.StartCutProxy(t)
-	nc := p.Connect(t, nats.UserInfo("worker", testPasswords["SPLASH_NATS_WORKER_PASSWORD"]))
+	nc := p.Connect(t, nats.UserInfo("ops", testPasswords["SPLASH_NATS_OPS_PASSWORD"]), nats.CustomInboxPrefix(fabric.InboxPrefix("ops")))
 	cid, err := nc.GetClientID()
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/certs"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 )
@@ -119,7 +120,8 @@ func TestNATSConfigTLS(t *testing.T) {
 			o.JetStreamCipher, o.JetStreamKey = server.NoCipher, ""
 		}
 		srv := natstest.StartWith(t, o)
-		nc := srv.Connect(nats.RootCAs(filepath.Join(dir, certs.CAFile)), nats.UserInfo("ops", testPasswords["SPLASH_NATS_OPS_PASSWORD"]))
+		nc := srv.Connect(nats.RootCAs(filepath.Join(dir, certs.CAFile)), nats.UserInfo("ops", testPasswords["SPLASH_NATS_OPS_PASSWORD"]),
+			nats.CustomInboxPrefix(fabric.InboxPrefix("ops")))
 		js, err := jetstream.New(nc)
 		if err != nil {
 			t.Fatal(err)
@@ -148,9 +150,9 @@ func TestNATSConfigTLS(t *testing.T) {
 		srv := natstest.StartWith(t, o)
 		addr := srv.Addr().String()
 		ca := nats.RootCAs(filepath.Join(dir, certs.CAFile))
-		worker := nats.UserInfo("worker", testPasswords["SPLASH_NATS_WORKER_PASSWORD"])
+		worker := nats.UserInfo("host", testPasswords["SPLASH_NATS_HOST_PASSWORD"])
 
-		pong, said, err := plaintextHello(addr, "worker", testPasswords["SPLASH_NATS_WORKER_PASSWORD"])
+		pong, said, err := plaintextHello(addr, "host", testPasswords["SPLASH_NATS_HOST_PASSWORD"])
 		if err != nil || pong {
 			t.Errorf("plaintext client: pong %v, err %v; server said %q", pong, err, said)
 		}
@@ -169,11 +171,11 @@ func TestNATSConfigTLS(t *testing.T) {
 		}
 		nc, err := nats.Connect(srv.ClientURL(), nats.NoReconnect(), ca, worker)
 		if err != nil {
-			t.Fatalf("worker over TLS: %v", err)
+			t.Fatalf("host over TLS: %v", err)
 		}
 		defer nc.Close()
 		if _, err := nc.TLSConnectionState(); err != nil {
-			t.Errorf("worker connection is not TLS: %v", err)
+			t.Errorf("host connection is not TLS: %v", err)
 		}
 	})
 

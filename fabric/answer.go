@@ -17,9 +17,10 @@ import (
 // of running the call again. The answer lives as long as StreamEvents keeps
 // it (Config.EventsMaxAge).
 
-// LookupAnswer returns the answer stored for the Idempotent call keyed
-// idempotencyKey and sent to hostID: the last message on
-// AnswerSubject(hostID, idempotencyKey) in events, a handle on StreamEvents.
+// LookupAnswer returns the answer stored for the Idempotent call of tool
+// keyed idempotencyKey and sent to hostID: the last message on
+// AnswerSubject(hostID, tool, idempotencyKey) in events, a handle on
+// StreamEvents. codec is the ring of tool's pool.
 // It reports false when the subject holds none. The stored answer is bound
 // to the request and attempt that produced it; the caller re-binds it.
 //
@@ -33,8 +34,11 @@ import (
 // the only read a worker is allowed on the stream; a handle whose stream
 // does not allow direct gets fails with ErrNoDirectGet rather than fall
 // back to a message get by sequence.
-func LookupAnswer(ctx context.Context, events jetstream.Stream, codec *Codec, hostID, idempotencyKey string) (protocol.WorkerMessage, bool, error) {
+func LookupAnswer(ctx context.Context, events jetstream.Stream, codec *Codec, hostID, tool, idempotencyKey string) (protocol.WorkerMessage, bool, error) {
 	if err := ValidateHostID(hostID); err != nil {
+		return protocol.WorkerMessage{}, false, err
+	}
+	if err := protocol.ValidateToolName(tool); err != nil {
 		return protocol.WorkerMessage{}, false, err
 	}
 	if info := events.CachedInfo(); info == nil || !info.Config.AllowDirect {
@@ -42,7 +46,7 @@ func LookupAnswer(ctx context.Context, events jetstream.Stream, codec *Codec, ho
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	m, err := events.GetLastMsgForSubject(ctx, AnswerSubject(hostID, idempotencyKey))
+	m, err := events.GetLastMsgForSubject(ctx, AnswerSubject(hostID, tool, idempotencyKey))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return protocol.WorkerMessage{}, false, nil
 	}

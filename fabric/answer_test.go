@@ -11,19 +11,45 @@ import (
 
 func TestAnswerSubject(t *testing.T) {
 	key := "sk1-00112233445566778899aabbccddeeff-7"
-	got := fabric.AnswerSubject("h1", key)
+	got := fabric.AnswerSubject("h1", "demo.echo", key)
 	// The same digest as the journal's key, so an operator can match an
 	// answer subject with a journal record.
-	if want := "splash.events.h1.r." + idempotency.StorageKey(key); got != want {
+	if want := "splash.events.h1.pool_demo_echo." + idempotency.StorageKey(key); got != want {
 		t.Fatalf("AnswerSubject = %q, want %q", got, want)
 	}
 	// A key with subject syntax in it stays one token.
-	if s := fabric.AnswerSubject("h1", "a.b *>"); strings.Count(s, ".") != 4 {
+	if s := fabric.AnswerSubject("h1", "demo.echo", "a.b *>"); strings.Count(s, ".") != 4 {
 		t.Fatalf("AnswerSubject of a dotted key = %q", s)
 	}
+	if got := fabric.EventsSubject("h1", "demo.json.sum"); got != "splash.events.h1.pool_demo_json_sum" {
+		t.Fatalf("EventsSubject = %q", got)
+	}
 	filters := fabric.HostEventsSubjects("h1")
-	if len(filters) != 2 || filters[0] != fabric.EventsSubject("h1") || filters[1] != "splash.events.h1.r.>" {
+	if len(filters) != 1 || filters[0] != "splash.events.h1.>" {
 		t.Fatalf("HostEventsSubjects = %q", filters)
+	}
+}
+
+// Every events and answer subject names its host and its tool's token,
+// and nothing else parses as one.
+func TestParseEventSubject(t *testing.T) {
+	tests := []struct {
+		subject, host, token string
+		ok                   bool
+	}{
+		{fabric.EventsSubject("h1", "demo.echo"), "h1", "pool_demo_echo", true},
+		{fabric.AnswerSubject("h1", "a_b", "k"), "h1", fabric.ToolToken("a_b"), true},
+		{"splash.events.h1", "", "", false},
+		{"splash.events.h1.", "", "", false},
+		{"splash.events.h1.t.x.y", "", "", false},
+		{"splash.events.h1.t.", "", "", false},
+		{"splash.invoke.h1.t", "", "", false},
+	}
+	for _, tt := range tests {
+		host, token, ok := fabric.ParseEventSubject(tt.subject)
+		if host != tt.host || token != tt.token || ok != tt.ok {
+			t.Errorf("ParseEventSubject(%q) = %q, %q, %v; want %q, %q, %v", tt.subject, host, token, ok, tt.host, tt.token, tt.ok)
+		}
 	}
 }
 
@@ -44,7 +70,7 @@ func TestLookupAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.Subject = fabric.AnswerSubject("h1", key)
+		m.Subject = fabric.AnswerSubject("h1", "demo.echo", key)
 		if _, err := e.js.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -70,15 +96,21 @@ func TestLookupAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
-			msg, found, err := fabric.LookupAnswer(ctx, stream, codec, "h1", tt.key)
+			msg, found, err := fabric.LookupAnswer(ctx, stream, codec, "h1", "demo.echo", tt.key)
 			wantErrIs(t, err, tt.wantErr)
 			if found != tt.wantFound || (found && msg.Kind != tt.wantKind) {
 				t.Fatalf("LookupAnswer = %+v, %v; want found %v kind %q", msg, found, tt.wantFound, tt.wantKind)
 			}
 		})
 	}
-	_, _, err = fabric.LookupAnswer(ctx, stream, codec, "bad host", "ok")
+	_, _, err = fabric.LookupAnswer(ctx, stream, codec, "bad host", "demo.echo", "ok")
 	wantErrIs(t, err, fabric.ErrInvalidHostID)
+	_, _, err = fabric.LookupAnswer(ctx, stream, codec, "h1", "bad tool", "ok")
+	wantErrIs(t, err, protocol.ErrInvalidToolName)
+	// Another tool's answer subject holds nothing for this key.
+	if _, found, err := fabric.LookupAnswer(ctx, stream, codec, "h1", "demo.upper", "ok"); found || err != nil {
+		t.Fatalf("another tool's subject: %v, %v", found, err)
+	}
 }
 
 // TestLookupAnswerNeedsDirectGet: on a stream without direct gets the
@@ -100,7 +132,7 @@ func TestLookupAnswerNeedsDirectGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = fabric.LookupAnswer(ctx, s, newCodec(t, testKey), "h1", "ok")
+	_, _, err = fabric.LookupAnswer(ctx, s, newCodec(t, testKey), "h1", "demo.echo", "ok")
 	wantErrIs(t, err, fabric.ErrNoDirectGet)
 	// Provisioning again turns direct gets back on, in place.
 	if err := fabric.Provision(ctx, e.js, e.cfg); err != nil {

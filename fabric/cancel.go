@@ -11,7 +11,7 @@ import (
 )
 
 // A cancel record is the host's sealed cancel frame stored under
-// CancelKey(request id) in BucketCancel. The host writes it before it
+// CancelKey(pool, request id) in BucketCancel. The host writes it before it
 // broadcasts on CancelSubject, so a worker that registers a pulled
 // invocation first and then looks the record up cannot miss both.
 
@@ -27,13 +27,14 @@ func CancelBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyVal
 }
 
 // LookupCancel reports whether the host recorded a cancellation that covers
-// inv: same request, tool and idempotency key, and an attempt no earlier
-// than inv's. A record that does not authenticate wraps ErrForged and
-// counts as no cancellation for the caller to decide on.
-func LookupCancel(ctx context.Context, kv jetstream.KeyValue, codec *Codec, inv protocol.Invoke) (protocol.Cancel, bool, error) {
+// inv, a call of a tool of pool: same request, tool and idempotency key,
+// and an attempt no earlier than inv's. A record that does not
+// authenticate wraps ErrForged and counts as no cancellation for the
+// caller to decide on.
+func LookupCancel(ctx context.Context, kv jetstream.KeyValue, codec *Codec, pool string, inv protocol.Invoke) (protocol.Cancel, bool, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	entry, err := kv.Get(ctx, CancelKey(inv.RequestID))
+	entry, err := kv.Get(ctx, CancelKey(pool, inv.RequestID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return protocol.Cancel{}, false, nil
 	}

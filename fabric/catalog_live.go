@@ -44,3 +44,13 @@ func (c *LiveCatalog) Current() *toolspec.Set { return c.current.Load() }
 func (c *LiveCatalog) SetPublished(published *toolspec.Set) {
 	c.current.Store(c.base.With(published))
 }
+
+// PoolOf returns the pool that serves tool in the current catalog (its
+// definition's pool, by default the tool's own name); a tool the catalog
+// lacks is its own pool. Safe for concurrent use.
+func (c *LiveCatalog) PoolOf(tool string) string {
+	if t, ok := c.Current().Lookup(tool); ok {
+		return t.Pool()
+	}
+	return tool
+}

@@ -8,21 +8,37 @@
 //
 // # Provisioning
 //
-// Every process that joins the fabric calls Provision with the same Config
-// before anything else; it creates or updates SPLASH_INVOKE (work queue,
-// one subject per tool), SPLASH_EVENTS (terminal events, one subject per
-// host, and below it one AnswerSubject per operation of an Idempotent
-// tool, read back by direct get with LookupAnswer), the splash_cancel bucket and the splash_sessions bucket. A worker then calls EnsureToolConsumer
-// for each tool it serves:
+// A host calls Provision with its Config before anything else; it creates
+// or updates SPLASH_INVOKE (work queue, one subject per tool),
+// SPLASH_EVENTS (chunks and terminal events, one EventsSubject per host
+// and tool, and below it one AnswerSubject per operation of an Idempotent
+// tool, read back by direct get with LookupAnswer), the splash_cancel
+// bucket and the splash_sessions bucket. It then creates the pool consumer
+// of every tool of its catalog (EnsureToolConsumers): a pool's workers may
+// bind to their consumers, never create or change one.
 //
 //	js, _ := jetstream.New(nc)
 //	cfg := fabric.DefaultConfig()
 //	if err := fabric.Provision(ctx, js, cfg); err != nil { ... }
-//	cons, err := fabric.EnsureToolConsumer(ctx, js, cfg, "text.remote")
+//	err := fabric.EnsureToolConsumers(ctx, js, cfg, []string{"text.remote"})
+//
+// # Pools
+//
+// A pool is the set of workers serving a group of tools under one NATS
+// identity and one key ring. Subjects, cancel record keys, journal buckets
+// and inbox prefixes name a pool's tools or the pool itself by a token
+// (ToolToken, PoolToken, JournalBucket, InboxPrefix), so a pool's
+// permissions can name exactly its own; PoolCodecs gives a host the codec
+// of each tool's pool. A NATS server refuses what a pool's permissions
+// leave out in a message of its own: PermissionWatch reads it as a
+// PermissionError naming user and subject, and ends the requests it
+// guards at once.
 //
 // # Frames
 //
-// A Codec seals and opens frames and binds each to the message inside it:
+// A Codec seals and opens frames under a key ring (protocol.Keys): it seals
+// with the ring's current key, names it in HeaderKey, and opens a frame
+// with the key it names. It binds each frame to the message inside it:
 // the frame's session is the request id and its sequence is derived from
 // the attempt (InvokeSeq, CancelSeq, WorkerSeq), so a frame cannot be
 // replayed as another request's or another attempt's. A sealed frame is a

@@ -23,6 +23,11 @@ var (
 	// the message it carries, or a kind that does not belong on the subject.
 	// It always comes together with the protocol sentinel that says which.
 	ErrForged = errors.New("fabric: rejected frame")
+	// ErrUnknownKey reports a frame sealed with a key the receiver's ring
+	// does not hold: dropped too early, or promoted somewhere before this
+	// receiver was given it (see protocol.KeyRing.Stage). It comes with
+	// ErrForged and protocol.ErrBadTag.
+	ErrUnknownKey = errors.New("fabric: frame sealed with a key not in the ring")
 	// ErrNoDirectGet reports a stream that does not serve direct gets
 	// where the fabric reads by subject (StreamEvents provisioned by an
 	// older host).

@@ -51,3 +51,36 @@ func ExampleCodec() {
 	// HI true <nil>
 	// true
 }
+
+// A host holds every pool's ring and seals each tool's frames under the
+// ring of the pool that serves it; a frame sealed by another pool does
+// not open there.
+func ExamplePoolCodecs() {
+	host := protocol.SessionKeyFromArray([protocol.AuthTagBytes]byte{1})
+	text := protocol.SessionKeyFromArray([protocol.AuthTagBytes]byte{2})
+	demo := protocol.SessionKeyFromArray([protocol.AuthTagBytes]byte{3})
+	pools, err := fabric.NewPoolCodecs(host, map[string]protocol.Keys{"text": text, "demo": demo}, func(tool string) string {
+		if tool == "demo.upper" {
+			return "text"
+		}
+		return "demo"
+	})
+	if err != nil {
+		panic(err)
+	}
+	textWorker, _ := fabric.NewCodec(text)
+	demoWorker, _ := fabric.NewCodec(demo)
+	p := protocol.TextPayload("HI")
+	answer := protocol.ResultMessage(protocol.Result{RequestID: "r1", Attempt: 1, Status: protocol.ResultSucceeded, Payload: &p})
+	for _, w := range []struct {
+		name  string
+		codec *fabric.Codec
+	}{{"text", textWorker}, {"demo", demoWorker}} {
+		m, _ := w.codec.SealWorker("r1", 1, 1, answer)
+		_, _, err := pools.ForTool("demo.upper").OpenWorker(m.Header, m.Data)
+		fmt.Printf("a demo.upper answer sealed by pool %s: accepted %v\n", w.name, err == nil)
+	}
+	// Output:
+	// a demo.upper answer sealed by pool text: accepted true
+	// a demo.upper answer sealed by pool demo: accepted false
+}

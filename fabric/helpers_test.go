@@ -49,7 +49,7 @@ func newEnv(t *testing.T) *fabricEnv {
 	return &fabricEnv{srv: srv, nc: nc, js: js, cfg: cfg}
 }
 
-func newCodec(t testing.TB, key protocol.SessionKey) *fabric.Codec {
+func newCodec(t testing.TB, key protocol.Keys) *fabric.Codec {
 	t.Helper()
 	c, err := fabric.NewCodec(key)
 	if err != nil {

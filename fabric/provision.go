@@ -170,3 +170,16 @@ func EnsureToolConsumer(ctx context.Context, js jetstream.JetStream, cfg Config,
 	}
 	return cons, nil
 }
+
+// EnsureToolConsumers runs EnsureToolConsumer for each of tools, stopping
+// at the first failure. A host calls it for every tool of its catalog, so
+// the workers of each pool find their consumers made: a pool's NATS
+// identity may bind to its consumers, not create or change them.
+func EnsureToolConsumers(ctx context.Context, js jetstream.JetStream, cfg Config, tools []string) error {
+	for _, tool := range tools {
+		if _, err := EnsureToolConsumer(ctx, js, cfg, tool); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -95,34 +95,56 @@ func isTokenByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
-// EventsSubject is where workers JetStream-publish the chunks and terminal
-// events for hostID. Both share the subject so that the stream stores a
-// call's chunks and its result in publish order and the host's one
-// consumer delivers them in that order. hostID must pass ValidateHostID.
-func EventsSubject(hostID string) string { return eventsPrefix + hostID }
+// ToolToken is the one subject token that names tool wherever a tool
+// name's dots would not do: the events and answer subjects of its calls,
+// its cancel records. It is the pool consumer's name (ConsumerName), which
+// is injective over legal tool names, so a permission naming one tool's
+// token never covers another's.
+func ToolToken(tool string) string { return ConsumerName(tool) }
 
-// answerInfix separates a host's events subject from the per-operation
-// answer subjects below it.
-const answerInfix = ".r."
+// EventsSubject is where a worker of tool's pool JetStream-publishes the
+// chunks and terminal events of tool's calls for hostID:
+// splash.events.<host>.<tool token>. Both share the subject so that the
+// stream stores a call's chunks and its result in publish order and the
+// host's one consumer delivers them in that order; the tool's token in it
+// lets a pool's NATS identity publish the events of its own tools only.
+// hostID must pass ValidateHostID, tool protocol.ValidateToolName.
+func EventsSubject(hostID, tool string) string { return eventsPrefix + hostID + "." + ToolToken(tool) }
 
 // AnswerSubject is where a worker JetStream-publishes the terminal answer
 // of a call of an Idempotent tool keyed idempotencyKey, for hostID: one
-// subject per operation, so that the stream's last message on it is the
-// operation's stored answer, which a later duplicate reads back with a
-// direct get instead of a journal record. The key is hashed as the
-// journal's key is (hex SHA-256, the same as idempotency.StorageKey), which
-// keeps the subject one short token whatever bytes the key holds.
-// hostID must pass ValidateHostID.
-func AnswerSubject(hostID, idempotencyKey string) string {
+// subject per operation below the tool's events subject,
+// splash.events.<host>.<tool token>.<hash>, so that the stream's last
+// message on it is the operation's stored answer, which a later duplicate
+// reads back with a direct get instead of a journal record. The key is
+// hashed as the journal's key is (hex SHA-256, the same as
+// idempotency.StorageKey), which keeps the subject one short token
+// whatever bytes the key holds.
+func AnswerSubject(hostID, tool, idempotencyKey string) string {
 	sum := sha256.Sum256([]byte(idempotencyKey))
-	return eventsPrefix + hostID + answerInfix + hex.EncodeToString(sum[:])
+	return EventsSubject(hostID, tool) + "." + hex.EncodeToString(sum[:])
 }
 
 // HostEventsSubjects are the filter subjects of a host's events consumer:
-// its events subject, and every answer subject below it. One consumer over
-// both keeps a call's chunks and its answer in stream order.
+// every tool's events and answer subjects below its host id. One consumer
+// over all of them keeps a call's chunks and its answer in stream order.
 func HostEventsSubjects(hostID string) []string {
-	return []string{EventsSubject(hostID), eventsPrefix + hostID + answerInfix + ">"}
+	return []string{eventsPrefix + hostID + ".>"}
+}
+
+// ParseEventSubject splits an events or answer subject (see
+// EventsSubject, AnswerSubject) into the host id and the tool token it
+// names; ok is false for any other subject.
+func ParseEventSubject(subject string) (hostID, toolToken string, ok bool) {
+	rest, found := strings.CutPrefix(subject, eventsPrefix)
+	if !found {
+		return "", "", false
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" || len(parts) == 3 && parts[2] == "" {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
 }
 
 // CancelSubject is the core broadcast subject of tool's cancellations. tool
@@ -148,25 +170,18 @@ func MsgID(idempotencyKey string, attempt uint32) string {
 	return idempotencyKey + "/" + strconv.FormatUint(uint64(attempt), 10)
 }
 
-// EventMsgID is the Nats-Msg-Id of a terminal event, "r/<request>/<attempt>/<kind>",
-// so a worker that sends the same answer twice stores it once.
-func EventMsgID(requestID string, attempt uint32, kind protocol.MessageKind) string {
-	return "r/" + requestID + "/" + strconv.FormatUint(uint64(attempt), 10) + "/" + string(kind)
-}
-
-// ChunkMsgID is the Nats-Msg-Id of worker frame k of an attempt when that
-// frame is a chunk, "r/<request>/<attempt>/chunk-<k>": a republish of the
-// same frame is stored once, and the id never equals a terminal event's.
-func ChunkMsgID(requestID string, attempt, k uint32) string {
-	return EventMsgID(requestID, attempt, protocol.MessageKind("chunk-"+strconv.FormatUint(uint64(k), 10)))
-}
-
-// CancelKey is the KV key of requestID's cancel record: hex SHA-256, since
-// KV keys have a narrower alphabet than request ids.
-func CancelKey(requestID string) string {
+// CancelKey is the KV key of the cancel record of requestID, a call of a
+// tool of pool: the pool's token and the hex SHA-256 of the request id
+// (KV keys have a narrower alphabet than request ids), so a pool's
+// workers watch and read their own pool's records only, through one
+// filter (CancelKeys) that a NATS permission can name.
+func CancelKey(pool, requestID string) string {
 	sum := sha256.Sum256([]byte(requestID))
-	return hex.EncodeToString(sum[:])
+	return PoolToken(pool) + "." + hex.EncodeToString(sum[:])
 }
+
+// CancelKeys matches the cancel record keys of pool (a KV key filter).
+func CancelKeys(pool string) string { return PoolToken(pool) + ".*" }
 
 // truncate bounds how much of a hostile input an error repeats.
 func truncate(s string) string {

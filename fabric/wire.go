@@ -30,6 +30,15 @@ const (
 	HeaderSeq = "Splash-Seq"
 	// HeaderTag is the frame's tag: 64 lowercase hex digits.
 	HeaderTag = "Splash-Tag"
+	// HeaderTool names the tool a worker's event or answer is for; its
+	// token must be the subject's (ParseEventSubject), and the host
+	// verifies the frame under the ring of that tool's pool.
+	HeaderTool = "Splash-Tool"
+	// HeaderKey is the id of the ring key that sealed the frame
+	// (protocol.ValidateKeyID), so a receiver verifies with that key
+	// without trying the others. It is not covered by the tag: a frame
+	// whose id was changed is checked under another key and fails.
+	HeaderKey = "Splash-Key"
 )
 
 // maxSeqDigits is the length of the largest uint64 in decimal.
@@ -106,6 +115,21 @@ func parseFrameMsg(h nats.Header, body []byte, maxBody int) (protocol.Frame, err
 		return protocol.Frame{}, err
 	}
 	return f, nil
+}
+
+// frameKeyID returns the key id a frame names, or "" when it names none.
+func frameKeyID(h nats.Header) (string, error) {
+	v := h[HeaderKey]
+	switch {
+	case len(v) == 0:
+		return "", nil
+	case len(v) > 1:
+		return "", fmt.Errorf("%w: %d values of %s, want 1", protocol.ErrMalformedFrame, len(v), HeaderKey)
+	}
+	if err := protocol.ValidateKeyID(v[0]); err != nil {
+		return "", fmt.Errorf("%w: %s: %v", protocol.ErrMalformedFrame, HeaderKey, err)
+	}
+	return v[0], nil
 }
 
 // oneHeader returns the single value of key, refusing a missing, repeated

@@ -126,7 +126,9 @@ func TestCancelRecordRoundTrip(t *testing.T) {
 	if _, err := newCodec(t, otherKey).OpenCancelRecord(data); err == nil {
 		t.Fatal("a record opened under another key")
 	}
-	_, err = c.OpenCancelRecord(bytes.Repeat([]byte{' '}, protocol.DefaultMaxFrameBytes+1))
+	_, err = c.OpenCancelRecord(append([]byte(c.KeyID()+" "), bytes.Repeat([]byte{'{'}, protocol.DefaultMaxFrameBytes+1)...))
+	wantErrIs(t, err, fabric.ErrForged, protocol.ErrFrameTooLarge)
+	_, err = c.OpenCancelRecord(bytes.Repeat([]byte{' '}, protocol.DefaultMaxFrameBytes+protocol.MaxKeyIDBytes+3))
 	wantErrIs(t, err, fabric.ErrForged, protocol.ErrFrameTooLarge)
 	inv, err := c.SealInvoke(validInvoke("req-1", 1))
 	if err != nil {

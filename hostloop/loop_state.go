@@ -527,13 +527,16 @@ func (st *loopState) handleEvent(ev Event) {
 		}
 		st.schedulePublish(d, st.nextDelay(d))
 	case EventMessage:
-		st.handleMessage(ev.Message, ev.Worker, ev.Ack)
+		st.handleMessage(ev)
 	}
 }
 
-// handleMessage applies a worker frame. ack, if set, is called once what
-// the frame changed is stored (at once when it changed nothing).
-func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string, ack func()) {
+// handleMessage applies a worker frame. Its Ack, if set, is called once
+// what the frame changed is stored (at once when it changed nothing). Its
+// Tool, when set, is the tool whose pool sealed it: a pool answers for the
+// tools it serves, never another's.
+func (st *loopState) handleMessage(ev Event) {
+	m, worker, tool, ack := ev.Message, ev.Worker, ev.Tool, ev.Ack
 	var requestID string
 	var attempt uint32
 	switch m.Kind {
@@ -549,11 +552,21 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string, ack 
 		return
 	}
 	d := st.byRequest[requestID]
-	if d == nil && st.park(Event{Kind: EventMessage, Message: m, Worker: worker, Ack: ack}, requestID) {
+	if d == nil && st.park(ev, requestID) {
+		return
+	}
+	if d != nil && tool != "" && tool != d.op.Inv.Tool {
+		ackNow(ack)
+		st.reject("wrong_pool", fmt.Errorf("%w: an answer sealed by the pool of %q for %s, an operation of %q", host.ErrWrongState, tool, quoteID(requestID), d.op.Inv.Tool))
 		return
 	}
 	if d == nil {
 		late := st.settled[requestID]
+		if late != nil && tool != "" && tool != late.op.Inv.Tool {
+			ackNow(ack)
+			st.reject("wrong_pool", fmt.Errorf("%w: an answer sealed by the pool of %q for %s, an operation of %q", host.ErrWrongState, tool, quoteID(requestID), late.op.Inv.Tool))
+			return
+		}
 		if late != nil && st.sessions[late.s.id] == late.s {
 			// Another delivery of an answer already taken (JetStream
 			// redelivers what was not acknowledged yet): it is let go

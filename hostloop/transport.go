@@ -52,6 +52,12 @@ type Event struct {
 	Message protocol.WorkerMessage
 	// Worker identifies the sender, for status and metrics.
 	Worker string
+	// Tool is the tool whose pool's key authenticated Message, when the
+	// transport keeps a key per pool; empty when one key serves every
+	// tool. The loop refuses a message for an operation of another tool,
+	// so a pool cannot answer for a tool it does not serve with its own
+	// key.
+	Tool string
 	// Invoke and Err are set for EventPublishFailed.
 	Invoke protocol.Invoke
 	Err    error

@@ -14,12 +14,12 @@ import (
 )
 
 // oldEventsConsumer creates durable as a host of earlier versions did:
-// one filter, the events subject of host.
+// one filter, narrower than today's (one tool's events subject of host).
 func oldEventsConsumer(t *testing.T, env *fabricEnv, durable, host string) jetstream.Consumer {
 	t.Helper()
 	cons, err := env.js.CreateOrUpdateConsumer(testCtx(t), fabric.StreamEvents, jetstream.ConsumerConfig{
 		Durable:       durable,
-		FilterSubject: fabric.EventsSubject(host),
+		FilterSubject: fabric.EventsSubject(host, testTool),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       env.cfg.AckWait,
@@ -48,7 +48,8 @@ func wantFilters(t *testing.T, env *fabricEnv, durable, host string) {
 // under host, as a worker answering an Idempotent call would.
 func publishAnswer(t *testing.T, env *fabricEnv, host, key string, frame *nats.Msg) {
 	t.Helper()
-	frame.Subject = fabric.AnswerSubject(host, key)
+	frame.Subject = fabric.AnswerSubject(host, testTool, key)
+	frame.Header.Set(fabric.HeaderTool, testTool)
 	if _, err := env.js.PublishMsg(testCtx(t), frame); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestEventsConsumerReadsAnswerSubjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	publishEvent(t, env, "h1", fabric.ChunkMsgID("req-1", 1, 1), chunk)
+	publishEvent(t, env, "h1", newCodec(t, testKey).ChunkMsgID("req-1", 1, 1), chunk)
 	publishAnswer(t, env, "h1", "key-req-1", sealResult(t, "req-1", 1, 2))
 	if ev := testwait.Receive(t, 0, "chunk", tr.Events()); ev.Message.Chunk == nil {
 		t.Fatalf("first event = %+v, want the chunk", ev)
@@ -89,7 +90,7 @@ func TestAdoptedEventsReadAnswerSubjects(t *testing.T) {
 	// adopter's config starts past it, which an existing durable refuses
 	// to change to.
 	own := oldEventsConsumer(t, env, "host_h0", "h0")
-	publishEvent(t, env, "h0", fabric.EventMsgID("req-0", 1, protocol.KindResult), sealResult(t, "req-0", 1, 1))
+	publishEvent(t, env, "h0", newCodec(t, testKey).EventMsgID("req-0", 1, protocol.KindResult), sealResult(t, "req-0", 1, 1))
 	m, err := own.Next(jetstream.FetchMaxWait(10 * time.Second))
 	if err != nil {
 		t.Fatal(err)

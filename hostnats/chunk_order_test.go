@@ -39,16 +39,17 @@ func publishCalls(t *testing.T, env *fabricEnv, hostID string, requests, n int) 
 		for k := uint32(1); k <= uint32(n)+1; k++ {
 			chunk := k <= uint32(n)
 			msg := protocol.ResultMessage(validResult(req, 1))
-			id := fabric.EventMsgID(req, 1, protocol.KindResult)
+			id := c.EventMsgID(req, 1, protocol.KindResult)
 			if chunk {
 				msg = protocol.ChunkMessage(protocol.Chunk{RequestID: req, Sequence: uint64(k), Text: fmt.Sprint("c", k)})
-				id = fabric.ChunkMsgID(req, 1, k)
+				id = c.ChunkMsgID(req, 1, k)
 			}
 			m, err := c.SealWorker(req, 1, k, msg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Subject = fabric.EventsSubject(hostID)
+			m.Subject = fabric.EventsSubject(hostID, testTool)
+			m.Header.Set(fabric.HeaderTool, testTool)
 			m.Header.Set(fabric.HeaderMsgID, id)
 			if _, err := js.PublishMsgAsync(m); err != nil {
 				t.Fatal(err)

@@ -4,8 +4,11 @@
 // binary links neither the script engine nor the host.
 //
 // Every constructor takes the fabric.Config the resources were
-// provisioned with (fabric.Provision) and the frame key; a setting out of
-// range is fabric.ErrInvalidConfig.
+// provisioned with (fabric.Provision) and the host's key ring (or a single
+// key; protocol.Keys); a setting out of range is fabric.ErrInvalidConfig.
+// The transport also takes, with WithPoolKeys, the ring of each worker
+// pool that has one: it seals and opens each tool's frames under the ring
+// of the pool that serves it.
 //
 //	tr, _ := hostnats.NewHostTransport(ctx, nc, cfg, hostID, key)
 //	archive, _ := hostnats.NewSessionArchive(ctx, nc, cfg, key)
@@ -20,9 +23,11 @@
 // acknowledgements are watched by one goroutine and a failure comes back
 // on Events as hostloop.EventPublishFailed. Worker frames (chunks and
 // terminal events alike) arrive in publish order on one durable consumer
-// of the host's events subject and the answer subjects below it
-// (fabric.HostEventsSubjects); each is authenticated, checked against a
-// per-request replay window, and only then handed to Events. Rejected
+// of the host's events and answer subjects (fabric.HostEventsSubjects);
+// each must name the tool whose token its subject carries, is
+// authenticated under that tool's pool's ring, checked against a replay
+// window per request and pool, and only then handed to Events with the
+// tool (hostloop.Event.Tool), which the loop holds to the operation's. Rejected
 // frames are dropped and counted (Rejected, WithRejectHandler). Close
 // stops every goroutine the transport started and then closes Events.
 //
@@ -46,7 +51,7 @@
 // terminal session records written asynchronously (Record never waits
 // for the server) and the host's incarnations, so a restarted host
 // answers for the sessions an earlier process held. Every record is
-// sealed with a key derived from the frame key and verified on read: one
+// sealed with a key derived from the host's ring and verified on read: one
 // that fails (written by a NATS client without the key) is refused with
 // hostloop.ErrRecordRejected and reported to WithRecordRejectHandler,
 // never answered from. Close it after the loop's Stop, which flushes it.

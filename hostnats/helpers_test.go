@@ -59,10 +59,13 @@ func newCodec(t testing.TB, key protocol.SessionKey) *fabric.Codec {
 	return c
 }
 
+// testTool is the tool of the tests' invocations and answers.
+const testTool = "text.remote"
+
 func validInvoke(req string, attempt uint32) protocol.Invoke {
 	return protocol.Invoke{
 		RequestID:      req,
-		Tool:           "text.remote",
+		Tool:           testTool,
 		Input:          protocol.TextPayload("hello"),
 		CallIndex:      1,
 		Attempt:        attempt,

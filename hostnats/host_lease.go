@@ -73,8 +73,8 @@ var (
 // NewHostLeases binds to the splash_sessions bucket (fabric.Provision must have
 // created it with cfg); lease is how long a lease lasts unrenewed, zero
 // picking DefaultHostLease. Its records are sealed with a key derived from
-// the frame key, as the archive's are.
-func NewHostLeases(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.SessionKey, lease time.Duration) (*HostLeases, error) {
+// the host's key ring (or a single frame key), as the archive's are.
+func NewHostLeases(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.Keys, lease time.Duration) (*HostLeases, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

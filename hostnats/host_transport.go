@@ -31,10 +31,11 @@ import (
 // them over in publish order and a chunk never trails its result.
 type HostTransport struct {
 	hostID string
-	codec  *fabric.Codec
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	opts   options
+	// pools seals and opens each tool's frames under its pool's ring.
+	pools *fabric.PoolCodecs
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	opts  options
 
 	// events is written by the callbacks and the watcher, read by the loop,
 	// and closed by Close after every writer stopped.
@@ -80,9 +81,10 @@ type pendingAck struct {
 var _ hostloop.Transport = (*HostTransport)(nil)
 
 // NewHostTransport starts a transport for hostID on nc. fabric.Provision must have
-// run with cfg. ctx bounds only the setup calls. The caller keeps ownership
+// run with cfg. key is the key ring (or single key) frames are sealed and
+// opened under. ctx bounds only the setup calls. The caller keeps ownership
 // of nc and must Close the transport before closing nc.
-func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hostID string, key protocol.SessionKey, opts ...Option) (*HostTransport, error) {
+func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hostID string, key protocol.Keys, opts ...Option) (*HostTransport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -95,7 +97,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hos
 			return nil, err
 		}
 	}
-	codec, err := fabric.NewCodec(key)
+	pools, err := fabric.NewPoolCodecs(key, o.poolKeys, o.poolOf)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +109,7 @@ func NewHostTransport(ctx context.Context, nc *nats.Conn, cfg fabric.Config, hos
 	}
 	t := &HostTransport{
 		hostID:      hostID,
-		codec:       codec,
+		pools:       pools,
 		nc:          nc,
 		js:          js,
 		opts:        o,
@@ -208,7 +210,7 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 	if err != nil {
 		return err
 	}
-	m, err := t.codec.SealInvoke(inv)
+	m, err := t.pools.ForTool(inv.Tool).SealInvoke(inv)
 	if err != nil {
 		return err
 	}
@@ -234,17 +236,18 @@ func (t *HostTransport) Cancel(ctx context.Context, c protocol.Cancel) error {
 	if err := protocol.ValidateToolName(c.Tool); err != nil {
 		return err
 	}
-	data, err := t.codec.SealCancelRecord(c)
+	codec := t.pools.ForTool(c.Tool)
+	data, err := codec.SealCancelRecord(c)
 	if err != nil {
 		return err
 	}
-	broadcast, err := t.codec.SealCancel(c)
+	broadcast, err := codec.SealCancel(c)
 	if err != nil {
 		return err
 	}
 	broadcast.Subject = fabric.CancelSubject(c.Tool)
 	broadcast.Header.Set(fabric.HeaderHost, t.hostID)
-	record := &nats.Msg{Subject: cancelKVPrefix + fabric.CancelKey(c.RequestID), Data: data}
+	record := &nats.Msg{Subject: cancelKVPrefix + fabric.CancelKey(t.pools.Pool(c.Tool), c.RequestID), Data: data}
 	fut, err := t.js.PublishMsgAsync(record, jetstream.WithExpectStream(streamCancel))
 	if err != nil {
 		return fmt.Errorf("hostnats: cancel record of %q: %w", truncate(c.RequestID), err)
@@ -265,7 +268,7 @@ func (t *HostTransport) DenyStream(_ context.Context, d protocol.StreamDenied) e
 	if err := protocol.ValidateToolName(d.Tool); err != nil {
 		return err
 	}
-	m, err := t.codec.SealStreamDenied(d)
+	m, err := t.pools.ForTool(d.Tool).SealStreamDenied(d)
 	if err != nil {
 		return err
 	}
@@ -351,25 +354,33 @@ func (t *HostTransport) onEvent(m jetstream.Msg) {
 	// Acked when the loop has taken it for good (see hostloop.Event.Ack);
 	// until then a redelivery is refused by the replay window, and after
 	// a restart it reaches the next process.
-	t.emit(hostloop.Event{Kind: hostloop.EventMessage, Message: msg, Worker: worker, Ack: func() { _ = m.Ack() }})
+	t.emit(hostloop.Event{Kind: hostloop.EventMessage, Message: msg, Worker: worker, Tool: m.Headers().Get(fabric.HeaderTool), Ack: func() { _ = m.Ack() }})
 }
 
 // open authenticates a worker frame (a chunk, result or cancel
-// disposition; OpenWorker refuses other kinds) and applies the replay
-// window.
+// disposition; OpenWorker refuses other kinds) under the ring of the pool
+// that serves the tool it names, and applies the replay window. The tool
+// must be the one whose token the subject carries, which only that
+// tool's pool may publish on.
 func (t *HostTransport) open(h nats.Header, data []byte, subject string) (protocol.WorkerMessage, bool) {
-	msg, seq, err := t.codec.OpenWorker(h, data)
+	tool := h.Get(fabric.HeaderTool)
+	_, token, ok := fabric.ParseEventSubject(subject)
+	if !ok || protocol.ValidateToolName(tool) != nil || fabric.ToolToken(tool) != token {
+		t.reject(RejectWrongSubject, subject, fmt.Errorf("%w: %w: an answer for tool %q on %s", fabric.ErrForged, protocol.ErrInvalidMessage, truncate(tool), subject))
+		return protocol.WorkerMessage{}, false
+	}
+	msg, seq, err := t.pools.ForTool(tool).OpenWorker(h, data)
 	if err != nil {
 		t.reject(classify(err), subject, err)
 		return protocol.WorkerMessage{}, false
 	}
 	reqID, attempt, _ := msg.WorkerBinding()
 	terminal := msg.IsTerminal()
-	if !t.window.accept(reqID, seq, terminal) {
+	if !t.window.accept(reqID, tool, seq, terminal) {
 		t.reject(RejectReplayed, subject, fmt.Errorf("%w: %w: request %q seq %d already seen", fabric.ErrForged, protocol.ErrSequence, truncate(reqID), seq))
 		return protocol.WorkerMessage{}, false
 	}
-	t.seqs.heard(reqID, attempt, terminal, retryable(msg))
+	t.seqs.heard(reqID, tool, attempt, terminal, retryable(msg))
 	return msg, true
 }
 

@@ -30,10 +30,11 @@ func newTransport(t *testing.T, env *fabricEnv, hostID string, opts ...hostnats.
 // worker would, and waits for it to be stored.
 func publishEvent(t *testing.T, env *fabricEnv, hostID, msgID string, frame *nats.Msg) {
 	t.Helper()
-	m := nats.NewMsg(fabric.EventsSubject(hostID))
+	m := nats.NewMsg(fabric.EventsSubject(hostID, testTool))
 	for k, v := range frame.Header {
 		m.Header[k] = v
 	}
+	m.Header.Set(fabric.HeaderTool, testTool)
 	m.Data = frame.Data
 	m.Header.Set(fabric.HeaderMsgID, msgID)
 	m.Header.Set(fabric.HeaderWorker, "w1")
@@ -166,7 +167,7 @@ func TestWorkerEventsAndChunksReachEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		publishEvent(t, env, "h1", fabric.ChunkMsgID("req-1", 1, k), data)
+		publishEvent(t, env, "h1", newCodec(t, testKey).ChunkMsgID("req-1", 1, k), data)
 	}
 	for k := uint64(1); k <= 3; k++ {
 		ev := testwait.Receive(t, 0, "chunk", tr.Events())
@@ -174,7 +175,7 @@ func TestWorkerEventsAndChunksReachEvents(t *testing.T) {
 			t.Fatalf("event %d = %+v", k, ev)
 		}
 	}
-	publishEvent(t, env, "h1", fabric.EventMsgID("req-1", 1, protocol.KindResult), sealResult(t, "req-1", 1, 4))
+	publishEvent(t, env, "h1", newCodec(t, testKey).EventMsgID("req-1", 1, protocol.KindResult), sealResult(t, "req-1", 1, 4))
 	ev := testwait.Receive(t, 0, "result", tr.Events())
 	if ev.Message.Result == nil || ev.Worker != "w1" {
 		t.Fatalf("event = %+v", ev)
@@ -311,11 +312,11 @@ func TestCancelStoresRecordThenBroadcasts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := fabric.LookupCancel(testCtx(t), kv, c, inv)
+	got, ok, err := fabric.LookupCancel(testCtx(t), kv, c, inv.Tool, inv)
 	if err != nil || !ok || got != cancel {
 		t.Fatalf("LookupCancel = %+v, %v, %v", got, ok, err)
 	}
-	_, ok, err = fabric.LookupCancel(testCtx(t), kv, c, validInvoke("req-2", 1))
+	_, ok, err = fabric.LookupCancel(testCtx(t), kv, c, inv.Tool, validInvoke("req-2", 1))
 	if err != nil || ok {
 		t.Fatalf("LookupCancel of another request = %v, %v", ok, err)
 	}

@@ -44,7 +44,7 @@ func isTombstone(h nats.Header) bool { return h.Get(ledgerRemovedHeader) != "" }
 // batch lands only if the subject ends where this writer believes it
 // does, so a host that lost a session to another cannot add to its
 // history (workflow.ErrLedgerConflict). Records are sealed with a key
-// derived from the frame key and bound to the session and index, so a
+// derived from the host's key ring and bound to the session and index, so a
 // writer without the key cannot make a host replay a history of its own.
 //
 // It is safe for concurrent use; it starts no goroutine.
@@ -77,8 +77,10 @@ var (
 )
 
 // NewLedgerLog binds to SPLASH_LEDGER, which fabric.Provision must have created
-// with cfg; key is the frame key its records are sealed under.
-func NewLedgerLog(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.SessionKey) (*LedgerLog, error) {
+// with cfg; key is the host's key ring (or a single frame key): records
+// are sealed with its current key and read back with whichever key of the
+// ring sealed them.
+func NewLedgerLog(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.Keys) (*LedgerLog, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // Option tunes client-side behaviour of a HostTransport or a
@@ -23,6 +24,10 @@ type options struct {
 	onError        func(error)
 	// reconcileTimeout bounds HostTransport.Reconcile's wait.
 	reconcileTimeout time.Duration
+	// poolKeys and poolOf give the pools their own rings
+	// (WithPoolKeys).
+	poolKeys map[string]protocol.Keys
+	poolOf   func(tool string) string
 }
 
 func defaultOptions() options {
@@ -33,6 +38,19 @@ func defaultOptions() options {
 		replayMemory:   1 << 16,
 
 		reconcileTimeout: DefaultReconcileTimeout,
+	}
+}
+
+// WithPoolKeys gives each pool in keys (by pool name) its own key ring:
+// the frames of a tool whose pool (poolOf; nil: every tool its own pool)
+// has one are sealed and opened under it, so an answer verifies only
+// under the ring of the pool serving its tool; a tool of any other pool
+// uses the transport's key. poolOf runs on NATS callback goroutines and
+// must be safe for concurrent use.
+func WithPoolKeys(keys map[string]protocol.Keys, poolOf func(tool string) string) Option {
+	return func(o *options) error {
+		o.poolKeys, o.poolOf = keys, poolOf
+		return nil
 	}
 }
 

@@ -62,7 +62,8 @@ func (t *HostTransport) Reconcile(ctx context.Context, sessionID, tool, operatio
 }
 
 func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationReconcileRequest) (protocol.OperationReconcileResult, error) {
-	m, err := t.codec.SealReconcile(req)
+	codec := t.pools.ForTool(req.Tool)
+	m, err := codec.SealReconcile(req)
 	if err != nil {
 		return protocol.OperationReconcileResult{}, err
 	}
@@ -99,7 +100,7 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 		if noResponders(reply) {
 			return protocol.OperationReconcileResult{}, fmt.Errorf("%w: no worker listens on %s", ErrNoReconcileAnswer, subject)
 		}
-		res, err := t.acceptReconciled(reply, req)
+		res, err := acceptReconciled(codec, reply, req)
 		if err == nil {
 			return res, nil
 		}
@@ -110,9 +111,10 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 	}
 }
 
-// acceptReconciled opens an answer and checks it is bound to req.
-func (t *HostTransport) acceptReconciled(reply *nats.Msg, req protocol.OperationReconcileRequest) (protocol.OperationReconcileResult, error) {
-	res, err := t.codec.OpenReconciled(reply.Header, reply.Data)
+// acceptReconciled opens an answer under codec, the ring of the tool's
+// pool, and checks it is bound to req.
+func acceptReconciled(codec *fabric.Codec, reply *nats.Msg, req protocol.OperationReconcileRequest) (protocol.OperationReconcileResult, error) {
+	res, err := codec.OpenReconciled(reply.Header, reply.Data)
 	if err != nil {
 		return protocol.OperationReconcileResult{}, err
 	}

@@ -164,6 +164,11 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 	}{
 		{"forged: another key", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
 			return sealAnswer(t, otherKey, req, succeeded)
+		}, []error{fabric.ErrForged, fabric.ErrUnknownKey, protocol.ErrBadTag}, hostnats.RejectUnknownKey},
+		{"forged: another key under this ring's key id", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
+			m := sealAnswer(t, otherKey, req, succeeded)
+			m.Header.Set(fabric.HeaderKey, protocol.KeyIDOf(testKey))
+			return m
 		}, []error{fabric.ErrForged, protocol.ErrBadTag}, hostnats.RejectBadTag},
 		{"forged: garbage", func(protocol.OperationReconcileRequest, *nats.Msg) *nats.Msg {
 			return &nats.Msg{Data: []byte(`{"kind":"reconciled_operation"}`)}
@@ -232,8 +237,8 @@ func TestReconcileForgeryDoesNotHideTheAnswer(t *testing.T) {
 	if res.Status.State != protocol.OperationCancelled {
 		t.Fatalf("status = %+v", res.Status)
 	}
-	if got := tr.Rejected()[hostnats.RejectBadTag]; got != 1 {
-		t.Fatalf("rejected bad tags = %d, want 1", got)
+	if got := tr.Rejected()[hostnats.RejectUnknownKey]; got != 1 {
+		t.Fatalf("rejected answers under an unknown key = %d, want 1", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -31,11 +32,20 @@ const (
 	// RejectReplayed: a sequence not greater than the last accepted for its
 	// request, such as a redelivered chunk of a request already finished.
 	RejectReplayed = "replayed"
+	// RejectUnknownKey: sealed with a key the ring does not hold.
+	RejectUnknownKey = "unknown_key"
+	// RejectWrongSubject: an answer whose tool is not its subject's.
+	RejectWrongSubject = "wrong_subject"
+	// RejectWrongPool: an authentic answer for an operation of a tool
+	// its pool does not serve (the loop's check, see hostloop.Event.Tool).
+	RejectWrongPool = "wrong_pool"
 )
 
 // classify names the reason of a fabric.Codec error.
 func classify(err error) string {
 	switch {
+	case errors.Is(err, fabric.ErrUnknownKey):
+		return RejectUnknownKey
 	case errors.Is(err, protocol.ErrBadTag), errors.Is(err, protocol.ErrInvalidKey):
 		return RejectBadTag
 	case errors.Is(err, protocol.ErrWrongRole):

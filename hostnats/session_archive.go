@@ -29,7 +29,7 @@ import (
 // WithErrorHandler; it is not retried.
 //
 // Every record is sealed (internal/recordauth) with a key derived from the
-// frame key, which NATS never sees, and bound to its bucket key. Lookup
+// host's key ring, which NATS never sees, and bound to its bucket key. Lookup
 // and Incarnation verify it and refuse one that fails, with
 // hostloop.ErrRecordRejected, reporting it to WithRecordRejectHandler: a
 // writer with access to the bucket but not the key can delete records,
@@ -106,14 +106,16 @@ var _ hostloop.SessionArchive = (*SessionArchive)(nil)
 
 // NewSessionArchive binds to the splash_sessions bucket, which fabric.Provision
 // must have created with cfg; its records are sealed and verified with a
-// key derived from key, the frame key (the zero key is fabric.ErrInvalidConfig).
+// key derived from key, the host's key ring or a single frame key (the
+// zero key is fabric.ErrInvalidConfig): sealed with its current key, read
+// with whichever key of the ring sealed them.
 // Of the options, WithRecordRejectHandler hears of refused records,
 // WithErrorHandler receives failed writes, WithPublishTimeout bounds each
 // write's ack, and
 // WithMaxPending bounds the records waiting for the writer (beyond it
 // Record drops and counts). ctx bounds only the binding. The caller keeps
 // nc and must Close the archive before closing it.
-func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.SessionKey, opts ...Option) (*SessionArchive, error) {
+func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key protocol.Keys, opts ...Option) (*SessionArchive, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -76,14 +76,17 @@ func (p *publishedSeqs) stored(requestID string, attempt uint32, seq uint64) {
 	}
 }
 
-// heard records a worker frame for requestID; attempt 0 (a chunk) means
-// the current attempt. retry reports a retryable answer.
-func (p *publishedSeqs) heard(requestID string, attempt uint32, terminal, retry bool) {
+// heard records a worker frame for requestID sealed by tool's pool;
+// attempt 0 (a chunk) means the current attempt. retry reports a
+// retryable answer.
+func (p *publishedSeqs) heard(requestID, tool string, attempt uint32, terminal, retry bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cur, ok := p.seqs[requestID]
-	if !ok || (attempt != 0 && attempt < cur.attempt) {
-		return // not published here, or a stale frame of an earlier attempt
+	if !ok || cur.tool != tool || (attempt != 0 && attempt < cur.attempt) {
+		// Not published here, sealed by another tool's pool (the loop
+		// refuses it), or a stale frame of an earlier attempt.
+		return
 	}
 	switch {
 	case terminal && retry && attempt < cur.limit:

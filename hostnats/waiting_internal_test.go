@@ -57,7 +57,7 @@ func TestPublishedSeqsOrderings(t *testing.T) {
 				case "stored":
 					p.stored("r", s.attempt, s.seq)
 				case "heard":
-					p.heard("r", s.attempt, s.terminal, s.retry)
+					p.heard("r", "tool", s.attempt, s.terminal, s.retry)
 				case "forget":
 					p.forget("r")
 				}

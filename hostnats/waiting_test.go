@@ -70,7 +70,7 @@ func TestWaitingTellsQueuedFromDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	publishEvent(t, env, "h1", fabric.ChunkMsgID("req-3", 1, 1), data)
+	publishEvent(t, env, "h1", newCodec(t, testKey).ChunkMsgID("req-3", 1, 1), data)
 	testwait.Receive(t, 0, "chunk", tr.Events())
 	if got := waiting(); !slices.Equal(got, []string{"req-2"}) {
 		t.Fatalf("waiting after req-3's chunk = %v, want [req-2]", got)

@@ -1,10 +1,17 @@
 package hostnats
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
-// replayWindow remembers, per request, the highest worker sequence the host
-// accepted. It has its own mutex so that Forget, called from the loop, and
-// the events consumer callback may touch it at once.
+// replayWindow remembers, per request and per tool, the highest worker
+// sequence the host accepted. The tool is the one whose pool's ring
+// authenticated the frame: a pool that seals a frame for another pool's
+// request (which the loop then refuses, see hostloop.Event.Tool) moves
+// only its own window, never the one the genuine answer must pass. It has
+// its own mutex so that Forget, called from the loop, and the events
+// consumer callback may touch it at once.
 //
 // A request whose terminal frame was accepted keeps its entry in a ring of
 // the most recent finished requests, so a replay of that terminal frame is
@@ -19,8 +26,15 @@ type replayWindow struct {
 }
 
 type windowEntry struct {
-	seq uint64
-	gen uint64 // non-zero while the entry sits in the ring as finished
+	// seqs holds the highest sequence accepted per tool; one tool
+	// answers a request, so it has one element but under attack.
+	seqs []toolSeq
+	gen  uint64 // non-zero while the entry sits in the ring as finished
+}
+
+type toolSeq struct {
+	tool string
+	seq  uint64
 }
 
 type ringRef struct {
@@ -32,16 +46,21 @@ func newReplayWindow(memory int) *replayWindow {
 	return &replayWindow{last: make(map[string]windowEntry), ring: make([]ringRef, 0, memory)}
 }
 
-// accept records seq for request id and reports whether it was newer than
-// every sequence accepted before.
-func (w *replayWindow) accept(id string, seq uint64, terminal bool) bool {
+// accept records seq for request id as sealed by tool's pool and reports
+// whether it was newer than every sequence accepted before from it.
+func (w *replayWindow) accept(id, tool string, seq uint64, terminal bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e, ok := w.last[id]
-	if ok && seq <= e.seq {
+	e := w.last[id]
+	i := slices.IndexFunc(e.seqs, func(s toolSeq) bool { return s.tool == tool })
+	if i >= 0 && seq <= e.seqs[i].seq {
 		return false
 	}
-	e.seq, e.gen = seq, 0
+	if i < 0 {
+		e.seqs = append(e.seqs, toolSeq{tool: tool})
+		i = len(e.seqs) - 1
+	}
+	e.seqs[i].seq, e.gen = seq, 0
 	if terminal {
 		w.gen++
 		e.gen = w.gen

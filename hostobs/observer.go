@@ -321,6 +321,8 @@ func (o *Observer) Rejected(reason string, err error) {
 		}
 	case "complete", "cancel_confirm", "retry":
 		o.m.FrameRejected(metrics.RejectContradictory)
+	case "wrong_pool":
+		o.m.AuthFailure(metrics.AuthWrongPool)
 	default:
 		o.m.FrameRejected(metrics.RejectInvalidMessage)
 	}
@@ -342,8 +344,12 @@ func (o *Observer) FrameRejected(reason, _ string, _ error) {
 		o.m.AuthFailure(metrics.AuthWrongSession)
 	case "sequence":
 		o.m.AuthFailure(metrics.AuthSequence)
-	case "unexpected_kind":
+	case "unexpected_kind", "wrong_subject":
 		o.m.AuthFailure(metrics.AuthWrongSubject)
+	case "unknown_key":
+		o.m.AuthFailure(metrics.AuthUnknownKey)
+	case "wrong_pool":
+		o.m.AuthFailure(metrics.AuthWrongPool)
 	case "replayed":
 		o.m.FrameRejected(metrics.RejectLate)
 	case "invalid_message":

@@ -117,14 +117,16 @@
 //
 // # JetStream KV layout
 //
-// NewKV creates or updates the bucket splash_idempotency (BucketName):
+// NewKV creates or updates the bucket splash_idempotency (BucketName, or
+// KVConfig.Bucket: a pool keeps its own, fabric.JournalBucket):
 // History 1, file storage, Replicas from KVConfig, TTL the dedupe
 // horizon. The record of key K is stored under StorageKey(K), the hex
 // SHA-256 of K, because KV keys admit only a restricted alphabet; the
 // value is the JSON encoding of Record, which repeats K so a foreign
-// value is detected (ErrCorruptRecord). With KVConfig.Key (the frame key)
-// the value is sealed: an HMAC-SHA256 tag, under a key derived from the
-// frame key for the journal alone, over StorageKey(K) and the JSON. A
+// value is detected (ErrCorruptRecord). With KVConfig.Key (the pool's key
+// ring) the value is sealed: an HMAC-SHA256 tag, under a key derived from
+// the ring's current key for the journal alone, over StorageKey(K) and the
+// JSON, and the id of the key that sealed it. A
 // value that does not verify (written by a NATS client without the key,
 // or unsealed, as before sealing) is refused with ErrRecordRejected and
 // reported to KVConfig.OnReject. With History 1 a record lives

@@ -44,14 +44,16 @@ type KVConfig struct {
 	MaxResultBytes int
 	// Clock measures leases; defaults to time.Now.
 	Clock func() time.Time
-	// Key is the frame key the workers share. When set, every record
-	// is sealed with a key derived from it for the journal and bound to
-	// its storage key, and every record read is verified: one that
-	// fails (a write by a NATS client without the key, or a record
-	// stored before sealing) is refused with ErrRecordRejected and
-	// reported to OnReject, never replayed. The zero key stores records
+	// Key is the key ring of the pool the journal belongs to (or a
+	// single frame key). When set, every record is sealed with a key
+	// derived from its current key for the journal and bound to its
+	// storage key, and every record read is verified with the key that
+	// sealed it: one that fails (a write by a NATS client without the
+	// key, a record sealed with a key the ring lacks, or one stored
+	// before sealing) is refused with ErrRecordRejected and reported to
+	// OnReject, never replayed. Nil or the zero key stores records
 	// unsealed; every process the project ships sets it.
-	Key protocol.SessionKey
+	Key protocol.Keys
 	// OnReject hears of every record refused for failing
 	// authentication, with the reason ("unsigned" or "bad_tag"). It runs
 	// on the caller's goroutine and must not block.
@@ -112,7 +114,7 @@ func NewKV(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KVJourna
 		return nil, err
 	}
 	var seal recordauth.Key
-	if !cfg.Key.IsZero() {
+	if cfg.Key != nil && !cfg.Key.Ring().IsZero() {
 		if seal, err = recordauth.Derive(cfg.Key, recordauth.StoreJournal); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}

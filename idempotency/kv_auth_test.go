@@ -157,7 +157,7 @@ func TestKVSealedRecordIsNotPlainJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := string(e.Value()); len(v) < 5 || v[:5] != "sfr1." {
+	if v := string(e.Value()); len(v) < 5 || v[:5] != "sfr2." {
 		t.Fatalf("stored %q", v)
 	}
 }

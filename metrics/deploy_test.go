@@ -17,7 +17,7 @@ import (
 var splashName = regexp.MustCompile(`\bsplash_[a-z0-9_]+`)
 
 func registeredNames() []string {
-	return describedNames(metrics.NewHost(nil), metrics.NewWorker(nil), metrics.NewRecords(nil), metrics.NewAPI(nil, []string{"internal"}))
+	return describedNames(metrics.NewHost(nil), metrics.NewWorker(nil), metrics.NewRecords(nil), metrics.NewAPI(nil, []string{"internal"}), metrics.NewNATS(nil))
 }
 
 // known reports whether name is a registered metric or one of the series a

@@ -82,6 +82,12 @@ const (
 	AuthWrongSession = "wrong_session"
 	AuthSequence     = "sequence"
 	AuthWrongSubject = "wrong_subject"
+	// AuthUnknownKey: sealed with a key the receiver's ring lacks (a key
+	// dropped too early, or promoted before every receiver held it).
+	AuthUnknownKey = "unknown_key"
+	// AuthWrongPool: sealed with the key of a pool that does not serve
+	// the tool it answers for.
+	AuthWrongPool = "wrong_pool"
 	// AuthMalformed: not a sealed frame at all (garbage, an oversized or
 	// unparsable frame, a bad host header); only workers count it here, the
 	// host counts it in splash_frames_rejected_total.
@@ -147,7 +153,7 @@ var (
 		PoisonContradictory, PoisonInvalidMessage, PoisonFlood, PoisonExited, PoisonWatchdog, PoisonStopped}
 	retryClasses  = []string{RetryTransient, RetryRateLimited}
 	dispositions  = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
-	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMalformed, AuthMissingToken, AuthWrongToken}
+	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthUnknownKey, AuthWrongPool, AuthMalformed, AuthMissingToken, AuthWrongToken}
 	rejectReasons = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
 	sessionStates = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
 	resumeReasons = []string{ResumeLedgerRejected, ResumeToolsChanged, ResumeStore, ResumeLease}

@@ -13,6 +13,17 @@
 // Every frame names its sender's SessionRole, host or worker, and the role is
 // covered by the tag, so a frame reflected back to its sender is refused.
 //
+// # Key rings
+//
+// A key changes over a fabric's life. A KeyRing holds the current key,
+// which seals, and keys that only verify: at most one staged next key and
+// the retired ones (ParseKeyRing reads a ring file; FileText writes one).
+// Everything that seals or verifies takes Keys, which a KeyRing and a
+// single SessionKey (a ring of one, its id derived by KeyIDOf) both
+// satisfy. The protocol itself seals with one key; a transport that keeps
+// a ring names the sealing key beside each frame so the receiver verifies
+// with that key alone (package fabric's Splash-Key header).
+//
 // # Messages
 //
 // A WorkerMessage carries exactly one payload, named by its Kind: the host

@@ -86,6 +86,22 @@ type Spec struct {
 	// MCP makes the worker agent serve the tool from an MCP server it
 	// runs; a tool has a Process or an MCP, not both. Worker only.
 	MCP *MCP `json:"mcp,omitempty"`
+	// Pool names the worker pool that serves the tool: the workers that
+	// hold that pool's NATS identity and key ring, and only theirs
+	// (docs/topology.md, "Pools"). Tools that share a pool share its
+	// credentials; "" means a pool of the tool alone, named as the tool.
+	// It is a legal tool name. Where a tool runs, not what it does, so it
+	// is not part of the digest.
+	Pool string `json:"pool,omitempty"`
+}
+
+// PoolName returns the pool that serves the tool: Pool, or the tool's own
+// name when Pool is empty.
+func (s Spec) PoolName() string {
+	if s.Pool != "" {
+		return s.Pool
+	}
+	return s.Name
 }
 
 // StreamPolicy bounds the progress output of one operation across all of

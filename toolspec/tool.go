@@ -72,6 +72,9 @@ func (t *Tool) Summary() Summary {
 // Name returns the tool's name.
 func (t *Tool) Name() string { return t.spec.Name }
 
+// Pool returns the pool that serves the tool (Spec.PoolName).
+func (t *Tool) Pool() string { return t.spec.PoolName() }
+
 // Format returns FormatText or FormatJSON.
 func (t *Tool) Format() Format { return t.spec.Format }
 

@@ -219,3 +219,31 @@ func TestToolConcurrentUse(t *testing.T) {
 		<-done
 	}
 }
+
+// A tool's pool is where it runs, not what it does: it defaults to the
+// tool's own name, must be a legal tool name, and leaves the digest alone.
+func TestToolPool(t *testing.T) {
+	alone, err := toolspec.Spec{Name: "demo.upper"}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grouped, err := toolspec.Spec{Name: "demo.upper", Pool: "text"}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone.Pool() != "demo.upper" || grouped.Pool() != "text" {
+		t.Fatalf("pools %q, %q", alone.Pool(), grouped.Pool())
+	}
+	if alone.Digest() != grouped.Digest() {
+		t.Fatal("the pool changed the digest")
+	}
+	_, err = toolspec.Spec{Name: "demo.upper", Pool: "no spaces"}.Compile()
+	var fe *toolspec.FieldError
+	if !errors.As(err, &fe) || fe.Field != "pool" || !errors.Is(err, toolspec.ErrInvalidName) {
+		t.Fatalf("illegal pool: %v", err)
+	}
+	cat, err := toolspec.Parse([]byte("tools:\n  - name: a.b\n    pool: text\n"), t.TempDir())
+	if err != nil || cat.Tools[0].Pool != "text" {
+		t.Fatalf("Parse = %+v, %v", cat, err)
+	}
+}

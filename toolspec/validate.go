@@ -51,6 +51,11 @@ func (s Spec) check(tool string) (compiled, *FieldError) {
 	if err := protocol.ValidateToolName(s.Name); err != nil {
 		return fail("name", "%w: %q", ErrInvalidName, clip(s.Name))
 	}
+	if s.Pool != "" {
+		if err := protocol.ValidateToolName(s.Pool); err != nil {
+			return fail("pool", "%w: %q", ErrInvalidName, clip(s.Pool))
+		}
+	}
 	switch s.Format {
 	case "", FormatText:
 		if s.InputSchema != nil {

@@ -190,6 +190,14 @@ func (a *Agent) register(name string, h Handler, spec toolSpec, sup *toolproc.Su
 	if spec.concurrency < 1 {
 		return fmt.Errorf("%w: concurrency %d for %q", ErrInvalidTool, spec.concurrency, name)
 	}
+	switch {
+	case spec.pool == "" && a.cfg.Pool != "":
+		spec.pool = a.cfg.Pool
+	case spec.pool == "":
+		spec.pool = name
+	case a.cfg.Pool != "" && spec.pool != a.cfg.Pool:
+		return fmt.Errorf("%w: %q belongs to pool %q, this agent serves pool %q", ErrInvalidTool, name, spec.pool, a.cfg.Pool)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.started {

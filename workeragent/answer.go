@@ -88,7 +88,7 @@ func (e *execution) storeAt(r idempotency.Result, k uint32, then ...protocol.Wor
 	err := e.a.publishStored(e, msg, k, true)
 	if errors.Is(err, errAnswerStored) {
 		ctx, cancel := opContext()
-		stored, found, lerr := e.a.lookupAnswer(ctx, e.host, e.inv.IdempotencyKey)
+		stored, found, lerr := e.a.lookupAnswer(ctx, e.host, e.inv.Tool, e.inv.IdempotencyKey)
 		cancel()
 		if found {
 			e.a.dedupeHit(e.t.name)

@@ -98,7 +98,7 @@ func benchRoundTrip(b *testing.B, journalKind string, idempotent bool, window in
 	starts := make([]atomic.Int64, b.N)
 	lat := make([]int64, b.N)
 	answers := make(chan struct{}, window)
-	sub, err := hostNC.Subscribe(fabric.EventsSubject("bench"), func(m *nats.Msg) {
+	sub, err := hostNC.Subscribe(fabric.HostEventsSubjects("bench")[0], func(m *nats.Msg) {
 		msg, _, err := codec.OpenWorker(m.Header, m.Data)
 		if err != nil {
 			b.Error(err)

@@ -39,7 +39,7 @@ func (a *Agent) onCancel(t *tool, m *nats.Msg) {
 	defer a.mu.Unlock()
 	// Noted under a.mu: a pickup registers under a.mu before it consults
 	// the set, so it either sees this note or is found below.
-	a.cancels.note(c, time.Now())
+	a.cancels.note(fabric.CancelKey(t.spec.pool, c.RequestID), c, time.Now())
 	for e := range a.running {
 		if fabric.Covers(c, e.inv) {
 			a.cancelLocked(e, c)

@@ -3,6 +3,8 @@ package workeragent
 import (
 	"context"
 	"errors"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,8 +27,8 @@ import (
 // bucket as before. See docs/topology.md for the race this leaves.
 type cancelSet struct {
 	mu sync.Mutex
-	// notes maps fabric.CancelKey(request id) to the cancellation with
-	// the highest attempt heard for that request.
+	// notes maps fabric.CancelKey(pool, request id) to the cancellation
+	// with the highest attempt heard for that request.
 	notes map[string]cancelNote
 	// current: the watcher started at reconnect count epoch has
 	// delivered its initial values.
@@ -47,13 +49,13 @@ func newCancelSet(horizon time.Duration) *cancelSet {
 	return &cancelSet{notes: make(map[string]cancelNote), horizon: horizon}
 }
 
-// note records c; a note for a later attempt covers more, so it wins.
-func (s *cancelSet) note(c protocol.Cancel, at time.Time) {
+// note records c, whose record lives under key (fabric.CancelKey); a note
+// for a later attempt covers more, so it wins.
+func (s *cancelSet) note(key string, c protocol.Cancel, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := fabric.CancelKey(c.RequestID)
-	if old, ok := s.notes[k]; !ok || old.c.Attempt <= c.Attempt {
-		s.notes[k] = cancelNote{c: c, at: at}
+	if old, ok := s.notes[key]; !ok || old.c.Attempt <= c.Attempt {
+		s.notes[key] = cancelNote{c: c, at: at}
 	}
 	if now := time.Now(); now.Sub(s.lastSweep) > s.horizon/64 {
 		s.lastSweep = now
@@ -87,13 +89,13 @@ func (s *cancelSet) caughtUp(epoch uint64) {
 	s.mu.Unlock()
 }
 
-// covers reports whether a note covers inv, and whether the answer is
+// covers reports whether the note under key covers inv, and whether the answer is
 // authoritative: a covering note always is, a miss only while the copy is
 // current at reconnect count epoch.
-func (s *cancelSet) covers(inv protocol.Invoke, epoch uint64) (covered, sure bool) {
+func (s *cancelSet) covers(key string, inv protocol.Invoke, epoch uint64) (covered, sure bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n, ok := s.notes[fabric.CancelKey(inv.RequestID)]; ok && fabric.Covers(n.c, inv) {
+	if n, ok := s.notes[key]; ok && fabric.Covers(n.c, inv) {
 		return true, true
 	}
 	return false, s.current && s.epoch == epoch
@@ -103,6 +105,51 @@ func (s *cancelSet) covers(inv protocol.Invoke, epoch uint64) (covered, sure boo
 // new connection is processed after the count went up.
 func (a *Agent) reconnects() uint64 { return a.nc.Stats().Reconnects }
 
+// poolOf returns the pool of a registered tool; the tools map is only read
+// once Run started.
+func (a *Agent) poolOf(tool string) string {
+	if t, ok := a.tools[tool]; ok {
+		return t.spec.pool
+	}
+	return tool
+}
+
+// pools returns the pools of the registered tools, each once: the agent
+// watches the cancel records of each (fabric.CancelKeys), through one
+// single-filter watcher per pool, which a pool's NATS permissions can
+// confine to its own records.
+func (a *Agent) pools() []string {
+	var out []string
+	for _, t := range a.tools {
+		if !slices.Contains(out, t.spec.pool) {
+			out = append(out, t.spec.pool)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// watchPools starts one watcher per pool; on an error it stops those it
+// started.
+func (a *Agent) watchPools(ctx context.Context) ([]jetstream.KeyWatcher, error) {
+	var ws []jetstream.KeyWatcher
+	for _, pool := range a.pools() {
+		w, err := a.cancelKV.Watch(ctx, fabric.CancelKeys(pool))
+		if err != nil {
+			stopWatchers(ws)
+			return nil, err
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+func stopWatchers(ws []jetstream.KeyWatcher) {
+	for _, w := range ws {
+		_ = w.Stop()
+	}
+}
+
 // startCancelWatch starts the watcher goroutine and waits until its initial
 // values are in, so the first pickups already trust the copy.
 func (a *Agent) startCancelWatch(ctx context.Context) error {
@@ -110,7 +157,7 @@ func (a *Agent) startCancelWatch(ctx context.Context) error {
 	a.stopWatch = stop
 	status := a.nc.StatusChanged(nats.CONNECTED)
 	epoch := a.reconnects()
-	w, err := a.cancelKV.WatchAll(wctx)
+	ws, err := a.watchPools(wctx)
 	if err != nil {
 		a.nc.RemoveStatusListener(status)
 		return err
@@ -119,7 +166,7 @@ func (a *Agent) startCancelWatch(ctx context.Context) error {
 	synced := make(chan struct{})
 	a.goTracked(func() {
 		defer a.nc.RemoveStatusListener(status)
-		a.watchCancels(wctx, w, epoch, status, synced)
+		a.watchCancels(wctx, ws, epoch, status, synced)
 	})
 	select {
 	case <-synced:
@@ -134,22 +181,22 @@ func (a *Agent) startCancelWatch(ctx context.Context) error {
 }
 
 // watchCancels applies watcher updates until wctx ends, restarting the
-// watcher after every reconnect.
-func (a *Agent) watchCancels(wctx context.Context, w jetstream.KeyWatcher, epoch uint64, status chan nats.Status, synced chan struct{}) {
+// watchers after every reconnect.
+func (a *Agent) watchCancels(wctx context.Context, ws []jetstream.KeyWatcher, epoch uint64, status chan nats.Status, synced chan struct{}) {
 	first := synced
 	for {
-		if w != nil {
-			if !a.applyCancelUpdates(wctx, w, epoch, status, &first) {
-				_ = w.Stop()
+		if ws != nil {
+			again := a.applyCancelUpdates(wctx, ws, epoch, status, &first)
+			stopWatchers(ws)
+			if !again {
 				return
 			}
-			_ = w.Stop()
 		}
 		epoch = a.reconnects()
 		a.cancels.restart(epoch)
 		var err error
-		if w, err = a.cancelKV.WatchAll(wctx); err != nil {
-			w = nil
+		if ws, err = a.watchPools(wctx); err != nil {
+			ws = nil
 			a.log.Debug("cancel watcher restart", "err", err)
 			// Try again at the next reconnect; pickups read the bucket
 			// meanwhile.
@@ -162,31 +209,51 @@ func (a *Agent) watchCancels(wctx context.Context, w jetstream.KeyWatcher, epoch
 	}
 }
 
-// applyCancelUpdates feeds the set from one watcher; it reports false when
-// the agent stops and true when the watcher must be restarted.
-func (a *Agent) applyCancelUpdates(wctx context.Context, w jetstream.KeyWatcher, epoch uint64, status chan nats.Status, first *chan struct{}) bool {
+// applyCancelUpdates feeds the set from the watchers; it reports false
+// when the agent stops and true when the watchers must be restarted. The
+// copy is current once every watcher has delivered its initial values.
+func (a *Agent) applyCancelUpdates(wctx context.Context, ws []jetstream.KeyWatcher, epoch uint64, status chan nats.Status, first *chan struct{}) bool {
+	// Two fixed cases, then one per watcher: an agent serves one pool, a
+	// test's agent a few, so a select over a slice is enough.
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(status)},
+	}
+	for _, w := range ws {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.Updates())})
+	}
+	initial := make([]bool, len(ws))
+	behind := len(ws)
 	for {
-		select {
-		case <-wctx.Done():
+		i, v, ok := reflect.Select(cases)
+		switch i {
+		case 0:
 			return false
-		case <-status:
+		case 1:
 			if a.reconnects() != epoch {
 				return true
 			}
-		case e, ok := <-w.Updates():
-			if !ok {
-				return wctx.Err() == nil
+			continue
+		}
+		if !ok {
+			return wctx.Err() == nil
+		}
+		e, _ := v.Interface().(jetstream.KeyValueEntry)
+		if e == nil {
+			if w := i - 2; !initial[w] {
+				initial[w] = true
+				behind--
 			}
-			if e == nil {
+			if behind == 0 {
 				a.cancels.caughtUp(epoch)
 				if *first != nil {
 					close(*first)
 					*first = nil
 				}
-				continue
 			}
-			a.applyCancelEntry(e)
+			continue
 		}
+		a.applyCancelEntry(e)
 	}
 }
 
@@ -196,12 +263,12 @@ func (a *Agent) applyCancelEntry(e jetstream.KeyValueEntry) {
 		return
 	}
 	c, err := a.codec.OpenCancelRecord(e.Value())
-	if err == nil && fabric.CancelKey(c.RequestID) != e.Key() {
+	if err == nil && fabric.CancelKey(a.poolOf(c.Tool), c.RequestID) != e.Key() {
 		err = errors.New("cancel record stored under another request's key")
 	}
 	if err != nil {
 		a.forged(err, "rejected cancel record", "key", e.Key())
 		return
 	}
-	a.cancels.note(c, e.Created())
+	a.cancels.note(e.Key(), c, e.Created())
 }

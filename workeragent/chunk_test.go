@@ -47,16 +47,16 @@ func TestChunksStoredOnEventsStreamBeforeResult(t *testing.T) {
 		msg, wseq, err := e.codec.OpenWorker(raw.Header, raw.Data)
 		must(t, err)
 		_, k := fabric.SplitWorkerSeq(wseq)
-		wantID := fabric.ChunkMsgID(inv.RequestID, 1, k)
+		wantID := e.codec.ChunkMsgID(inv.RequestID, 1, k)
 		if seq == n+1 {
-			wantID = fabric.EventMsgID(inv.RequestID, 1, protocol.KindResult)
+			wantID = e.codec.EventMsgID(inv.RequestID, 1, protocol.KindResult)
 			if msg.Result == nil {
 				t.Fatalf("stream message %d = %+v, want the result", seq, msg)
 			}
 		} else if msg.Chunk == nil || msg.Chunk.Sequence != seq || msg.Chunk.Text != texts[seq-1] {
 			t.Fatalf("stream message %d = %+v, want chunk %d", seq, msg, seq)
 		}
-		if raw.Subject != fabric.EventsSubject(e.hostID) || raw.Header.Get(fabric.HeaderMsgID) != wantID || raw.Header.Get(fabric.HeaderWorker) != "w1" {
+		if raw.Subject != fabric.EventsSubject(e.hostID, inv.Tool) || raw.Header.Get(fabric.HeaderMsgID) != wantID || raw.Header.Get(fabric.HeaderWorker) != "w1" || raw.Header.Get(fabric.HeaderTool) != inv.Tool {
 			t.Fatalf("stream message %d: subject %q headers %v, want id %q", seq, raw.Subject, raw.Header, wantID)
 		}
 	}

@@ -28,8 +28,16 @@ type Config struct {
 	// WorkerID names this agent in journal leases, logs and metrics; it
 	// must be unique among live agents sharing a journal.
 	WorkerID string
-	// Key seals and opens every frame; the host holds the same key.
-	Key protocol.SessionKey
+	// Key seals and opens every frame: the key ring of the agent's pool
+	// (or a single key), which the hosts hold too. Frames are sealed with
+	// its current key and opened with the key they name.
+	Key protocol.Keys
+	// Pool names the pool the agent serves (docs/topology.md, "Pools"):
+	// every tool it registers must belong to it, and the cancel records
+	// it reads are that pool's. Empty: each tool registered with Handle
+	// is a pool of its own, and one registered with HandleTool belongs
+	// to the pool its definition names.
+	Pool string
 	// Fabric names the streams, consumers and buckets and their settings;
 	// it must match the host's.
 	Fabric fabric.Config
@@ -45,11 +53,13 @@ type Config struct {
 	// DrainGrace is how long Run lets in-flight calls finish after its
 	// context ends before it cancels them and hands them back.
 	DrainGrace time.Duration
-	// BindOnly makes Run bind to streams and the cancel bucket that must
-	// already exist instead of creating or updating them, so the worker's
-	// NATS user needs no right to change streams it does not own. Run fails
-	// with ErrNotProvisioned while they are missing. The zero value keeps
-	// the provisioning that lets a worker start before any host.
+	// BindOnly makes Run bind to streams, the cancel bucket and the
+	// tools' pool consumers that must already exist instead of creating
+	// or updating them, so a pool's NATS identity needs no right to
+	// change streams or consumers (a host creates the consumers of its
+	// catalog's tools). Run fails with ErrNotProvisioned while they are
+	// missing. The zero value keeps the provisioning that lets a worker
+	// start before any host.
 	BindOnly bool
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
@@ -84,8 +94,10 @@ func (c Config) validate() error {
 	switch {
 	case c.WorkerID == "":
 		return fmt.Errorf("%w: empty WorkerID", ErrInvalidConfig)
-	case c.Key.IsZero():
+	case c.Key == nil || c.Key.Ring().IsZero():
 		return fmt.Errorf("%w: no session key", ErrInvalidConfig)
+	case c.Pool != "" && protocol.ValidateToolName(c.Pool) != nil:
+		return fmt.Errorf("%w: pool %q is not a legal name", ErrInvalidConfig, c.Pool)
 	case c.Journal == nil:
 		return fmt.Errorf("%w: nil Journal", ErrInvalidConfig)
 	case c.LeaseDuration < 0 || c.HeartbeatInterval <= 0 || c.DrainGrace < 0:

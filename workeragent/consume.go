@@ -2,6 +2,7 @@ package workeragent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -11,11 +12,13 @@ import (
 )
 
 // startTool attaches to the tool's pool consumer, cancel subject and
-// reconcile subject.
+// reconcile subject. With BindOnly the consumer must exist: hosts and
+// operators create and update consumers, never a pool's workers, whose
+// NATS identity may only look theirs up and pull from it.
 func (a *Agent) startTool(ctx context.Context, t *tool) error {
-	cons, err := fabric.EnsureToolConsumer(ctx, a.js, a.cfg.Fabric, t.name)
+	cons, err := a.toolConsumer(ctx, t.name)
 	if err != nil {
-		return fmt.Errorf("workeragent: consumer for %q: %w", t.name, err)
+		return err
 	}
 	sub, err := a.nc.Subscribe(fabric.CancelSubject(t.name), func(m *nats.Msg) { a.onCancel(t, m) })
 	if err != nil {
@@ -51,6 +54,15 @@ func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 	if err == nil && inv.Tool != t.name {
 		err = fmt.Errorf("%w: invoke for tool %q on the subject of %q", errWrongSubject, inv.Tool, t.name)
 	}
+	if errors.Is(err, fabric.ErrUnknownKey) {
+		// Sealed with a key this worker's ring lacks: a host promoted a
+		// key before this worker got the staged ring. Another worker, or
+		// this one restarted with the ring, can run it; it is handed
+		// back rather than lost.
+		a.forged(err, "invocation sealed with a key not in this worker's ring; give the pool the staged ring before promoting it", "tool", t.name)
+		_ = m.NakWithDelay(a.cfg.HeartbeatInterval)
+		return
+	}
 	if err != nil {
 		// Never run and never redelivered: no retry can make its tag
 		// valid.
@@ -80,4 +92,26 @@ func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 		e := &execution{a: a, t: t, msg: m, inv: inv, host: host}
 		e.process()
 	})
+}
+
+// toolConsumer binds to the tool's pool consumer, creating or updating it
+// first unless the agent only binds.
+func (a *Agent) toolConsumer(ctx context.Context, tool string) (jetstream.Consumer, error) {
+	if !a.cfg.BindOnly {
+		cons, err := fabric.EnsureToolConsumer(ctx, a.js, a.cfg.Fabric, tool)
+		if err != nil {
+			return nil, fmt.Errorf("workeragent: consumer for %q: %w", tool, err)
+		}
+		return cons, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	cons, err := a.js.Consumer(cctx, fabric.StreamInvoke, fabric.ConsumerName(tool))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("%w: the consumer %q of %q (a host creates it for every tool of its catalog)", ErrNotProvisioned, fabric.ConsumerName(tool), tool)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workeragent: consumer for %q: %w", tool, err)
+	}
+	return cons, nil
 }

@@ -210,7 +210,18 @@ func (e *env) publishForged(inv protocol.Invoke) {
 	must(e.t, err)
 	c, err := fabric.NewCodec(other)
 	must(e.t, err)
-	e.publishSealed(c, inv, fmt.Sprintf("%s/%d", inv.IdempotencyKey, inv.Attempt))
+	m, err := c.SealInvoke(inv)
+	must(e.t, err)
+	// Under the id of the worker's key, so the tag is what fails.
+	m.Header.Set(fabric.HeaderKey, protocol.KeyIDOf(e.key))
+	m.Subject, err = fabric.InvokeSubject(inv.Tool)
+	must(e.t, err)
+	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s/%d", inv.IdempotencyKey, inv.Attempt))
+	m.Header.Set(fabric.HeaderHost, e.hostID)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = e.js.PublishMsg(ctx, m)
+	must(e.t, err)
 }
 
 func (e *env) publishSealed(c *fabric.Codec, inv protocol.Invoke, msgID string) {
@@ -243,7 +254,7 @@ func (e *env) cancel(inv protocol.Invoke, record bool) {
 		must(e.t, err)
 		kv, err := fabric.CancelBucket(ctx, e.js)
 		must(e.t, err)
-		_, err = kv.Put(ctx, fabric.CancelKey(inv.RequestID), data)
+		_, err = kv.Put(ctx, fabric.CancelKey(inv.Tool, inv.RequestID), data)
 		must(e.t, err)
 	}
 	m.Subject = fabric.CancelSubject(inv.Tool)

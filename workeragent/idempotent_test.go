@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -27,9 +26,9 @@ func (e *env) allResults(t *testing.T) chan protocol.Result {
 	// One subscription over every events subject, so results arrive in
 	// the order they were sent whichever subject (the host's events
 	// subject or an answer subject below it) they went to.
-	events := fabric.EventsSubject(e.hostID)
-	sub, err := e.nc.Subscribe(fabric.EventsSubject(">"), func(m *nats.Msg) {
-		if m.Subject != events && !strings.HasPrefix(m.Subject, events+".") {
+	events := "splash.events." + e.hostID + "."
+	sub, err := e.nc.Subscribe("splash.events.>", func(m *nats.Msg) {
+		if !strings.HasPrefix(m.Subject, events) {
 			return
 		}
 		if msg, _, err := e.codec.OpenWorker(m.Header, m.Data); err == nil && msg.Result != nil {

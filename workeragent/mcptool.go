@@ -43,6 +43,7 @@ func (a *Agent) handleMCPTool(t *toolspec.Tool, opts []ToolOption) error {
 	}
 	spec.idempotent, spec.cancellable = s.Idempotent, s.Cancellable
 	spec.digest = t.Digest()
+	spec.pool = t.Pool()
 	h := &processHandler{sup: sup, idempotent: s.Idempotent, cancellable: s.Cancellable, serverTool: s.MCP.ServerTool(s.Name)}
 	if err := a.register(s.Name, h, spec, sup); err != nil {
 		if !shared {

@@ -54,6 +54,8 @@ const (
 // reports it.
 func AuthReason(err error) string {
 	switch {
+	case errors.Is(err, fabric.ErrUnknownKey):
+		return "unknown_key"
 	case errors.Is(err, protocol.ErrWrongRole):
 		return "wrong_role"
 	case errors.Is(err, protocol.ErrInvalidSession):

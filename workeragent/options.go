@@ -13,6 +13,9 @@ type toolSpec struct {
 	concurrency int
 	// digest is the definition's, for a tool registered by HandleTool.
 	digest string
+	// pool is the pool the definition names (HandleTool); register fills
+	// it in for the others.
+	pool string
 }
 
 // Idempotent declares that running the tool twice under one idempotency key

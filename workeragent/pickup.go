@@ -185,7 +185,7 @@ func (e *execution) pickupUnclaimed() (recorded, proceed bool) {
 		return recorded, true
 	}
 	ctx, cancel := opContext()
-	stored, found, err := a.lookupAnswer(ctx, e.host, inv.IdempotencyKey)
+	stored, found, err := a.lookupAnswer(ctx, e.host, inv.Tool, inv.IdempotencyKey)
 	cancel()
 	switch {
 	case found:

@@ -92,7 +92,7 @@ func (a *Agent) operationStatus(ctx context.Context, t *tool, host, key string) 
 	case !t.spec.idempotent || fabric.ValidateHostID(host) != nil:
 		return protocol.StatusUnknown(), nil
 	}
-	stored, found, err := a.lookupAnswer(ctx, host, key)
+	stored, found, err := a.lookupAnswer(ctx, host, t.name, key)
 	if err != nil {
 		return protocol.OperationStatus{}, err
 	}

@@ -36,9 +36,10 @@ func (a *Agent) publishChunk(e *execution, c protocol.Chunk, k uint32) error {
 	if err != nil {
 		return err
 	}
-	m.Subject = fabric.EventsSubject(e.host)
-	m.Header.Set(fabric.HeaderMsgID, fabric.ChunkMsgID(e.inv.RequestID, e.inv.Attempt, k))
+	m.Subject = fabric.EventsSubject(e.host, e.inv.Tool)
+	m.Header.Set(fabric.HeaderMsgID, a.codec.ChunkMsgID(e.inv.RequestID, e.inv.Attempt, k))
 	m.Header.Set(fabric.HeaderWorker, a.cfg.WorkerID)
+	m.Header.Set(fabric.HeaderTool, e.inv.Tool)
 	if _, err := a.chunkJS.PublishMsgAsync(m); err != nil {
 		a.chunkPublishFailed(m, err)
 		return err
@@ -78,7 +79,7 @@ func (a *Agent) sendEvent(e *execution, msg protocol.WorkerMessage, k uint32) (j
 	if err != nil {
 		return nil, err
 	}
-	m.Subject = fabric.EventsSubject(e.host)
+	m.Subject = fabric.EventsSubject(e.host, e.inv.Tool)
 	return a.js.PublishMsgAsync(m)
 }
 
@@ -89,8 +90,9 @@ func (a *Agent) sealEvent(e *execution, msg protocol.WorkerMessage, k uint32) (*
 	if err != nil {
 		return nil, err
 	}
-	m.Header.Set(fabric.HeaderMsgID, fabric.EventMsgID(e.inv.RequestID, e.inv.Attempt, eventKind(msg)))
+	m.Header.Set(fabric.HeaderMsgID, a.codec.EventMsgID(e.inv.RequestID, e.inv.Attempt, eventKind(msg)))
 	m.Header.Set(fabric.HeaderWorker, a.cfg.WorkerID)
+	m.Header.Set(fabric.HeaderTool, e.inv.Tool)
 	return m, nil
 }
 
@@ -106,7 +108,7 @@ func (a *Agent) publishStored(e *execution, msg protocol.WorkerMessage, k uint32
 	if err != nil {
 		return err
 	}
-	m.Subject = fabric.AnswerSubject(e.host, e.inv.IdempotencyKey)
+	m.Subject = fabric.AnswerSubject(e.host, e.inv.Tool, e.inv.IdempotencyKey)
 	if first {
 		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	}
@@ -125,10 +127,10 @@ func (a *Agent) publishStored(e *execution, msg protocol.WorkerMessage, k uint32
 // back from its answer subject. A message there that fails
 // authentication is counted and taken for no answer: the call runs, and
 // its own answer is what the host gets.
-func (a *Agent) lookupAnswer(ctx context.Context, host, key string) (protocol.WorkerMessage, bool, error) {
-	msg, found, err := fabric.LookupAnswer(ctx, a.events, a.codec, host, key)
+func (a *Agent) lookupAnswer(ctx context.Context, host, tool, key string) (protocol.WorkerMessage, bool, error) {
+	msg, found, err := fabric.LookupAnswer(ctx, a.events, a.codec, host, tool, key)
 	if errors.Is(err, fabric.ErrForged) {
-		a.forged(err, "rejected stored answer", "subject", fabric.AnswerSubject(host, key))
+		a.forged(err, "rejected stored answer", "subject", fabric.AnswerSubject(host, tool, key))
 		return protocol.WorkerMessage{}, false, nil
 	}
 	if err != nil {
@@ -161,14 +163,14 @@ func awaitStored(f jetstream.PubAckFuture) error {
 // cancelNoted consults the local copy of the cancel records; sure is false
 // when a miss cannot be trusted and the bucket must be read.
 func (a *Agent) cancelNoted(inv protocol.Invoke) (covered, sure bool) {
-	return a.cancels.covers(inv, a.reconnects())
+	return a.cancels.covers(fabric.CancelKey(a.poolOf(inv.Tool), inv.RequestID), inv, a.reconnects())
 }
 
 // cancelRecorded reports whether the host recorded a cancellation covering
 // inv, reading the bucket. A record that fails authentication is counted
 // and ignored.
 func (a *Agent) cancelRecorded(ctx context.Context, inv protocol.Invoke) (bool, error) {
-	_, ok, err := fabric.LookupCancel(ctx, a.cancelKV, a.codec, inv)
+	_, ok, err := fabric.LookupCancel(ctx, a.cancelKV, a.codec, a.poolOf(inv.Tool), inv)
 	if errors.Is(err, fabric.ErrForged) {
 		a.forged(err, "rejected cancel record", "request", inv.RequestID)
 		return false, nil

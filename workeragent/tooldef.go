@@ -54,6 +54,7 @@ func (a *Agent) HandleTool(t *toolspec.Tool, h Handler, opts ...ToolOption) erro
 	}
 	spec.idempotent, spec.cancellable = s.Idempotent, s.Cancellable
 	spec.digest = t.Digest()
+	spec.pool = t.Pool()
 	err := a.register(s.Name, h, spec, sup)
 	if err != nil && sup != nil {
 		_ = sup.Close(context.Background())

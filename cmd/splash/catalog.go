@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/splashfabric/splashfabric/demotools"
+	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
 
@@ -102,3 +103,45 @@ func (c *catalog) serve(names []string) ([]*toolspec.Tool, error) {
 // builtinTools are the tools a worker can run without a process: the demo
 // tools, the JetStream-backed ledger included.
 func builtinTools() []string { return append(demotools.Names(), demotools.Ledger) }
+
+// servePool picks the tools a worker of pool serves: names (each of the
+// pool), or every tool of the pool; without a pool, as serve does.
+func (c *catalog) servePool(pool string, names []string) ([]*toolspec.Tool, error) {
+	if pool == "" {
+		return c.serve(names)
+	}
+	if err := protocol.ValidateToolName(pool); err != nil {
+		return nil, fmt.Errorf("%w: --pool %q: %v", errUsage, pool, err)
+	}
+	var of []string
+	for _, n := range c.set.Names() {
+		if t, _ := c.set.Lookup(n); t.Pool() == pool {
+			of = append(of, n)
+		}
+	}
+	if len(of) == 0 {
+		return nil, fmt.Errorf("%w: --pool: no tool of the catalog %s is in pool %q", errUsage, catalogName(c.path), pool)
+	}
+	for _, n := range names {
+		if !slices.Contains(of, n) {
+			return nil, fmt.Errorf("%w: --tools: %q is not in pool %q (it has: %s)", errUsage, n, pool, strings.Join(of, ", "))
+		}
+	}
+	if len(names) == 0 {
+		names = of
+	}
+	return c.serve(names)
+}
+
+// commonPool is the pool every tool belongs to, or "" when they belong to
+// several.
+func commonPool(tools []*toolspec.Tool) string {
+	pool := ""
+	for i, t := range tools {
+		if i > 0 && t.Pool() != pool {
+			return ""
+		}
+		pool = t.Pool()
+	}
+	return pool
+}

@@ -22,8 +22,10 @@ import (
 
 	"github.com/splashfabric/splashfabric/console"
 	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 var devCommand = command{
@@ -36,11 +38,13 @@ serving the tools of --catalog (default: the demo tools; docs/catalog.md
 shows how to add your own, in any language). Prints where everything
 listens and a command to try.
 
-The frame key is generated into --data-dir on first run and reused, so
-invocations left in the store stay readable; so are the passwords of the
-NATS users host, worker and ops (nats-<user>.password, mode 0600): the node
-admits no anonymous client, and each part connects as its own user with
-the permissions of deploy/nats/splash.conf. The API token is generated for
+The host's key ring is generated into --data-dir on first run and reused,
+so ledgers and records left in the store stay readable; so are each pool's
+key ring and NATS nkey (pool-keys/, pool-nkeys/; a pool per pool: of the
+catalog, see docs/topology.md) and the passwords of the NATS users host and
+ops (nats-<user>.password, mode 0600): the node admits no anonymous client,
+and each part connects as its own identity with the permissions of
+deploy/nats/splash.conf, --workers workers per pool. The API token is generated for
 each run into --data-dir/api.token (0600) unless --api-token or
 SPLASH_API_TOKEN gives one; it is never printed, so pass it to clients
 through SPLASH_API_TOKEN rather than on a command line. When the default
@@ -54,7 +58,8 @@ workers and shuts everything down.`,
 // directory is expected, so a fixed id lets a restart pick up its events.
 const devHostID = "dev"
 
-// devKeyFile is the name of the generated frame key inside --data-dir.
+// devKeyFile is the name of the host's generated key ring inside
+// --data-dir (and of a deployment's, splash keys init).
 const devKeyFile = "frame.key"
 
 // devConfig holds the flags of `splash dev`.
@@ -80,7 +85,7 @@ const devAckWait = 10 * time.Second
 
 func (c *devConfig) flags(fs *flagSet) {
 	c.fs = fs
-	fs.stringVar(&c.dataDir, "data-dir", envDataDir, defaultDataDir(), "`directory` for the NATS store and the generated frame key")
+	fs.stringVar(&c.dataDir, "data-dir", envDataDir, defaultDataDir(), "`directory` for the NATS store and the generated keys")
 	fs.stringVar(&c.apiAddr, "api-addr", envAPIAddr, defaultAPIAddr, "`address` of the host HTTP API (port 0: any free port)")
 	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` for the host API (empty: generate one into <data-dir>/api.token; prefer the variable: flags show in process lists)")
 	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics (empty: on the API listener)")
@@ -179,6 +184,24 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	if err != nil {
 		return nil, err
 	}
+	// Each pool of the catalog gets its own NATS identity and key ring,
+	// kept in the data directory as the compose cluster keeps them in its
+	// secrets: a pool's workers hold its nkey and ring and nothing else.
+	pools, err := ensurePoolSecrets(c.dataDir, poolsOf(served))
+	if err != nil {
+		return nil, err
+	}
+	natsPools := make([]natsconf.Pool, len(pools))
+	poolKeys := make(map[string]protocol.KeyRing, len(pools))
+	for i, p := range pools {
+		if natsPools[i], err = p.natsPool(); err != nil {
+			return nil, err
+		}
+		poolKeys[p.name] = p.ring
+	}
+	if _, err := writePoolsManifest(c.dataDir, natsPools); err != nil {
+		return nil, err
+	}
 	token, tokenPath := c.apiToken, ""
 	if token == "" {
 		if token, err = randomToken(); err != nil {
@@ -207,7 +230,9 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 		d.closers = append(d.closers, func() { _ = metricsL.Close() })
 	}
 
-	srv, err := c.startNATS(log, passwords)
+	reg := metrics.NewRegistry()
+	natsMetrics := metrics.NewNATS(reg)
+	srv, err := c.startNATS(log, passwords, natsPools, natsMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -217,27 +242,29 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	})
 	natsURL := srv.ClientURL()
 
-	reg := metrics.NewRegistry()
 	fcfg, err := fabricConfig(1, c.ackWait)
 	if err != nil {
 		return nil, err
 	}
+	hostLog := log.With("component", "host")
+	hostWatch := permissionWatch(natsconf.UserHost, hostLog, natsMetrics)
 	hostNC, err := nats.Connect(natsURL, nats.Name("splash dev host"), nats.MaxReconnects(-1),
-		nats.UserInfo(natsconf.UserHost, passwords[natsconf.UserHost]))
+		nats.UserInfo(natsconf.UserHost, passwords[natsconf.UserHost]),
+		nats.CustomInboxPrefix(fabric.InboxPrefix(natsconf.UserHost)), hostWatch.Option())
 	if err != nil {
 		return nil, fmt.Errorf("%w: nats: %v", errStart, err)
 	}
 	d.closers = append(d.closers, hostNC.Close)
 	d.host, err = startHost(ctx, hostParts{
-		nc: hostNC, key: key, hostID: devHostID, fabric: fcfg, apiToken: token,
-		api: api, metrics: metricsL, reg: reg, log: log.With("component", "host"), catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
+		nc: hostNC, key: key, poolKeys: poolKeys, hostID: devHostID, fabric: fcfg, apiToken: token,
+		api: api, metrics: metricsL, reg: reg, log: hostLog, catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
 	})
 	if err != nil {
 		return nil, err
 	}
 	d.closers = append(d.closers, d.host.stop)
 
-	// The pool shares one metrics set: its series are the process's, as
+	// The pools share one metrics set: its series are the process's, as
 	// a scrape of one dev process sees them.
 	tools := make([]string, len(served))
 	for i, t := range served {
@@ -255,40 +282,55 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 			nc.Close()
 		}
 	})
-	workerErr := make(chan error, c.workers)
+	workerErr := make(chan error, c.workers*len(pools))
 	d.workerErr = workerErr
-	for i := 1; i <= c.workers; i++ {
-		id := fmt.Sprintf("dev-worker-%d", i)
-		nc, err := nats.Connect(natsURL, nats.Name("splash "+id), nats.MaxReconnects(-1),
-			nats.UserInfo(natsconf.UserWorker, passwords[natsconf.UserWorker]))
-		if err != nil {
-			return nil, fmt.Errorf("%w: nats: %v", errStart, err)
-		}
-		ncs = append(ncs, nc)
-		w, err := newWorker(ctx, workerParts{
-			nc: nc, key: key, workerID: id, fabric: fcfg, tools: served,
-			// The worker user may not create the fabric's streams: the
-			// host provisioned them above, as in the cluster.
-			bindOnly: true, metrics: wm, records: records,
-			log: log.With("component", "worker", "worker_id", id),
-		})
-		if err != nil {
-			return nil, err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.run(runCtx); err != nil {
-				workerErr <- fmt.Errorf("%s: %w", id, err)
+	for _, p := range pools {
+		poolTools := make([]*toolspec.Tool, 0, len(p.tools))
+		for _, t := range served {
+			if t.Pool() == p.name {
+				poolTools = append(poolTools, t)
 			}
-		}()
-		select {
-		case <-w.agent.Ready():
-		case err := <-workerErr:
-			return nil, fmt.Errorf("%w: %v", errStart, err)
-		case <-ctx.Done():
-			d.stop()
-			return nil, nil
+		}
+		auth, err := p.nkeyOption()
+		if err != nil {
+			return nil, fmt.Errorf("%w: pool %s: %v", errStart, p.name, err)
+		}
+		identity := fabric.PoolIdentity(p.name)
+		for i := 1; i <= c.workers; i++ {
+			id := fmt.Sprintf("dev-%s-%d", p.name, i)
+			wlog := log.With("component", "worker", "worker_id", id, "pool", p.name)
+			nc, err := nats.Connect(natsURL, nats.Name("splash "+id), nats.MaxReconnects(-1), auth,
+				nats.CustomInboxPrefix(fabric.InboxPrefix(identity)), permissionWatch(identity, wlog, natsMetrics).Option())
+			if err != nil {
+				return nil, fmt.Errorf("%w: nats: %v", errStart, err)
+			}
+			ncs = append(ncs, nc)
+			w, err := newWorker(ctx, workerParts{
+				nc: nc, key: p.ring, workerID: id, pool: p.name, fabric: fcfg, tools: poolTools,
+				// A pool may not create the fabric's streams or its
+				// consumers: the host made them above, as in the
+				// cluster.
+				bindOnly: true, metrics: wm, records: records,
+				log: wlog,
+			})
+			if err != nil {
+				return nil, err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := w.run(runCtx); err != nil {
+					workerErr <- fmt.Errorf("%s: %w", id, err)
+				}
+			}()
+			select {
+			case <-w.agent.Ready():
+			case err := <-workerErr:
+				return nil, fmt.Errorf("%w: %v", errStart, err)
+			case <-ctx.Done():
+				d.stop()
+				return nil, nil
+			}
 		}
 	}
 
@@ -300,7 +342,7 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	d.banner = devBanner{
 		natsURL: natsURL, dataDir: c.dataDir, keyPath: keyPath, apiURL: apiURL,
 		metricsURL: metricsURL, tokenPath: tokenPath,
-		workers: c.workers, tools: tools, mcp: c.mcp.tools != mcpNone,
+		workers: c.workers, tools: tools, pools: poolNames(pools), mcp: c.mcp.tools != mcpNone,
 	}
 	return d, nil
 }
@@ -327,10 +369,12 @@ func (c *devConfig) listenAPI(log *slog.Logger) (net.Listener, error) {
 
 // startNATS runs the embedded JetStream node on loopback with its store in
 // the data directory, and the users and permissions of the compose cluster
-// (deploy/nats/splash.conf) with passwords, user to password: loopback is
-// shared with every local process, so none gets in anonymously.
-func (c *devConfig) startNATS(log *slog.Logger, passwords map[string]string) (*server.Server, error) {
-	users, err := natsconf.Users(passwords)
+// (deploy/nats/splash.conf) with passwords, user to password, and one nkey
+// user per pool: loopback is shared with every local process, so none gets
+// in anonymously. The node counts and logs every permission violation of
+// its clients in m.
+func (c *devConfig) startNATS(log *slog.Logger, passwords map[string]string, pools []natsconf.Pool, m *metrics.NATS) (*server.Server, error) {
+	users, err := natsconf.Users(passwords, pools)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNats, err)
 	}
@@ -350,7 +394,7 @@ func (c *devConfig) startNATS(log *slog.Logger, passwords map[string]string) (*s
 	}
 	// The node's notices (banner, JetStream limits) drown the dev banner;
 	// its warnings still show.
-	fatal := attachNatsLogger(srv, slog.New(minLevel{a: log.Handler(), min: slog.LevelWarn}).With("component", "nats"))
+	fatal := attachNatsLogger(srv, slog.New(minLevel{a: log.Handler(), min: slog.LevelWarn}).With("component", "nats"), violationCounter(m, pools))
 	srv.Start()
 	fail := func(format string, v ...any) error {
 		srv.Shutdown()
@@ -371,36 +415,13 @@ func (c *devConfig) startNATS(log *slog.Logger, passwords map[string]string) (*s
 	return srv, nil
 }
 
-// devKey loads the data directory's frame key, generating it on first
+// devKey loads the data directory's key ring, generating it on first
 // run. The file is created exclusively so two dev processes starting at
 // once cannot end up with different keys.
-func devKey(dir string) (protocol.SessionKey, string, error) {
+func devKey(dir string) (protocol.KeyRing, string, error) {
 	path := filepath.Join(dir, devKeyFile)
-	if _, err := os.Stat(path); err == nil {
-		key, err := loadKey(path)
-		return key, path, err
-	}
-	key, err := protocol.GenerateSessionKey(rand.Reader)
-	if err != nil {
-		return protocol.SessionKey{}, "", fmt.Errorf("%w: frame key: %v", errStart, err)
-	}
-	b := key.Bytes()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		key, err := loadKey(path)
-		return key, path, err
-	}
-	if err != nil {
-		return protocol.SessionKey{}, "", fmt.Errorf("%w: %v", errKeyFile, err)
-	}
-	_, werr := fmt.Fprintln(f, hex.EncodeToString(b[:]))
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return protocol.SessionKey{}, "", fmt.Errorf("%w: %q: %v", errKeyFile, path, werr)
-	}
-	return key, path, nil
+	ring, _, err := createKeyRing(path, 0o600)
+	return ring, path, err
 }
 
 // randomToken returns a fresh API token: 128 bits, hex.
@@ -420,6 +441,8 @@ type devBanner struct {
 	tokenPath string
 	workers   int
 	tools     []string
+	// pools names each pool with its tools.
+	pools []string
 	// mcp: the host serves /mcp.
 	mcp bool
 }
@@ -436,7 +459,8 @@ func printDevBanner(w io.Writer, b devBanner) {
 	}
 	run := fmt.Sprintf("%s run --api-url %s", self, b.apiURL)
 	fmt.Fprintf(w, "splash dev is running\n")
-	fmt.Fprintf(w, "  nats:    %s (users host, worker, ops: passwords in %s)\n", b.natsURL, devPasswordFile(b.dataDir, "<user>"))
+	fmt.Fprintf(w, "  nats:    %s (users host, ops: passwords in %s; pools: nkeys in %s)\n", b.natsURL, devPasswordFile(b.dataDir, "<user>"),
+		filepath.Join(b.dataDir, poolNKeysDir))
 	fmt.Fprintf(w, "  data:    %s\n", b.dataDir)
 	fmt.Fprintf(w, "  key:     %s\n", b.keyPath)
 	fmt.Fprintf(w, "  api:     %s\n", b.apiURL)
@@ -447,7 +471,10 @@ func printDevBanner(w io.Writer, b devBanner) {
 	} else {
 		fmt.Fprintf(w, "  token:   (from --api-token or %s)\n", envAPIToken)
 	}
-	fmt.Fprintf(w, "  workers: %d, serving %s\n", b.workers, strings.Join(b.tools, ", "))
+	fmt.Fprintf(w, "  workers: %d per pool, serving %s\n", b.workers, strings.Join(b.tools, ", "))
+	if len(b.pools) > 0 {
+		fmt.Fprintf(w, "  pools:   %s (each its own NATS identity and key ring)\n", strings.Join(b.pools, "; "))
+	}
 	fmt.Fprintf(w, "\nTry:\n")
 	if b.tokenPath != "" {
 		fmt.Fprintf(w, "  export %s=\"$(cat %s)\"\n", envAPIToken, shellQuote(b.tokenPath))
@@ -504,4 +531,13 @@ func defaultDataDir() string {
 		return filepath.Join(dir, "splash", "dev")
 	}
 	return filepath.Join(os.TempDir(), "splash-dev")
+}
+
+// poolNames describes each pool as "name: tool, tool".
+func poolNames(pools []poolSecrets) []string {
+	out := make([]string, len(pools))
+	for i, p := range pools {
+		out[i] = p.name + ": " + strings.Join(p.tools, ", ")
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/metrics"
+	"github.com/splashfabric/splashfabric/protocol"
 )
 
 var hostCommand = command{
@@ -43,6 +44,7 @@ type hostConfig struct {
 	apiTokens   string
 	hostID      string
 	metricsAddr string
+	poolKeys    string
 	catalog     string
 	limits      hostLimits
 	http        httpLimits
@@ -54,7 +56,8 @@ type hostConfig struct {
 func (c *hostConfig) flags(fs *flagSet) {
 	host, _ := os.Hostname()
 	c.nats.register(fs)
-	fs.stringVar(&c.keyFile, "key-file", envKeyFile, "", "`file` holding the frame key as 64 hex digits")
+	fs.stringVar(&c.keyFile, "key-file", envKeyFile, "", "the host's key ring `file` (or a bare 32-byte key as 64 hex digits): ledgers, archive, leases, and the frames of pools without a ring of their own")
+	fs.stringVar(&c.poolKeys, "pool-keys", envPoolKeys, "", "`directory` of the pools' key rings, <pool>.keys each (empty: every pool shares --key-file)")
 	fs.stringVar(&c.apiAddr, "api-addr", envAPIAddr, defaultAPIAddr, "`address` of the HTTP API")
 	fs.stringVar(&c.apiToken, "api-token", envAPIToken, "", "bearer `token` clients must present, holding every scope (prefer the variable: flags show in process lists)")
 	fs.stringVar(&c.apiTokens, "api-tokens-file", envAPITokens, "", "`file` of API tokens with scopes and tools (docs/api.md), reread when it changes; instead of --api-token")
@@ -110,9 +113,15 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 		defer f.Close()
 		tokens = f
 	}
-	key, err := loadKey(c.keyFile)
+	key, err := loadKeyRing(c.keyFile)
 	if err != nil {
 		return err
+	}
+	var poolKeys map[string]protocol.KeyRing
+	if c.poolKeys != "" {
+		if poolKeys, err = loadPoolKeys(c.poolKeys); err != nil {
+			return err
+		}
 	}
 	api, err := listen("api-addr", c.apiAddr)
 	if err != nil {
@@ -126,14 +135,16 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 		}
 		defer metricsL.Close()
 	}
-	nc, err := connectNATS(ctx, c.nats, "splash host "+c.hostID, log)
+	reg := metrics.NewRegistry()
+	watch := permissionWatch(c.nats.label(), log, metrics.NewNATS(reg))
+	nc, err := connectNATS(ctx, c.nats, "splash host "+c.hostID, log, watch.Option())
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	h, err := startHost(ctx, hostParts{
-		nc: nc, key: key, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken, apiTokens: tokens,
-		api: api, metrics: metricsL, reg: metrics.NewRegistry(), log: log, catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
+		nc: nc, key: key, poolKeys: poolKeys, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken, apiTokens: tokens,
+		api: api, metrics: metricsL, reg: reg, log: log, catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
 	})
 	if err != nil {
 		return err

@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
+	"github.com/splashfabric/splashfabric/metrics"
 )
 
 var natsCommand = command{
@@ -17,9 +21,12 @@ var natsCommand = command{
 Runs the embedded NATS server, so a deployment needs no other image. A port of
 -1 picks a free one; the addresses in use are logged once the node is ready.
 With --config, the file is loaded first and only the flags (or environment
-variables) actually given override it. Clustering needs --cluster-name,
+variables) actually given override it; --pools adds a user per worker pool
+to it (the pools.json splash keys init writes: each pool's name, tools and
+nkey), with the pool template of deploy/nats/splash.conf. Clustering needs --cluster-name,
 --cluster-port and, on all but the first node, --routes. Runs until SIGINT or
-SIGTERM, then shuts down cleanly.`,
+SIGTERM, then shuts down cleanly. --metrics-addr serves /metrics, which
+counts the permission violations the node refuses its clients, by identity.`,
 	new: func() runner { return new(natsConfig) },
 }
 
@@ -35,6 +42,8 @@ type natsConfig struct {
 	clusterPort int
 	routes      []string
 	config      string
+	pools       string
+	metricsAddr string
 	jetstream   bool
 	readyWait   time.Duration
 	tls         natsServerTLSFlags
@@ -52,6 +61,8 @@ func (c *natsConfig) flags(fs *flagSet) {
 	fs.intVar(&c.clusterPort, "cluster-port", "SPLASH_NATS_CLUSTER_PORT", 0, "cluster route `port` (0: no cluster, -1: any free port)")
 	fs.listVar(&c.routes, "routes", "SPLASH_NATS_ROUTES", nil, "comma-separated `urls` of other nodes, such as nats-route://nats-1:6222")
 	fs.stringVar(&c.config, "config", "SPLASH_NATS_CONFIG", "", "nats-server configuration `file` (accounts, users, TLS), loaded before the flags")
+	fs.stringVar(&c.pools, "pools", "SPLASH_NATS_POOLS", "", "pools.json `file` (splash keys init): one user per worker pool, with --config's pool permissions")
+	fs.stringVar(&c.metricsAddr, "metrics-addr", envMetricsAddr, "", "`address` for /metrics: the permission violations the node refuses (empty: off)")
 	fs.boolVar(&c.jetstream, "jetstream", "SPLASH_NATS_JETSTREAM", true, "enable JetStream (--jetstream=false for a plain NATS node)")
 	fs.durationVar(&c.readyWait, "ready-timeout", "SPLASH_NATS_READY_TIMEOUT", 30*time.Second, "how long to wait for the node to accept connections before giving up")
 	c.tls.register(fs)
@@ -60,9 +71,24 @@ func (c *natsConfig) flags(fs *flagSet) {
 // options merges the configuration file, if any, with the flags. Without a
 // file every flag applies, defaults included; with one, only the flags that
 // were given, so a file's settings are not silently reset to defaults.
-func (c *natsConfig) options() (*server.Options, error) {
+func (c *natsConfig) options(pools []natsconf.Pool) (*server.Options, error) {
 	opts := &server.Options{}
-	if c.config != "" {
+	switch {
+	case c.pools != "" && c.config == "":
+		return nil, fmt.Errorf("%w: --pools needs --config, whose pool permissions it fills in", errUsage)
+	case c.pools != "":
+		raw, err := os.ReadFile(c.config)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --config %q: %v", errUsage, c.config, err)
+		}
+		text, err := natsconf.Render(string(raw), pools)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --config %q with --pools %q: %v", errUsage, c.config, c.pools, err)
+		}
+		if err := opts.ProcessConfigString(text); err != nil {
+			return nil, fmt.Errorf("%w: --config %q with --pools %q: %v", errUsage, c.config, c.pools, err)
+		}
+	case c.config != "":
 		var err error
 		if opts, err = server.ProcessConfigFile(c.config); err != nil {
 			return nil, fmt.Errorf("%w: --config %q: %v", errUsage, c.config, err)
@@ -144,7 +170,14 @@ func (c *natsConfig) run(ctx context.Context, a *app, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
 	}
-	opts, err := c.options()
+	var pools []natsconf.Pool
+	if c.pools != "" {
+		var err error
+		if pools, err = readPoolsManifest(c.pools); err != nil {
+			return err
+		}
+	}
+	opts, err := c.options(pools)
 	if err != nil {
 		return err
 	}
@@ -153,7 +186,23 @@ func (c *natsConfig) run(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("%w: %v", errNats, err)
 	}
 	log := a.log.With("component", "nats")
-	fatal := attachNatsLogger(srv, log)
+	reg := metrics.NewRegistry()
+	fatal := attachNatsLogger(srv, log, violationCounter(metrics.NewNATS(reg), pools))
+	if c.metricsAddr != "" {
+		l, err := listen("metrics-addr", c.metricsAddr)
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler(reg))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = hs.Serve(l) }()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			_ = hs.Shutdown(sctx)
+		}()
+	}
 	fail := func(format string, v ...any) error {
 		srv.Shutdown()
 		srv.WaitForShutdown()

@@ -162,3 +162,57 @@ func TestToolsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// A denied apply says so at once, naming the user and the subject the
+// server refused, instead of failing after --timeout as "context
+// deadline exceeded": the host user may read the catalog, never write it,
+// and a pool may not even read it. The ops user applies.
+func TestToolsApplyRefusedSaysPermissionDenied(t *testing.T) {
+	srv, pw, pools := startDevNATS(t)
+	url := srv.ClientURL()
+	catalog := writeCatalog(t, toolsCatalog)
+	// The host provisions the bucket, as a running host would have.
+	runTools(t, map[string]string{envNatsURL: url, envNatsUser: "ops", envNatsPassword: pw["ops"]}, 0, "ls")
+	text := pool(t, pools, "text")
+	seed := filepath.Join(t.TempDir(), "text.nk")
+	raw, err := text.kp.Seed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(seed, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr []string
+	}{
+		{"host", map[string]string{envNatsUser: "host", envNatsPassword: pw["host"]},
+			[]string{"permission denied: NATS user host may not publish to", `"$KV.splash_catalog.text.upper"`}},
+		// Without --pool it has no inbox prefix of its own, so the very
+		// first reply it waits for is refused.
+		{"a pool", map[string]string{envNatsNKeyFile: seed},
+			[]string{"permission denied: NATS user nkey:U", "may not subscribe to", "_INBOX."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{envNatsURL: url, "SPLASH_TOOLS_TIMEOUT": "10m"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			_, stderr := runTools(t, env, 1, "apply", catalog)
+			for _, w := range tt.wantErr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			if strings.Contains(stderr, "deadline") || strings.Contains(stderr, "context canceled") {
+				t.Errorf("the refusal is a timeout:\n%s", stderr)
+			}
+		})
+	}
+	stdout, _ := runTools(t, map[string]string{envNatsURL: url, envNatsUser: "ops", envNatsPassword: pw["ops"]}, 0, "apply", catalog)
+	if !strings.Contains(stdout, "applied text.upper") {
+		t.Fatalf("ops apply printed:\n%s", stdout)
+	}
+}

@@ -17,12 +17,15 @@ var workerCommand = command{
 	summary: "run a worker serving tools from the invocation streams",
 	help: `
 Connects to NATS at --nats-url and pulls invocations of the tools in
---tools (default: every tool of the catalog), as --catalog defines them
-(default: the demo tools). A tool with a process in the catalog runs as a
-supervised child process, contained under Bubblewrap when the catalog
-says so; the others must be built-in demo tools. Frames are verified and
-sealed with the key in --key-file; an invocation made under another
-definition of the tool than this worker's is refused. Runs up to
+--tools (default: every tool of --pool, or of the catalog), as --catalog
+defines them (default: the demo tools). A tool with a process in the
+catalog runs as a supervised child process, contained under Bubblewrap when
+the catalog says so; the others must be built-in demo tools. A worker of a
+pool (--pool) authenticates with the pool's nkey (--nats-nkey-file), seals
+and verifies frames with the pool's key ring (--key-file) and keeps the
+pool's own journal; every tool it serves must be the pool's
+(docs/topology.md, "Pools"). An invocation made under another definition of
+the tool than this worker's is refused. Runs up to
 --concurrency calls of each built-in tool at once (a process tool: its
 catalog concurrency). Serves /metrics and /healthz on --metrics-addr. On
 SIGINT or SIGTERM it stops pulling, lets running calls finish for
@@ -36,6 +39,7 @@ calls answered indeterminate.`,
 type workerConfig struct {
 	nats        natsClientFlags
 	keyFile     string
+	pool        string
 	catalog     string
 	tools       []string
 	workerID    string
@@ -50,7 +54,8 @@ type workerConfig struct {
 func (c *workerConfig) flags(fs *flagSet) {
 	host, _ := os.Hostname()
 	c.nats.register(fs)
-	fs.stringVar(&c.keyFile, "key-file", envKeyFile, "", "`file` holding the frame key as 64 hex digits")
+	fs.stringVar(&c.keyFile, "key-file", envKeyFile, "", "key ring `file` of the worker's pool (or a bare 32-byte key as 64 hex digits)")
+	fs.stringVar(&c.pool, "pool", envPool, "", "the `pool` this worker serves, as the catalog names it (empty: the pool of --tools if they share one)")
 	registerCatalog(fs, &c.catalog)
 	fs.listVar(&c.tools, "tools", envTools, nil, "comma-separated `tools` to serve (empty: every tool of the catalog)")
 	fs.stringVar(&c.workerID, "worker-id", envWorkerID, host, "`id` of this worker in results and audit logs")
@@ -76,10 +81,15 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	tools, err := cat.serve(c.tools)
+	tools, err := cat.servePool(c.pool, c.tools)
 	if err != nil {
 		return err
 	}
+	pool := c.pool
+	if pool == "" {
+		pool = commonPool(tools)
+	}
+	c.nats.pool = pool
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = t.Name()
@@ -88,11 +98,11 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	key, err := loadKey(c.keyFile)
+	key, err := loadKeyRing(c.keyFile)
 	if err != nil {
 		return err
 	}
-	log := a.log.With("component", "worker", "worker_id", c.workerID)
+	log := a.log.With("component", "worker", "worker_id", c.workerID, "pool", pool)
 	reg := metrics.NewRegistry()
 	m := metrics.NewWorker(reg, metrics.WithTools(names...))
 	var srv *http.Server
@@ -115,13 +125,14 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 		}()
 		log.Info("metrics listening", "addr", l.Addr().String())
 	}
-	nc, err := connectNATS(ctx, c.nats, "splash worker "+c.workerID, log)
+	watch := permissionWatch(c.nats.label(), log, metrics.NewNATS(reg))
+	nc, err := connectNATS(ctx, c.nats, "splash worker "+c.workerID, log, watch.Option())
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	w, err := newWorker(ctx, workerParts{
-		nc: nc, key: key, workerID: c.workerID, fabric: cfg, tools: tools,
+		nc: nc, key: key, workerID: c.workerID, pool: pool, fabric: cfg, tools: tools,
 		concurrency: c.concurrency, drainGrace: c.drainGrace, bindOnly: !c.provision, metrics: m,
 		records: metrics.NewRecords(reg), log: log,
 	})

@@ -49,6 +49,7 @@ func commands() []command {
 		cancelCommand,
 		reconcileCommand,
 		toolsCommand,
+		keysCommand,
 		mcpCommand,
 		benchCommand,
 		healthcheckCommand,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -10,29 +9,47 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
 	"github.com/splashfabric/splashfabric/fabric"
-	"github.com/splashfabric/splashfabric/internal/natstest"
-	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/metrics"
 )
 
 // startDevNATS runs the NATS part of `splash dev` in-process, on a data
-// directory of its own, and returns it with the passwords dev generated.
-func startDevNATS(t *testing.T) (*server.Server, map[string]string, string) {
+// directory of its own, with the pools of the demo catalog, and returns it
+// with the passwords and pool credentials dev generated.
+func startDevNATS(t *testing.T) (*server.Server, map[string]string, []poolSecrets) {
 	t.Helper()
 	dir := t.TempDir()
 	passwords, err := devPasswords(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cat, err := loadCatalog("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := cat.serve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools, err := ensurePoolSecrets(dir, poolsOf(served))
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsPools := make([]natsconf.Pool, len(pools))
+	for i, p := range pools {
+		if natsPools[i], err = p.natsPool(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c := &devConfig{dataDir: dir, natsPort: -1}
-	srv, err := c.startNATS(slog.New(slog.DiscardHandler), passwords)
+	srv, err := c.startNATS(slog.New(slog.DiscardHandler), passwords, natsPools, metrics.NewNATS(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +57,13 @@ func startDevNATS(t *testing.T) (*server.Server, map[string]string, string) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
 	})
-	return srv, passwords, dir
+	return srv, passwords, pools
 }
 
+// connectDev connects as a password user, with the user's inbox prefix.
 func connectDev(t *testing.T, srv *server.Server, user, password string, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	opts = append([]nats.Option{nats.UserInfo(user, password), nats.NoReconnect()}, opts...)
+	opts = append([]nats.Option{nats.UserInfo(user, password), nats.NoReconnect(), nats.CustomInboxPrefix(fabric.InboxPrefix(user))}, opts...)
 	nc, err := nats.Connect(srv.ClientURL(), opts...)
 	if err != nil {
 		t.Fatalf("connect as %s: %v", user, err)
@@ -54,20 +72,55 @@ func connectDev(t *testing.T, srv *server.Server, user, password string, opts ..
 	return nc
 }
 
+// connectPool connects with a pool's nkey and inbox prefix.
+func connectPool(t *testing.T, srv *server.Server, p poolSecrets, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	auth, err := p.nkeyOption()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = append([]nats.Option{auth, nats.NoReconnect(), nats.CustomInboxPrefix(fabric.InboxPrefix(fabric.PoolIdentity(p.name)))}, opts...)
+	nc, err := nats.Connect(srv.ClientURL(), opts...)
+	if err != nil {
+		t.Fatalf("connect as pool %s: %v", p.name, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// pool returns the pool named name.
+func pool(t *testing.T, pools []poolSecrets, name string) poolSecrets {
+	t.Helper()
+	for _, p := range pools {
+		if p.name == name {
+			return p
+		}
+	}
+	t.Fatalf("no pool %q", name)
+	return poolSecrets{}
+}
+
 // TestDevNATSRefusesAnonymousClients: the dev node listens on loopback,
 // which every local process shares; none gets in without a user's
-// password.
+// password or a pool's nkey.
 func TestDevNATSRefusesAnonymousClients(t *testing.T) {
 	srv, pw, _ := startDevNATS(t)
+	stranger, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	strangerKey, _ := stranger.PublicKey()
 	cases := []struct {
 		name string
 		opts []nats.Option
 	}{
 		{"anonymous", nil},
 		{"unknown user", []nats.Option{nats.UserInfo("intruder", "x")}},
-		{"host with the worker's password", []nats.Option{nats.UserInfo(natsconf.UserHost, pw[natsconf.UserWorker])}},
-		{"worker with a wrong password", []nats.Option{nats.UserInfo(natsconf.UserWorker, "wrong")}},
+		{"host with the ops password", []nats.Option{nats.UserInfo(natsconf.UserHost, pw[natsconf.UserOps])}},
+		{"ops with a wrong password", []nats.Option{nats.UserInfo(natsconf.UserOps, "wrong")}},
+		{"the retired worker user", []nats.Option{nats.UserInfo("worker", pw[natsconf.UserOps])}},
 		{"a password as a token", []nats.Option{nats.Token(pw[natsconf.UserOps])}},
+		{"an nkey no pool has", []nats.Option{nats.Nkey(strangerKey, stranger.Sign)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,77 +133,6 @@ func TestDevNATSRefusesAnonymousClients(t *testing.T) {
 				t.Fatalf("err = %v, want an authorization violation", err)
 			}
 		})
-	}
-}
-
-// TestDevNATSConfinesTheWorker: the worker user of dev is the cluster's:
-// it may not read or write the host's session archive, publish or hear
-// invocations, or cancel.
-func TestDevNATSConfinesTheWorker(t *testing.T) {
-	srv, pw, _ := startDevNATS(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	host := connectDev(t, srv, natsconf.UserHost, pw[natsconf.UserHost])
-	hjs, err := jetstream.New(host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := fabricConfig(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fabric.Provision(ctx, hjs, cfg); err != nil {
-		t.Fatalf("the host user provisions: %v", err)
-	}
-
-	v := &natstest.Violations{}
-	worker := connectDev(t, srv, natsconf.UserWorker, pw[natsconf.UserWorker], nats.ErrorHandler(v.Handler))
-	type op struct {
-		what, subject string
-		sub           bool
-	}
-	for _, tc := range []op{
-		{"read a session record", "$JS.API.DIRECT.GET.KV_splash_sessions.$KV.splash_sessions.s.s-dev-0123456789ab-1", false},
-		{"read the session bucket by sequence", "$JS.API.STREAM.MSG.GET.KV_splash_sessions", false},
-		{"write a session record", "$KV.splash_sessions.s.s-dev-0123456789ab-1", false},
-		{"watch the session bucket", "$JS.API.CONSUMER.CREATE.KV_splash_sessions.spy", false},
-		{"publish an invocation", "splash.invoke.demo.echo", false},
-		{"broadcast a cancellation", "splash.cancel.demo.sleep", false},
-		{"subscribe to invocations", "splash.invoke.>", true},
-		{"subscribe to a host's events", "splash.events.>", true},
-	} {
-		t.Run("worker may not "+tc.what, func(t *testing.T) {
-			if tc.sub {
-				if _, err := worker.SubscribeSync(tc.subject); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := worker.Publish(tc.subject, []byte("{}")); err != nil {
-				t.Fatal(err)
-			}
-			if err := worker.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			testwait.Until(t, 10*time.Second, "permission violation for "+tc.subject, func() bool { return v.Has(tc.subject) })
-		})
-	}
-	wjs, err := jetstream.New(worker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A denied request goes unanswered, so this waits out its own timeout.
-	denied, cancelDenied := context.WithTimeout(ctx, 2*time.Second)
-	defer cancelDenied()
-	if _, err := wjs.KeyValue(denied, fabric.BucketSessions); err == nil {
-		t.Error("the worker user bound the session archive")
-	}
-
-	// The ops user, unrestricted in the account, reads it.
-	ojs, err := jetstream.New(connectDev(t, srv, natsconf.UserOps, pw[natsconf.UserOps]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ojs.KeyValue(ctx, fabric.BucketSessions); err != nil {
-		t.Errorf("ops: %v", err)
 	}
 }
 
@@ -174,8 +156,8 @@ func TestDevPasswordsAreKept(t *testing.T) {
 			t.Errorf("%s: password of %d characters", user, len(first[user]))
 		}
 	}
-	if first[natsconf.UserHost] == first[natsconf.UserWorker] {
-		t.Error("host and worker share a password")
+	if first[natsconf.UserHost] == first[natsconf.UserOps] {
+		t.Error("host and ops share a password")
 	}
 	again, err := devPasswords(dir)
 	if err != nil {
@@ -227,7 +209,8 @@ func TestDevRefusesAForgedSessionRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(natsURL, nats.UserInfo(natsconf.UserOps, strings.TrimSpace(string(ops))), nats.NoReconnect())
+	nc, err := nats.Connect(natsURL, nats.UserInfo(natsconf.UserOps, strings.TrimSpace(string(ops))), nats.NoReconnect(),
+		nats.CustomInboxPrefix(fabric.InboxPrefix(natsconf.UserOps)))
 	if err != nil {
 		t.Fatal(err)
 	}

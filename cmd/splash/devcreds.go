@@ -13,10 +13,11 @@ import (
 	natsconf "github.com/splashfabric/splashfabric/deploy/nats"
 )
 
-// devUsers are the NATS users of the dev node, the compose cluster's
-// (deploy/nats/splash.conf): the host and the workers connect as theirs,
-// ops is for the operator (nats CLI, splash tools apply).
-var devUsers = []string{natsconf.UserHost, natsconf.UserWorker, natsconf.UserOps}
+// devUsers are the password users of the dev node, the compose cluster's
+// (deploy/nats/splash.conf): the host connects as host, ops is for the
+// operator (nats CLI, splash tools apply). Each worker pool has an nkey of
+// its own instead (pools.go).
+var devUsers = []string{natsconf.UserHost, natsconf.UserOps}
 
 // maxPasswordFileBytes bounds what a password file may hold; a generated
 // one is 32 hex digits.

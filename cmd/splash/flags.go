@@ -17,6 +17,8 @@ const (
 	envNatsUser     = "SPLASH_NATS_USER"
 	envNatsPassword = "SPLASH_NATS_PASSWORD"
 	envKeyFile      = "SPLASH_KEY_FILE"
+	envPoolKeys     = "SPLASH_POOL_KEYS"
+	envPool         = "SPLASH_POOL"
 	envAPIToken     = "SPLASH_API_TOKEN"
 	envAPITokens    = "SPLASH_API_TOKENS_FILE"
 	envAPIAddr      = "SPLASH_API_ADDR"

@@ -160,7 +160,7 @@ func TestAckWait(t *testing.T) {
 // sharedEnv lists the variables that several commands read on purpose,
 // because they mean the same thing everywhere.
 var sharedEnv = map[string]bool{
-	envNatsURL: true, envNatsUser: true, envNatsPassword: true, envKeyFile: true,
+	envNatsURL: true, envNatsUser: true, envNatsPassword: true, envNatsNKeyFile: true, envKeyFile: true, envPoolKeys: true,
 	envAPIToken: true, envAPIAddr: true, envAPIURL: true, envMetricsAddr: true,
 	envLogFormat: true, envLogLevel: true, envReplicas: true, envCatalog: true,
 	// A NATS client's TLS, on every command that connects as one.

@@ -51,7 +51,7 @@ func TestNatsOptions(t *testing.T) {
 			if _, err := fs.parse(tt.args, mapEnv(tt.env)); err != nil {
 				t.Fatalf("parse: %v", err)
 			}
-			opts, err := c.options()
+			opts, err := c.options(nil)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err %v, want %v", err, tt.wantErr)
 			}

@@ -259,7 +259,7 @@ func TestNatsServerTLSOptions(t *testing.T) {
 			if _, err := fs.parse(tt.args, mapEnv(nil)); err != nil {
 				t.Fatalf("parse: %v", err)
 			}
-			opts, err := c.options()
+			opts, err := c.options(nil)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err %v, want %v", err, tt.wantErr)
 			}
@@ -291,7 +291,7 @@ func TestNatsTLSCluster(t *testing.T) {
 		if _, err := fs.parse(args, mapEnv(nil)); err != nil {
 			t.Fatal(err)
 		}
-		opts, err := c.options()
+		opts, err := c.options(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,15 +24,16 @@ import (
 
 // TestReconcileUnderTheDeployedPermissions: under the users of
 // deploy/nats/splash.conf, a host asks a tool's pool on
-// splash.reconcile.<tool> and a worker, wired as `splash worker` wires
-// it, answers on the request's reply subject. A worker may not send a
-// reconciliation request, nor publish to an inbox it was not asked on;
-// a host may not listen on the reconcile subjects, so it cannot stand in
-// for a worker.
+// splash.reconcile.<tool> and a worker of the pool, wired as `splash
+// worker` wires it, answers on the request's reply subject, sealed with
+// the pool's ring. A worker may not send a reconciliation request, nor
+// publish to an inbox it was not asked on; a host may not listen on the
+// reconcile subjects, so it cannot stand in for a worker.
 func TestReconcileUnderTheDeployedPermissions(t *testing.T) {
-	srv, pw, _ := startDevNATS(t)
+	srv, pw, pools := startDevNATS(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
+	demo := pool(t, pools, "demo")
 	key, err := protocol.GenerateSessionKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -50,16 +51,19 @@ func TestReconcileUnderTheDeployedPermissions(t *testing.T) {
 	if err := fabric.Provision(ctx, hjs, cfg); err != nil {
 		t.Fatalf("the host user provisions: %v", err)
 	}
+	if err := fabric.EnsureToolConsumers(ctx, hjs, cfg, []string{"demo.echo"}); err != nil {
+		t.Fatalf("the host user makes the pool consumer: %v", err)
+	}
 
 	wv := &natstest.Violations{}
-	wnc := connectDev(t, srv, natsconf.UserWorker, pw[natsconf.UserWorker], nats.ErrorHandler(wv.Handler))
+	wnc := connectPool(t, srv, demo, nats.ErrorHandler(wv.Handler))
 	echo, err := demotools.Definition("demo.echo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
 	w, err := newWorker(ctx, workerParts{
-		nc: wnc, key: key, workerID: "perm-worker", fabric: cfg, tools: []*toolspec.Tool{echo},
+		nc: wnc, key: demo.ring, workerID: "perm-worker", pool: demo.name, fabric: cfg, tools: []*toolspec.Tool{echo},
 		bindOnly: true, metrics: metrics.NewWorker(reg, metrics.WithTools("demo.echo")), records: metrics.NewRecords(nil),
 		log: slog.New(slog.DiscardHandler),
 	})
@@ -77,7 +81,8 @@ func TestReconcileUnderTheDeployedPermissions(t *testing.T) {
 	}()
 	testwait.Receive(t, 0, "the worker ready", w.agent.Ready())
 
-	tr, err := hostnats.NewHostTransport(ctx, host, cfg, "perm-host", key)
+	tr, err := hostnats.NewHostTransport(ctx, host, cfg, "perm-host", key,
+		hostnats.WithPoolKeys(map[string]protocol.Keys{demo.name: demo.ring}, func(string) string { return demo.name }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +109,7 @@ func TestReconcileUnderTheDeployedPermissions(t *testing.T) {
 		sub     bool
 	}{
 		{"worker", wnc, wv, "send a reconciliation request", fabric.ReconcileSubject("demo.echo"), false},
-		{"worker", wnc, wv, "publish to an inbox it was not asked on", "_INBOX.unasked", false},
+		{"worker", wnc, wv, "publish to an inbox it was not asked on", "_INBOX_host.unasked", false},
 		{"host", host, hv, "listen for reconciliation requests", "splash.reconcile.>", true},
 	} {
 		t.Run(tc.who+" may not "+tc.what, func(t *testing.T) {

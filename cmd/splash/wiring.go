@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -86,8 +87,10 @@ const clientPingInterval = 5 * time.Second
 // connectNATS connects with infinite reconnects. The first connection is
 // retried with backoff until ctx ends, so a host or worker started before
 // its NATS cluster (a compose file bringing everything up at once) waits
-// for it instead of exiting.
-func connectNATS(ctx context.Context, f natsClientFlags, name string, log *slog.Logger) (*nats.Conn, error) {
+// for it instead of exiting. It authenticates as f says (a user, or a
+// pool's nkey), with the identity's private inbox prefix; extra options
+// (an error handler such as a fabric.PermissionWatch's) come last.
+func connectNATS(ctx context.Context, f natsClientFlags, name string, log *slog.Logger, extra ...nats.Option) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -107,14 +110,17 @@ func connectNATS(ctx context.Context, f natsClientFlags, name string, log *slog.
 			log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
 		}),
 	}
-	if f.user != "" {
-		opts = append(opts, nats.UserInfo(f.user, f.password))
+	idOpts, err := f.identityOptions()
+	if err != nil {
+		return nil, err
 	}
+	opts = append(opts, idOpts...)
 	tlsOpts, err := f.tls.options()
 	if err != nil {
 		return nil, err
 	}
 	opts = append(opts, tlsOpts...)
+	opts = append(opts, extra...)
 	bo := backoff.NewExponentialBackOff(backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	for {
 		nc, err := nats.Connect(f.url, opts...)
@@ -189,8 +195,11 @@ func provision(ctx context.Context, js jetstream.JetStream, cfg fabric.Config, l
 // hostParts is what startHost needs: a connection, the key, and where
 // to listen.
 type hostParts struct {
-	nc       *nats.Conn
-	key      protocol.SessionKey
+	nc  *nats.Conn
+	key protocol.Keys
+	// poolKeys holds the rings of the pools that have their own, by
+	// pool; every other pool shares key.
+	poolKeys map[string]protocol.KeyRing
 	hostID   string
 	fabric   fabric.Config
 	apiToken string
@@ -244,7 +253,17 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	// Every refused frame is counted; a flood of them writes a few lines
 	// a second per reason, not one each.
 	rejectLog := ratelog.New(p.log, time.Second, 5)
+	// The catalog names each tool's pool, so each answer is verified
+	// under the ring of the pool serving its tool; a tool published
+	// later gets its pool as soon as the watch below delivers it.
+	live := fabric.NewLiveCatalog(p.catalog.set)
+	poolKeys := make(map[string]protocol.Keys, len(p.poolKeys))
+	for pool, ring := range p.poolKeys {
+		poolKeys[pool] = ring
+	}
+	warnSharedPools(p.log, live.Current(), p.poolKeys)
 	h.transport, err = hostnats.NewHostTransport(ctx, p.nc, p.fabric, p.hostID, p.key,
+		hostnats.WithPoolKeys(poolKeys, live.PoolOf),
 		hostnats.WithRejectHandler(func(reason, subject string, err error) {
 			obs.FrameRejected(reason, subject, err)
 			rejectLog.Warn(reason, "frame rejected", "reason", reason, "subject", subject, "err", err)
@@ -255,7 +274,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	}
 	// Sessions outlive the process in splash_sessions: a restarted host
 	// still answers for the ones the previous process held.
-	// Its records are sealed with the frame key; one that fails is
+	// Its records are sealed with the host's key ring; one that fails is
 	// refused, counted and logged (at a bounded rate), never served.
 	records := metrics.NewRecords(p.reg)
 	h.archive, err = hostnats.NewSessionArchive(ctx, p.nc, p.fabric, p.key,
@@ -280,7 +299,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		_ = h.transport.Close()
 		return nil, fmt.Errorf("%w: session ledger: %v", errStart, err)
 	}
-	live, stopCatalog, err := watchCatalog(ctx, js, p)
+	stopCatalog, err := watchCatalog(ctx, js, p, live)
 	if err != nil {
 		_ = h.archive.Close()
 		_ = h.transport.Close()
@@ -361,26 +380,51 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	return h, nil
 }
 
-// watchCatalog keeps the host's catalog current: its own file catalog,
-// overlaid by the tools operators publish to the fabric (splash tools
-// apply), which it watches. The host provisions the bucket but never
-// writes it.
-func watchCatalog(ctx context.Context, js jetstream.JetStream, p hostParts) (*fabric.LiveCatalog, func(), error) {
-	live := fabric.NewLiveCatalog(p.catalog.set)
+// watchCatalog keeps live, the host's catalog, current: its own file
+// catalog, overlaid by the tools operators publish to the fabric (splash
+// tools apply), which it watches. The host provisions the bucket but never
+// writes it. Every tool of the catalog gets its pool consumer, created (or
+// updated to this host's settings) by the host: a pool's workers may only
+// bind to theirs.
+func watchCatalog(ctx context.Context, js jetstream.JetStream, p hostParts, live *fabric.LiveCatalog) (func(), error) {
+	if err := fabric.EnsureToolConsumers(ctx, js, p.fabric, live.Current().Names()); err != nil {
+		return nil, fmt.Errorf("%w: pool consumers: %v", errStart, err)
+	}
 	store, err := fabric.OpenCatalogStore(ctx, js, p.fabric, true)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: catalog bucket: %v", errStart, err)
+		return nil, fmt.Errorf("%w: catalog bucket: %v", errStart, err)
 	}
 	stop, err := store.Watch(context.WithoutCancel(ctx), func(published *toolspec.Set) {
 		live.SetPublished(published)
 		p.log.Info("published catalog", "tools", published.Names())
+		warnSharedPools(p.log, live.Current(), p.poolKeys)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := fabric.EnsureToolConsumers(cctx, js, p.fabric, published.Names()); err != nil {
+			p.log.Warn("pool consumers of published tools", "err", err)
+		}
 	}, func(err error) {
 		p.log.Warn("published catalog record refused", "err", err)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: catalog watch: %v", errStart, err)
+		return nil, fmt.Errorf("%w: catalog watch: %v", errStart, err)
 	}
-	return live, stop, nil
+	return stop, nil
+}
+
+// warnSharedPools says which pools of set have no ring of their own: their
+// frames are sealed with the host's ring, so their workers hold it.
+func warnSharedPools(log *slog.Logger, set *toolspec.Set, own map[string]protocol.KeyRing) {
+	var shared []string
+	for _, name := range set.Names() {
+		t, _ := set.Lookup(name)
+		if _, ok := own[t.Pool()]; !ok && !slices.Contains(shared, t.Pool()) {
+			shared = append(shared, t.Pool())
+		}
+	}
+	if len(shared) > 0 && len(own) > 0 {
+		log.Warn("pools without a key ring of their own share the host's: their workers hold the host's key", "pools", shared)
+	}
 }
 
 // startLoop starts the loop, retrying while its incarnation cannot be

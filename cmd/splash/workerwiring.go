@@ -23,9 +23,12 @@ import (
 
 // workerParts is what newWorker needs.
 type workerParts struct {
-	nc          *nats.Conn
-	key         protocol.SessionKey
-	workerID    string
+	nc       *nats.Conn
+	key      protocol.Keys
+	workerID string
+	// pool is the pool every tool belongs to; "" for a worker of several
+	// pools, which keeps the shared journal.
+	pool        string
 	fabric      fabric.Config
 	tools       []*toolspec.Tool
 	concurrency int // per built-in tool; 0 keeps each tool's default
@@ -55,11 +58,13 @@ func newWorker(ctx context.Context, p workerParts) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: jetstream: %v", errStart, err)
 	}
-	// Journal records are sealed with the frame key: one that fails (a
-	// write by a NATS client without the key) is refused, counted and
-	// logged at a bounded rate, never replayed.
+	// Journal records are sealed with the pool's key ring: one that
+	// fails (a write by a NATS client without the key) is refused,
+	// counted and logged at a bounded rate, never replayed.
 	rejectLog := ratelog.New(p.log, time.Second, 5)
 	journal, err := idempotency.NewKV(ctx, js, idempotency.KVConfig{
+		// The pool's own bucket, which no other pool may read or write.
+		Bucket:   fabric.JournalBucket(p.pool),
 		TTL:      p.fabric.DedupeHorizon,
 		Replicas: p.fabric.Replicas,
 		Key:      p.key,
@@ -74,6 +79,7 @@ func newWorker(ctx context.Context, p workerParts) (*worker, error) {
 	agent, err := workeragent.New(p.nc, workeragent.Config{
 		WorkerID: p.workerID,
 		Key:      p.key,
+		Pool:     p.pool,
 		Fabric:   p.fabric,
 		Journal:  journal,
 		// Three reports of progress per ack wait, so one lost report

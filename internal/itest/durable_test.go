@@ -347,7 +347,7 @@ func TestResumedOperationIsReconciled(t *testing.T) {
 	defer cancel()
 	stream, err := c.hostJS.Stream(ctx, fabric.StreamEvents)
 	must(t, err)
-	must(t, stream.Purge(ctx, jetstream.WithPurgeSubject(fabric.EventsSubject(hostID))))
+	must(t, stream.Purge(ctx, jetstream.WithPurgeSubject(fabric.EventsSubject(hostID, "it.step"))))
 	c.startHost()
 	wantCompleted(t, c.wait(id, 30*time.Second), "one!")
 	ok.check(t, 1)

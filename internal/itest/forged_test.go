@@ -22,7 +22,7 @@ func TestForgedFramesRejected(t *testing.T) {
 	c := newCluster(t, options{tools: []hostTool{tool("it.guard")}})
 	invokeSubject, err := fabric.InvokeSubject("it.guard")
 	must(t, err)
-	eventsSubject := fabric.EventsSubject(hostID)
+	eventsSubject := fabric.EventsSubject(hostID, "it.guard")
 	invokes, events := c.capture(invokeSubject), c.capture(eventsSubject)
 	fx := newEffects()
 	gate := make(chan struct{})
@@ -50,12 +50,16 @@ func TestForgedFramesRejected(t *testing.T) {
 			out[k] = append([]string(nil), v...)
 		}
 		out.Set(fabric.HeaderMsgID, "forged-"+sprintf("%d", n))
+		out.Set(fabric.HeaderTool, "it.guard")
 		return out
 	}
 
 	// Invocation subject.
 	wrongKey, err := otherCodec(t).SealInvoke(inv)
 	must(t, err)
+	// A forger names the genuine key's id (it is no secret), so the tag is
+	// what fails, not the lookup of the key.
+	wrongKey.Header.Set(fabric.HeaderKey, c.codec.KeyID())
 	reflected, err := c.codec.SealWorker(inv.RequestID, 1, 1, protocol.ChunkMessage(protocol.Chunk{RequestID: inv.RequestID, Sequence: 1, Text: "x"}))
 	must(t, err)
 	for _, f := range []*nats.Msg{stripTag(t, orig), wrongKey, reflected} {
@@ -74,11 +78,13 @@ func TestForgedFramesRejected(t *testing.T) {
 	must(t, err)
 	wrongKeyResult, err := otherCodec(t).SealWorker(op.RequestID, 1, 1, result)
 	must(t, err)
+	wrongKeyResult.Header.Set(fabric.HeaderKey, c.codec.KeyID())
 	for _, f := range []*nats.Msg{stripTag(t, genuine), wrongKeyResult} {
 		c.republish(eventsSubject, f.Data, header(f.Header))
 	}
 	wrongKeyChunk, err := otherCodec(t).SealWorker(op.RequestID, 1, 1, protocol.ChunkMessage(protocol.Chunk{RequestID: op.RequestID, Sequence: 1, Text: "forged"}))
 	must(t, err)
+	wrongKeyChunk.Header.Set(fabric.HeaderKey, c.codec.KeyID())
 	c.republish(eventsSubject, wrongKeyChunk.Data, header(wrongKeyChunk.Header))
 	rejected := func() uint64 {
 		r := c.tr.Rejected()

@@ -78,7 +78,7 @@ type cluster struct {
 	srv    *natstest.Server
 	fcfg   fabric.Config
 	opts   options
-	key    protocol.SessionKey
+	key    protocol.Keys // a single key unless a test rotates the ring
 	codec  *fabric.Codec
 	hostNC *nats.Conn
 	hostJS jetstream.JetStream

@@ -11,6 +11,10 @@ var (
 	// the key and storage key it was read with: forged, altered, moved
 	// from another key, or sealed with another frame key.
 	ErrBadTag = errors.New("recordauth: record tag does not verify")
+	// ErrUnknownKey reports a record sealed with a key the ring does not
+	// hold (dropped too early, or not yet given to this process); it
+	// comes wrapped in ErrBadTag, as the record cannot be trusted.
+	ErrUnknownKey = errors.New("recordauth: record sealed with a key not in the ring")
 	// ErrInvalidKey reports a zero frame key or an empty store label.
 	ErrInvalidKey = errors.New("recordauth: invalid key")
 )

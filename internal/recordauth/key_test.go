@@ -2,8 +2,11 @@ package recordauth_test
 
 import (
 	"bytes"
+	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -21,7 +24,7 @@ func frameKey(t *testing.T, fill byte) protocol.SessionKey {
 	return k
 }
 
-func derive(t *testing.T, frame protocol.SessionKey, store string) recordauth.Key {
+func derive(t *testing.T, frame protocol.Keys, store string) recordauth.Key {
 	t.Helper()
 	k, err := recordauth.Derive(frame, store)
 	if err != nil {
@@ -34,8 +37,8 @@ func TestSealOpenRoundTrip(t *testing.T) {
 	k := derive(t, frameKey(t, 1), recordauth.StoreSessions)
 	body := []byte(`{"id":"s-1","state":"completed","value":"hi"}`)
 	sealed := k.Seal("s.s-1", body)
-	if len(sealed) != len(body)+recordauth.Overhead {
-		t.Errorf("sealed %d bytes, want body + %d", len(sealed), recordauth.Overhead)
+	if len(sealed) > len(body)+recordauth.Overhead {
+		t.Errorf("sealed %d bytes, more than body + %d", len(sealed), recordauth.Overhead)
 	}
 	got, err := k.Open("s.s-1", sealed)
 	if err != nil {
@@ -44,7 +47,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 	if !bytes.Equal(got, body) {
 		t.Fatalf("Open = %q, want %q", got, body)
 	}
-	if base64.RawURLEncoding.EncodedLen(sha256.Size)+len("sfr1.")+1 != recordauth.Overhead {
+	if base64.RawURLEncoding.EncodedLen(sha256.Size)+len("sfr2.")+protocol.MaxKeyIDBytes+2 != recordauth.Overhead {
 		t.Errorf("Overhead %d does not match the encoding", recordauth.Overhead)
 	}
 }
@@ -57,7 +60,7 @@ func TestOpenRefuses(t *testing.T) {
 	tampered := bytes.Clone(sealed)
 	tampered[len(tampered)-3] ^= 1
 	badTag := bytes.Clone(sealed)
-	badTag[6] = '!'
+	badTag[len("sfr2.")+len(protocol.KeyIDOf(frame))+2] = '!'
 	tests := []struct {
 		name       string
 		key        recordauth.Key
@@ -73,7 +76,9 @@ func TestOpenRefuses(t *testing.T) {
 		{"another store's key", derive(t, frame, recordauth.StoreJournal), "s.s-1", sealed, recordauth.ErrBadTag, recordauth.ReasonBadTag},
 		{"another frame key", derive(t, frameKey(t, 2), recordauth.StoreSessions), "s.s-1", sealed, recordauth.ErrBadTag, recordauth.ReasonBadTag},
 		{"malformed tag", k, "s.s-1", badTag, recordauth.ErrBadTag, recordauth.ReasonBadTag},
-		{"prefix only", k, "s.s-1", []byte("sfr1."), recordauth.ErrBadTag, recordauth.ReasonBadTag},
+		{"v1 prefix only", k, "s.s-1", []byte("sfr1."), recordauth.ErrBadTag, recordauth.ReasonBadTag},
+		{"v2 prefix only", k, "s.s-1", []byte("sfr2."), recordauth.ErrBadTag, recordauth.ReasonBadTag},
+		{"an unknown key id", k, "s.s-1", append([]byte("sfr2.nope."), sealed[len("sfr2.")+len(protocol.KeyIDOf(frame))+1:]...), recordauth.ErrBadTag, recordauth.ReasonBadTag},
 		{"zero key", recordauth.Key{}, "s.s-1", sealed, recordauth.ErrInvalidKey, ""},
 	}
 	for _, tt := range tests {
@@ -97,11 +102,91 @@ func TestOpenRefuses(t *testing.T) {
 func TestTagBindsTheNameLength(t *testing.T) {
 	k := derive(t, frameKey(t, 1), recordauth.StoreJournal)
 	sealed := k.Seal("ab", []byte("c"))
-	moved := append([]byte(nil), sealed[:recordauth.Overhead]...)
+	moved := append([]byte(nil), sealed[:len(sealed)-1]...)
 	moved = append(moved, "bc"...)
 	if _, err := k.Open("a", moved); !errors.Is(err, recordauth.ErrBadTag) {
 		t.Fatalf("Open = %v, want ErrBadTag", err)
 	}
+}
+
+// A record names the key that sealed it: after a rotation the ring still
+// opens records sealed with a retired key, and seals new ones with the
+// current key; a ring without the sealing key refuses the record as
+// ErrUnknownKey (and ErrBadTag, for callers that only know that).
+func TestRingOpensWhatAnyOfItsKeysSealed(t *testing.T) {
+	old := frameKey(t, 1)
+	before := derive(t, old, recordauth.StoreLedger)
+	sealedOld := before.Seal("l.s-1", []byte("old"))
+	ring, err := old.Ring().Rotate(frameKey(t, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := recordauth.Derive(ring, recordauth.StoreLedger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, err := after.Open("l.s-1", sealedOld); err != nil || string(body) != "old" {
+		t.Fatalf("a retired key's record: %q, %v", body, err)
+	}
+	sealedNew := after.Seal("l.s-2", []byte("new"))
+	if id, ok := recordauth.SealedBy(sealedNew); !ok || id != protocol.KeyIDOf(frameKey(t, 2)) {
+		t.Fatalf("SealedBy(new) = %q, %v", id, ok)
+	}
+	if id, ok := recordauth.SealedBy(sealedOld); !ok || id != protocol.KeyIDOf(old) {
+		t.Fatalf("SealedBy(old) = %q, %v", id, ok)
+	}
+	_, err = before.Open("l.s-2", sealedNew)
+	if !errors.Is(err, recordauth.ErrUnknownKey) || !errors.Is(err, recordauth.ErrBadTag) {
+		t.Fatalf("a ring without the sealing key: %v, want ErrUnknownKey and ErrBadTag", err)
+	}
+	dropped, err := ring.Drop(protocol.KeyIDOf(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := derive(t, dropped, recordauth.StoreLedger).Open("l.s-1", sealedOld); !errors.Is(err, recordauth.ErrUnknownKey) {
+		t.Fatalf("a dropped key's record: %v, want ErrUnknownKey", err)
+	}
+}
+
+// Records sealed before key rings ("sfr1.", no key id) still open under
+// a ring holding their key, whichever key of the ring it is.
+func TestRingOpensRecordsSealedBeforeRings(t *testing.T) {
+	old := frameKey(t, 1)
+	legacy := legacySeal(t, old, recordauth.StoreSessions, "s.s-1", []byte(`{"id":"s-1"}`))
+	ring, err := old.Ring().Rotate(frameKey(t, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := derive(t, ring, recordauth.StoreSessions).Open("s.s-1", legacy)
+	if err != nil || string(body) != `{"id":"s-1"}` {
+		t.Fatalf("Open = %q, %v", body, err)
+	}
+	if id, ok := recordauth.SealedBy(legacy); !ok || id != "" {
+		t.Fatalf("SealedBy(v1) = %q, %v; want no id, sealed", id, ok)
+	}
+	if _, err := derive(t, frameKey(t, 3), recordauth.StoreSessions).Open("s.s-1", legacy); !errors.Is(err, recordauth.ErrBadTag) {
+		t.Fatalf("another key: %v, want ErrBadTag", err)
+	}
+}
+
+// legacySeal writes a record as Seal did before key rings: "sfr1.",
+// the tag, a dot, the body.
+func legacySeal(t *testing.T, frame protocol.SessionKey, store, name string, body []byte) []byte {
+	t.Helper()
+	secret := frame.Bytes()
+	kb, err := hkdf.Key(sha256.New, secret[:], nil, "splash-fabric record key v1: "+store, sha256.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hmac.New(sha256.New, kb)
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(name)))
+	m.Write(n[:])
+	m.Write([]byte(name))
+	m.Write(body)
+	out := append([]byte("sfr1."), base64.RawURLEncoding.EncodeToString(m.Sum(nil))...)
+	out = append(out, '.')
+	return append(out, body...)
 }
 
 func TestDeriveRefuses(t *testing.T) {
