@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +26,12 @@ type sandboxRun struct {
 	// Used by the watch goroutine only.
 	initPid int      // the sandbox's pid 1, as the worker sees it
 	procDir *os.File // the sandbox's own /proc
+
+	// The most the watch has seen, for the reaper: bwrap reports how
+	// its tool ended but not what it used (it does not wait for its
+	// children in a way that carries their usage up).
+	peakRSS atomic.Int64 // resident bytes of the sandbox
+	peakCPU atomic.Int64 // CPU time of one process, in clock ticks
 }
 
 // watch looks at the sandbox every limitPoll until its process exits,
@@ -68,32 +75,51 @@ func (sb *sandboxRun) check() *PoisonError {
 			return poison(ReasonTmpFull, "its %s reached %d bytes", dir, sb.lim.TmpSize)
 		}
 	}
-	if sb.cg != nil {
-		return nil
+	u := sb.usage(root)
+	if u.rss > sb.peakRSS.Load() {
+		sb.peakRSS.Store(u.rss)
 	}
-	rss, tasks := sb.usage(root)
+	if u.cpu > sb.peakCPU.Load() {
+		sb.peakCPU.Store(u.cpu)
+	}
 	switch {
-	case rss >= sb.lim.Memory:
-		return poison(ReasonMemoryLimit, "resident memory %d bytes, limit %d", rss, sb.lim.Memory)
-	case tasks >= int64(sb.lim.Pids):
-		return poison(ReasonPidsLimit, "%d tasks, limit %d", tasks, sb.lim.Pids)
+	case sb.lim.CPUSeconds > 0 && u.cpu >= int64(sb.lim.CPUSeconds)*clockTicks:
+		// Go runtimes ignore SIGXCPU, so RLIMIT_CPU's soft limit would
+		// only be met by its hard one: the worker stops the tool here.
+		return poison(ReasonCPULimit, "a process used %d s of CPU, limit %d", u.cpu/clockTicks, sb.lim.CPUSeconds)
+	case sb.cg != nil:
+	case u.rss >= sb.lim.Memory:
+		return poison(ReasonMemoryLimit, "resident memory %d bytes, limit %d", u.rss, sb.lim.Memory)
+	case u.tasks >= int64(sb.lim.Pids):
+		return poison(ReasonPidsLimit, "%d tasks, limit %d", u.tasks, sb.lim.Pids)
 	}
 	return nil
+}
+
+// clockTicks is USER_HZ, the unit of CPU times in /proc, which Linux
+// fixes at 100 on every architecture it exports it to user space.
+const clockTicks = 100
+
+// sandboxUsage is one look at a sandbox's processes.
+type sandboxUsage struct {
+	rss   int64 // resident bytes, summed
+	tasks int64 // processes and threads, summed
+	cpu   int64 // CPU ticks of the busiest process
 }
 
 // usage sums the resident memory and the tasks of every process in the
 // sandbox, read from the sandbox's own /proc, which lists exactly its
 // processes.
-func (sb *sandboxRun) usage(root string) (rss, tasks int64) {
+func (sb *sandboxRun) usage(root string) (u sandboxUsage) {
 	if sb.procDir == nil {
 		f, err := os.Open(root + "/proc")
 		if err != nil {
-			return 0, 0
+			return u
 		}
 		sb.procDir = f
 	}
 	if _, err := sb.procDir.Seek(0, 0); err != nil {
-		return 0, 0
+		return u
 	}
 	names, _ := sb.procDir.Readdirnames(-1)
 	page := int64(os.Getpagesize())
@@ -105,14 +131,16 @@ func (sb *sandboxRun) usage(root string) (rss, tasks int64) {
 		if b, err := os.ReadFile(dir + n + "/statm"); err == nil {
 			if f := strings.Fields(string(b)); len(f) > 1 {
 				pages, _ := strconv.ParseInt(f[1], 10, 64)
-				rss += pages * page
+				u.rss += pages * page
 			}
 		}
 		if b, err := os.ReadFile(dir + n + "/stat"); err == nil {
-			tasks += statThreads(b)
+			threads, cpu := statFields(b)
+			u.tasks += threads
+			u.cpu = max(u.cpu, cpu)
 		}
 	}
-	return rss, tasks
+	return u
 }
 
 func (sb *sandboxRun) closeProc() {
@@ -121,21 +149,25 @@ func (sb *sandboxRun) closeProc() {
 	}
 }
 
-// statThreads reads num_threads from /proc/<pid>/stat. The command name
-// comes first, in parentheses, and may hold anything, so fields are
-// counted from the last ')'.
-func statThreads(stat []byte) int64 {
+// statFields reads num_threads and the CPU time (utime plus stime, in
+// clock ticks) from /proc/<pid>/stat. The command name comes first, in
+// parentheses, and may hold anything, so fields are counted from the
+// last ')'.
+func statFields(stat []byte) (threads, cpu int64) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(string(stat[i+1:]))
-	// state is field 3 of stat, num_threads field 20.
+	// f[0] is field 3 (state): utime is field 14, stime 15,
+	// num_threads 20.
 	if len(f) < 18 {
-		return 0
+		return 0, 0
 	}
-	n, _ := strconv.ParseInt(f[17], 10, 64)
-	return n
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	threads, _ = strconv.ParseInt(f[17], 10, 64)
+	return threads, utime + stime
 }
 
 // firstChild is a child of pid, or 0: bwrap's only child is the
@@ -165,9 +197,9 @@ func children(pid int) []int {
 
 // exitReason names the limit that ended a sandbox whose bwrap exited as
 // st says, or "": the cgroup's events; bwrap's exit code, which is 128
-// plus the signal that killed the tool (SIGXCPU, SIGXFSZ, or SIGKILL past
-// the CPU limit); the largest resident memory of any of its processes
-// where rlimits hold memory.
+// plus the signal that killed the tool (SIGXCPU, SIGXFSZ, or RLIMIT_CPU's
+// SIGKILL); the peaks the watch saw, for a process that died of its
+// memory backstop between two looks.
 func (sb *sandboxRun) exitReason(st *os.ProcessState) string {
 	if sb.cg != nil {
 		if r := sb.cg.reason(); r != "" {
@@ -182,20 +214,14 @@ func (sb *sandboxRun) exitReason(st *os.ProcessState) string {
 	if code > 128 {
 		sig = syscall.Signal(code - 128)
 	}
-	var cpu time.Duration
-	var maxRSS int64
-	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		maxRSS = ru.Maxrss << 10
-	}
 	switch {
 	case sig == syscall.SIGXCPU:
 		return ReasonCPULimit
-	case sig == syscall.SIGKILL && sb.lim.CPUSeconds > 0 && cpu >= time.Duration(sb.lim.CPUSeconds)*time.Second:
+	case sig == syscall.SIGKILL && sb.lim.CPUSeconds > 0 && sb.peakCPU.Load() >= int64(sb.lim.CPUSeconds)*clockTicks:
 		return ReasonCPULimit
 	case sig == syscall.SIGXFSZ:
 		return ReasonFileSizeLimit
-	case code != 0 && sb.cg == nil && maxRSS >= sb.lim.Memory:
+	case code != 0 && sb.cg == nil && sb.peakRSS.Load() >= sb.lim.Memory*9/10:
 		return ReasonMemoryLimit
 	}
 	return ""
