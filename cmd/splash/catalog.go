@@ -58,9 +58,10 @@ func catalogName(path string) string {
 // serve picks the tools a worker serves: names, or every tool of the
 // catalog when names is empty. Each must be in the catalog and be a
 // process tool, a tool of an MCP server or one of the built-in demo
-// tools; the processes' and servers' commands must exist here. Everything is checked before anything
-// connects.
-func (c *catalog) serve(names []string) ([]*toolspec.Tool, error) {
+// tools; the processes' and servers' commands must exist here, and no
+// sandbox may hold what p protects. Everything is checked before
+// anything connects.
+func (c *catalog) serve(names []string, p toolspec.Protected) ([]*toolspec.Tool, error) {
 	if len(names) == 0 {
 		names = c.set.Names()
 	}
@@ -94,6 +95,9 @@ func (c *catalog) serve(names []string) ([]*toolspec.Tool, error) {
 		}
 		if err := sub.CheckCommands(); err != nil {
 			return nil, fmt.Errorf("%w: --catalog %s: %v", errCatalog, catalogName(c.path), err)
+		}
+		if err := sub.CheckSandboxes(p); err != nil {
+			return nil, fmt.Errorf("%w: --catalog %s: %w", errCatalog, catalogName(c.path), err)
 		}
 	}
 	return out, nil

@@ -45,8 +45,10 @@ each run into --data-dir/api.token (0600) unless --api-token or
 SPLASH_API_TOKEN gives one; it is never printed, so pass it to clients
 through SPLASH_API_TOKEN rather than on a command line. When the default
 API address is taken, dev picks a free port and says which; an address given
-explicitly must be free. Runs until SIGINT or SIGTERM, then drains the
-workers and shuts everything down.`,
+explicitly must be free. Process tools of the catalog run in Bubblewrap
+sandboxes (docs/process-tools.md) that may not hold --data-dir or the
+user's home. Runs until SIGINT or SIGTERM, then drains the workers and
+shuts everything down.`,
 	new: func() runner { return new(devConfig) },
 }
 
@@ -70,6 +72,7 @@ type devConfig struct {
 	mcp         mcpFlags
 	workers     int
 	natsPort    int
+	sandbox     sandboxFlags
 }
 
 func (c *devConfig) flags(fs *flagSet) {
@@ -84,6 +87,7 @@ func (c *devConfig) flags(fs *flagSet) {
 	c.mcp.register(fs)
 	fs.intVar(&c.workers, "workers", "SPLASH_DEV_WORKERS", 4, "`number` of workers in the pool")
 	fs.intVar(&c.natsPort, "nats-port", "SPLASH_DEV_NATS_PORT", -1, "client `port` of the embedded NATS node on 127.0.0.1 (-1: any free port)")
+	c.sandbox.register(fs)
 }
 
 func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
@@ -152,11 +156,17 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	if err := c.http.check(); err != nil {
 		return nil, err
 	}
+	if err := c.sandbox.check(); err != nil {
+		return nil, err
+	}
 	cat, err := loadCatalog(c.catalog)
 	if err != nil {
 		return nil, err
 	}
-	served, err := cat.serve(nil)
+	// The data directory holds the frame key, the NATS passwords, the
+	// API token and the store: no tool's sandbox may see any of it.
+	processes := c.sandbox.settings(c.dataDir)
+	served, err := cat.serve(nil, processes.Protected)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +272,8 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 			// The worker user may not create the fabric's streams: the
 			// host provisioned them above, as in the cluster.
 			bindOnly: true, metrics: wm, records: records,
-			log: log.With("component", "worker", "worker_id", id),
+			log:       log.With("component", "worker", "worker_id", id),
+			processes: processes,
 		})
 		if err != nil {
 			return nil, err
