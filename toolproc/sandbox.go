@@ -108,7 +108,8 @@ func asRoot() bool { return os.Geteuid() == 0 }
 // sandboxCmd builds the command that runs the tool (argv0 and the
 // configured arguments) in its sandbox: bwrap with the plan's arguments,
 // then the shim with the limits, then the tool. key, when not nil, is
-// the tool's key pipe and becomes fd 3.
+// the tool's key pipe and becomes fd 3. An empty argv0 builds the probe:
+// the same sandbox, whose shim exits once it would run the tool.
 //
 // The sandbox sees the system's runtime directories, a curated /etc, the
 // tool's own directory and program read-only, its declared binds, a
@@ -182,7 +183,7 @@ func (s sandboxer) sandboxCmd(argv0 string, env []string, key *os.File, lim Limi
 	if s.cfg.Dir != "" {
 		bind("--ro-bind", s.cfg.Dir, s.cfg.Dir)
 	}
-	if !underAny(argv0, systemDirs) && (s.cfg.Dir == "" || !under(argv0, s.cfg.Dir)) {
+	if argv0 != "" && !underAny(argv0, systemDirs) && (s.cfg.Dir == "" || !under(argv0, s.cfg.Dir)) {
 		bind("--ro-bind", argv0, argv0)
 	}
 	for _, b := range c.ROBinds {
@@ -213,9 +214,15 @@ func (s sandboxer) sandboxCmd(argv0 string, env []string, key *os.File, lim Limi
 		dir = "/"
 	}
 	p.args = append(p.args, "--chdir", dir, "--", shimPath)
+	if argv0 == "" {
+		p.args = append(p.args, "probe")
+	}
 	p.args = append(p.args, shimArgs(lim, cg != nil, root)...)
-	p.args = append(p.args, "--", argv0)
-	p.args = append(p.args, s.cfg.Command[1:]...)
+	p.args = append(p.args, "--")
+	if argv0 != "" {
+		p.args = append(p.args, argv0)
+		p.args = append(p.args, s.cfg.Command[1:]...)
+	}
 
 	cmd := exec.Command(s.bwrap, p.args...)
 	// bwrap clears and sets the sandbox's environment itself; its own
@@ -293,18 +300,12 @@ func newSandboxer(cfg Config) (sandboxer, error) {
 	return sandboxer{cfg: cfg, bwrap: bin, shim: shim}, nil
 }
 
-// probe checks that bwrap can build s's sandbox here, by running `true`
-// in it through the shim, so a machine that cannot (no user namespaces,
-// a bind that does not exist) refuses the tool when it is registered
-// instead of at its first call.
+// probe checks that bwrap can build s's sandbox here, up to the shim's
+// last step before the tool (limits set, root left), so a machine that
+// cannot (no user namespaces, a bind that does not exist) refuses the tool
+// when it is registered instead of at its first call.
 func (s sandboxer) probe() error {
-	truePath := "/usr/bin/true"
-	if _, err := os.Stat(truePath); err != nil {
-		truePath = "/bin/true"
-	}
-	probe := s
-	probe.cfg.Command = []string{truePath}
-	cmd, plan, err := probe.sandboxCmd(truePath, []string{"PATH=/usr/bin:/bin"}, nil, s.cfg.Contain.Limits, nil)
+	cmd, plan, err := s.sandboxCmd("", nil, nil, s.cfg.Contain.Limits, nil)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package toolproc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,7 +16,7 @@ import (
 // that name before anything else of it runs, the way moby's reexec
 // package turns a daemon into its own helper:
 //
-//	/.splash/init [drop] [rlimit=soft:hard ...] -- tool argv...
+//	/.splash/init [probe] [drop] [rlimit=soft:hard ...] -- tool argv...
 //
 // It sets the tool's rlimits from inside the sandbox, so that the kernel
 // counts the pids limit in the sandbox's own user namespace (set before
@@ -29,9 +30,15 @@ func init() {
 		return
 	}
 	err := runShim(os.Args[1:])
+	if err == errProbed {
+		os.Exit(0)
+	}
 	fmt.Fprintf(os.Stderr, "splash sandbox: %v\n", err)
 	os.Exit(127)
 }
+
+// errProbed ends a probe's shim where it would run the tool.
+var errProbed = errors.New("probed")
 
 // rlimitNames are the resources the shim sets, by the name shimArgs
 // writes.
@@ -86,12 +93,16 @@ func dataBackstop(memory int64) uint64 {
 
 // runShim applies args and executes the tool; it returns only on failure.
 func runShim(args []string) error {
-	drop := false
+	drop, probe := false, false
 	for len(args) > 0 && args[0] != "--" {
 		a := args[0]
 		args = args[1:]
-		if a == "drop" {
+		switch a {
+		case "drop":
 			drop = true
+			continue
+		case "probe":
+			probe = true
 			continue
 		}
 		name, value, _ := strings.Cut(a, "=")
@@ -112,15 +123,18 @@ func runShim(args []string) error {
 			return fmt.Errorf("setrlimit %s: %v", name, err)
 		}
 	}
-	if len(args) < 2 {
-		return fmt.Errorf("no tool to run")
-	}
-	argv := args[1:]
 	if drop {
 		if err := dropRoot(); err != nil {
 			return err
 		}
 	}
+	if probe {
+		return errProbed
+	}
+	if len(args) < 2 {
+		return fmt.Errorf("no tool to run")
+	}
+	argv := args[1:]
 	err := syscall.Exec(argv[0], argv, os.Environ())
 	return fmt.Errorf("exec %s: %v", argv[0], err)
 }
