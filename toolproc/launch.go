@@ -86,8 +86,11 @@ func (s *Supervisor) launch(id string, key *protocol.SessionKey) (*process, erro
 		cmd.Env = env
 		cmd.Dir = s.cfg.Dir
 		// A session of its own: no controlling terminal, and one process
-		// group to signal, the tool's children included.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		// group to signal, the tool's children included. It dies with
+		// the worker (a sandbox's bwrap sees to that itself), so a
+		// crashed worker leaves no call running that another worker may
+		// be handed.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 		if keyFile != nil {
 			cmd.ExtraFiles = []*os.File{keyFile}
 		}

@@ -449,8 +449,12 @@ func TestContainedToolRefusesWithoutBwrap(t *testing.T) {
 	cfg := testConfig(nil)
 	cfg.Contain = &toolproc.Containment{}
 	cfg.Bwrap = filepath.Join(t.TempDir(), "no-bwrap")
-	if _, err := toolproc.New(cfg); !errors.Is(err, toolproc.ErrContainmentUnavailable) {
+	_, err := toolproc.New(cfg)
+	if !errors.Is(err, toolproc.ErrContainmentUnavailable) {
 		t.Fatalf("New: %v, want ErrContainmentUnavailable", err)
+	}
+	if !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Errorf("the error does not say what to install: %v", err)
 	}
 }
 
