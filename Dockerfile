@@ -1,17 +1,18 @@
-# The Splash Fabric image: the static splash binary and nothing else.
+# The Splash Fabric images: splash, the static splash binary and nothing
+# else, and worker, which adds what contained process tools need.
 #
 # The engine this builds on has no registry to pull base images from, so
 # the binary is built outside (CGO_ENABLED=0, by scripts/build-image.sh into
 # .build/image/) and copied into an empty image. Build with:
 #
-#     scripts/build-image.sh            # tags splash:dev
+#     scripts/build-image.sh            # tags splash:dev and splash-worker:dev
 #
 # One image serves every role; the command picks it:
 #
 #     docker run splash:dev nats --cluster-name c --cluster-port 6222 ...
 #     docker run splash:dev host --nats-url nats://nats-1:4222 ...
 #     docker run splash:dev worker --tools echo,upper ...
-FROM scratch
+FROM scratch AS splash
 
 COPY .build/image/splash /splash
 
@@ -45,3 +46,20 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
 
 ENTRYPOINT ["/splash"]
 CMD ["--help"]
+
+# The worker image: the same, over a root file system that runs contained
+# Python tools: Bubblewrap, Debian's python3 and its standard library, the
+# shared libraries they load, the Python SDK (as an installed module) and
+# examples/python under /opt/splash. scripts/worker-rootfs.sh assembles it
+# from the building machine's packages (docs/decisions/0106-worker-image.md).
+#
+# A sandbox needs user namespaces and a fresh /proc inside the container:
+# docker-compose.yml's worker services run with the engine's seccomp and
+# AppArmor profiles off and /proc unmasked (docs/process-tools.md, "In a
+# container"); the worker itself stays uid 65532 without a capability.
+FROM splash AS worker
+
+COPY .build/image/rootfs/ /
+# Where the compose Python tools record their effects for the end-to-end
+# audit (a named volume takes this directory's owner when first mounted).
+COPY --chown=65532:65532 .build/image/data /effects

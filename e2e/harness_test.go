@@ -35,6 +35,15 @@ func image() string {
 	return "splash:dev"
 }
 
+// workerImage is the image of the services that run process tools
+// (toolworker): the splash image with Bubblewrap, python3 and the SDK.
+func workerImage() string {
+	if s := os.Getenv("SPLASH_E2E_WORKER_IMAGE"); s != "" {
+		return s
+	}
+	return "splash-worker:dev"
+}
+
 var (
 	dockerOnce sync.Once
 	dockerErr  error
@@ -91,10 +100,11 @@ func requireImage(t *testing.T) {
 		if os.Getenv("SPLASH_E2E_SKIP_BUILD") == "1" {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "build-image.sh"), image())
 		cmd.Dir = repoRoot(t)
+		cmd.Env = append(os.Environ(), "SPLASH_WORKER_IMAGE="+workerImage())
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("scripts/build-image.sh: %v\n%s", err, out)
 		}
@@ -263,7 +273,7 @@ func (s *stack) compose(timeout time.Duration, args ...string) (string, error) {
 	cmd.Dir = repoRoot(s.t)
 	// Free loopback ports for the API and Prometheus, the image the
 	// harness built.
-	cmd.Env = append(os.Environ(), "SPLASH_API_PORT=", "SPLASH_PROMETHEUS_PORT=", "SPLASH_IMAGE="+image(), "COMPOSE_INTERACTIVE_NO_CLI=1")
+	cmd.Env = append(os.Environ(), "SPLASH_API_PORT=", "SPLASH_PROMETHEUS_PORT=", "SPLASH_IMAGE="+image(), "SPLASH_WORKER_IMAGE="+workerImage(), "COMPOSE_INTERACTIVE_NO_CLI=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s %s: %w\n%s", composeCmd[0], strings.Join(args, " "), err, out)

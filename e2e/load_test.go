@@ -42,10 +42,16 @@ type load struct {
 	wg   sync.WaitGroup
 }
 
-// startLoad runs clients concurrent submitters, each waiting for its
-// script to reach a terminal state before submitting the next one (a
-// steady number of scripts in flight).
+// startLoad runs clients concurrent submitters of loadScript, each
+// waiting for its script to reach a terminal state before submitting the
+// next one (a steady number of scripts in flight).
 func startLoad(t *testing.T, api *apiClient, clients int) *load {
+	t.Helper()
+	return startLoadOf(t, api, clients, loadScript)
+}
+
+// startLoadOf is startLoad with another script.
+func startLoadOf(t *testing.T, api *apiClient, clients int, script string) *load {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &load{api: api, stop: cancel, final: map[string]session{}}
@@ -57,7 +63,7 @@ func startLoad(t *testing.T, api *apiClient, clients int) *load {
 				// Not ctx: a submission cut off by the end of the load
 				// could have been taken by the host without its id
 				// reaching the audit.
-				s, err := api.submit(context.Background(), loadScript)
+				s, err := api.submit(context.Background(), script)
 				l.mu.Lock()
 				if err != nil {
 					l.refused++

@@ -46,7 +46,13 @@ type victim struct {
 // gauge, just before the scenario loses it.
 func (s *stack) pickVictim() *victim {
 	s.t.Helper()
-	id := s.containers("worker")[0]
+	return s.pickVictimOf("worker")
+}
+
+// pickVictimOf is pickVictim among the containers of service.
+func (s *stack) pickVictimOf(service string) *victim {
+	s.t.Helper()
+	id := s.containers(service)[0]
 	st := s.inspect(id)[0]
 	v := &victim{container: id, workerID: st.Config.Hostname}
 	if v.workerID == "" {
@@ -146,6 +152,11 @@ func (v *victim) inFlightString() string {
 	var parts []string
 	for _, tool := range []string{demotools.Ledger, "demo.sleep"} {
 		parts = append(parts, fmt.Sprintf("%s %v", tool, v.inFlight[tool]))
+	}
+	for tool, n := range v.inFlight {
+		if tool != demotools.Ledger && tool != "demo.sleep" && n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %v", tool, n))
+		}
 	}
 	return strings.Join(parts, ", ")
 }

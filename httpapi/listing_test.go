@@ -69,8 +69,12 @@ func newConsoleEnv(t *testing.T) *consoleEnv {
 	e.index = httpapi.NewSessionIndex(httpapi.IndexConfig{Sessions: 3, SourceBytes: 16, Now: func() time.Time { return e.now }})
 	var tools []*toolspec.Tool
 	for _, name := range []string{"echo", "idle", "broken"} {
-		tool, err := toolspec.Spec{Name: name, Description: "the " + name + " tool",
-			Redact: []toolspec.RedactRule{{Literal: "hidden-" + name, Replace: "x"}}}.Compile()
+		spec := toolspec.Spec{Name: name, Description: "the " + name + " tool",
+			Redact: []toolspec.RedactRule{{Literal: "hidden-" + name, Replace: "x"}}}
+		if name == "idle" {
+			spec.Process = &toolspec.Process{Command: []string{"idle-tool"}, Contain: &toolspec.Contain{Disabled: true}}
+		}
+		tool, err := spec.Compile()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,8 +235,11 @@ func TestToolsListDefinitionsPoolsAndWorkersSeen(t *testing.T) {
 	if len(echo.Workers) != 2 || echo.Workers[0].ID != "worker-b" || echo.Workers[1].ID != "worker-a" {
 		t.Fatalf("echo's workers = %+v, want worker-b then worker-a", echo.Workers)
 	}
-	if idle := byName["idle"]; idle.Pool != nil || idle.PoolError != "" || len(idle.Workers) != 0 {
+	if idle := byName["idle"]; idle.Pool != nil || idle.PoolError != "" || len(idle.Workers) != 0 || !idle.Uncontained {
 		t.Fatalf("idle = %+v", idle)
+	}
+	if echo.Uncontained {
+		t.Fatal("echo, which runs in no process, is listed uncontained")
 	}
 	if broken := byName["broken"]; broken.Pool != nil || broken.PoolError == "" {
 		t.Fatalf("broken = %+v", broken)
@@ -242,7 +249,7 @@ func TestToolsListDefinitionsPoolsAndWorkersSeen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(raw), "hidden-") || strings.Contains(string(raw), "redact") || strings.Contains(string(raw), "process") {
+	if strings.Contains(string(raw), "hidden-") || strings.Contains(string(raw), "redact") || strings.Contains(string(raw), "process") || strings.Contains(string(raw), "idle-tool") {
 		t.Fatalf("/v1/tools shows how a tool redacts or runs:\n%s", raw)
 	}
 

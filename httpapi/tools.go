@@ -56,7 +56,7 @@ func (s *server) tools(w http.ResponseWriter, r *http.Request) {
 
 // toolOf is t's definition as scripts see it: how it runs (command,
 // environment) and how its output is redacted (the very strings to hide)
-// are left out.
+// are left out, but not whether it runs outside a sandbox.
 func toolOf(t *toolspec.Tool) Tool {
 	sp := t.Spec()
 	out := Tool{
@@ -76,6 +76,12 @@ func toolOf(t *toolspec.Tool) Tool {
 	}
 	if st := sp.Stream; st != nil {
 		out.Stream = &ToolStream{MaxChunks: st.MaxChunks, MaxChunkBytes: st.MaxChunkBytes, MaxSourceBytes: st.MaxSourceBytes, MaxReleasedBytes: st.MaxReleasedBytes}
+	}
+	switch {
+	case sp.Process != nil:
+		out.Uncontained = !sp.Process.Contain.Enabled()
+	case sp.MCP != nil:
+		out.Uncontained = !sp.MCP.Contain.Enabled()
 	}
 	return out
 }

@@ -251,6 +251,10 @@ type Tool struct {
 	MaxOutputBytes int             `json:"max_output_bytes"`
 	Stream         *ToolStream     `json:"stream,omitempty"`
 	Digest         string          `json:"digest"`
+	// Uncontained says the catalog runs the tool's process or MCP server
+	// without a sandbox (contain: false): it has its worker's user,
+	// files, network and view of /proc.
+	Uncontained bool `json:"uncontained,omitempty"`
 	// Pool is the tool's JetStream consumer; absent when no worker pool
 	// has bound the tool yet, or the host could not read it (then
 	// PoolError says why).

@@ -48,6 +48,19 @@ const (
 	PoisonExited         = "exited"
 	PoisonWatchdog       = "watchdog"
 	PoisonStopped        = "stopped"
+	// A cancelled call that did not end within its cancel grace: its tool
+	// gave no answer, or answered unsupported.
+	PoisonCancelUnanswered  = "cancel_unanswered"
+	PoisonCancelUnsupported = "cancel_unsupported"
+	PoisonMCP               = "mcp_protocol"
+	// A call without a deadline that ran past the worker's maximum.
+	PoisonMaxRuntime = "max_runtime"
+	// A sandbox that reached one of its limits.
+	PoisonMemoryLimit   = "memory_limit"
+	PoisonCPULimit      = "cpu_limit"
+	PoisonPidsLimit     = "pids_limit"
+	PoisonFileSizeLimit = "file_size_limit"
+	PoisonTmpFull       = "tmp_full"
 )
 
 // Operation states a worker answers a reconciliation request with
@@ -150,7 +163,9 @@ var (
 	outcomes      = []string{OutcomeSucceeded, OutcomeFailed, OutcomeTimedOut, OutcomeCancelled, OutcomeIndeterminate}
 	handlerResult = []string{HandlerSucceeded, HandlerFailed, HandlerRetryTransient, HandlerRetryRateLimited, HandlerCancelled, HandlerIndeterminate, HandlerHandedBack}
 	poisonReasons = []string{PoisonGarbage, PoisonTooLong, PoisonBadTag, PoisonWrongSession, PoisonSequence, PoisonUnknownRequest,
-		PoisonContradictory, PoisonInvalidMessage, PoisonFlood, PoisonExited, PoisonWatchdog, PoisonStopped}
+		PoisonContradictory, PoisonInvalidMessage, PoisonFlood, PoisonExited, PoisonWatchdog, PoisonStopped,
+		PoisonCancelUnanswered, PoisonCancelUnsupported, PoisonMCP, PoisonMaxRuntime,
+		PoisonMemoryLimit, PoisonCPULimit, PoisonPidsLimit, PoisonFileSizeLimit, PoisonTmpFull}
 	retryClasses  = []string{RetryTransient, RetryRateLimited}
 	dispositions  = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
 	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthUnknownKey, AuthWrongPool, AuthMalformed, AuthMissingToken, AuthWrongToken}

@@ -183,3 +183,23 @@ func TestToJSONLineRejectsFramesTheParserWouldRefuse(t *testing.T) {
 		wantErr(t, tc.name, err, tc.wantErr)
 	}
 }
+
+// A frame a peer got wrong is refused without repeating what it wrote:
+// the error reaches logs, the audit and a script.
+func TestParseErrorsHoldNoPeerBytes(t *testing.T) {
+	const secret = "tok-3f9a1c"
+	for _, line := range []string{
+		`{"session_id":"s","role":"worker","seq":1,"msg":{},"tag":"` + strings.Repeat("0", 64) + `","` + secret + `":1}`,
+		`{"session_id":"s","role":"` + secret + `","seq":1,"msg":{},"tag":"` + strings.Repeat("0", 64) + `"}`,
+		`{"session_id":"s","role":"worker","seq":"` + secret + `","msg":{},"tag":"` + strings.Repeat("0", 64) + `"}`,
+		secret + ` is not a frame`,
+	} {
+		_, err := protocol.ParseJSONLine([]byte(line))
+		if err == nil {
+			t.Fatalf("accepted %q", line)
+		}
+		if strings.Contains(err.Error(), "tok-") {
+			t.Errorf("the error repeats the peer's bytes: %v", err)
+		}
+	}
+}

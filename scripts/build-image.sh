@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Builds the static splash binary and the splash image in one command, and
-# then the compose cluster's Prometheus image.
+# Builds the static splash binary, the splash image and the worker image
+# in one command, and then the compose cluster's Prometheus image.
 #
 #   scripts/build-image.sh [tag]     (default tag: splash:dev)
+#
+# The worker image (tag $SPLASH_WORKER_IMAGE, default splash-worker:dev) adds
+# Bubblewrap, python3 and the Python SDK from this machine's Debian packages
+# (scripts/worker-rootfs.sh), so the cluster runs contained Python tools.
 #
 # The image is FROM scratch (see Dockerfile): the binary is built here with
 # CGO_ENABLED=0 and staged in .build/image/, which .dockerignore lets into
@@ -31,9 +35,15 @@ CGO_ENABLED=0 GOOS="${GOOS:-linux}" go build \
   -ldflags "-s -w -X main.version=$version" \
   -o "$stage/splash" ./cmd/splash
 
-echo "== docker build -t $tag"
-docker build -t "$tag" .
+echo "== worker root file system"
+scripts/worker-rootfs.sh "$stage/rootfs"
+
+worker="${SPLASH_WORKER_IMAGE:-splash-worker:dev}"
+echo "== docker build -t $tag, -t $worker"
+docker build --target splash -t "$tag" .
+docker build --target worker -t "$worker" .
 
 echo "== $tag: $(docker run --rm "$tag" version)"
+echo "== $worker: $(docker run --rm "$worker" version), $(docker run --rm --entrypoint /usr/bin/python3 "$worker" -c 'import sys, splash_tool; print("python", sys.version.split()[0], "with the SDK")')"
 
 scripts/build-prometheus-image.sh "${SPLASH_PROMETHEUS_IMAGE:-splash-prometheus:dev}"

@@ -65,10 +65,41 @@
 //
 // # Containment
 //
-// With Config.Contain the process runs under Bubblewrap: read-only root,
-// private /tmp, fresh /dev and /proc, every namespace unshared (no network
-// unless granted), the environment cleared to Config.Env, and the chosen
-// read-only and read-write binds. New checks that bwrap can start a
-// sandbox here; where it cannot, the tool refuses to start
-// (ErrContainmentUnavailable) rather than run uncontained.
+// With Config.Contain the process runs in a Bubblewrap sandbox that holds
+// nothing of the worker (docs/process-tools.md, "The sandbox"): the
+// system's runtime directories and a curated /etc read-only, the tool's
+// own directory and program read-only, the configured binds, a private
+// /tmp and /dev/shm of Limits.TmpSize, fresh /dev and /proc, every
+// namespace its own (the network unless granted), the environment cleared
+// to Config.Env. The tool runs as SandboxUID with no capability,
+// no_new_privs and a seccomp filter, whether the worker runs as root or
+// not: under a root worker bwrap starts in a user namespace the worker
+// makes, and the worker's own executable, bound at /.splash/init, leaves
+// root before it executes the tool (which is why every program linking
+// this package answers to that name first). New refuses a sandbox that
+// would hold Config.Protected (toolspec.ErrUnsafeBind) and checks that
+// bwrap can build the sandbox here; where it cannot, the tool refuses to
+// start (ErrContainmentUnavailable, naming the package to install) rather
+// than run uncontained.
+//
+// # Limits
+//
+// A sandbox's Limits are enforced by a cgroup v2 where the worker may make
+// one, else by rlimits the shim sets inside the sandbox and by the
+// worker's own looks at the sandbox every 100 ms (LimitMechanism says
+// which). A sandbox that reaches one is stopped: its session is poisoned
+// with the limit's reason (ReasonMemoryLimit, ReasonPidsLimit,
+// ReasonCPULimit, ReasonFileSizeLimit, ReasonTmpFull; errors.Is ErrLimit)
+// and the next call gets a fresh process.
+//
+// # Cancellation and runtime
+//
+// A cancelled call must end within Config.CancelGrace, by its result or
+// the tool's acknowledgement; past it the session is poisoned
+// (ReasonCancelUnsupported or ReasonCancelUnanswered) and the call is Lost
+// with Stopped set. A call without a deadline is stopped by the watchdog
+// at Config.MaxRuntime (ReasonMaxRuntime).
+//
+// A poisoned session's error never holds what the tool wrote: a refused
+// line is named by its number and size.
 package toolproc

@@ -3,6 +3,7 @@ package toolproc
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Errors of the package. Each is declared once and wrapped with detail, so
@@ -25,10 +26,14 @@ var (
 	// ErrStopped reports a call held by a process the supervisor stopped
 	// because it was closed.
 	ErrStopped = errors.New("toolproc: supervisor stopped")
-	// ErrCancelUnanswered reports a call of an MCP server that neither
-	// answered nor ended within Config.CancelGrace of its cancellation:
-	// the process was stopped, and the call's effect is indeterminate.
-	ErrCancelUnanswered = errors.New("toolproc: cancellation left unanswered; process stopped")
+	// ErrCancelUnanswered reports a cancelled call that did not end
+	// within Config.CancelGrace of its cancellation (its tool answered
+	// unsupported, or nothing): the process was stopped, and the call's
+	// effect is indeterminate.
+	ErrCancelUnanswered = errors.New("toolproc: cancelled call did not end; process stopped")
+	// ErrLimit matches a PoisonError whose reason is a sandbox limit
+	// (memory_limit, cpu_limit, pids_limit, file_size_limit, tmp_full).
+	ErrLimit = errors.New("toolproc: sandbox limit reached")
 	// ErrClosed reports a call made after Close.
 	ErrClosed = errors.New("toolproc: supervisor closed")
 )
@@ -48,9 +53,22 @@ const (
 	ReasonExited         = "exited"
 	ReasonWatchdog       = "watchdog"
 	ReasonStopped        = "stopped"
-	// ReasonCancelUnanswered: an MCP server left a cancelled call
-	// unanswered past Config.CancelGrace.
+	// ReasonCancelUnanswered: a cancelled call got no answer to its
+	// cancellation and did not end within Config.CancelGrace.
 	ReasonCancelUnanswered = "cancel_unanswered"
+	// ReasonCancelUnsupported: the tool answered a cancellation
+	// unsupported (or does not honour cancellation at all) and the call
+	// did not end within Config.CancelGrace.
+	ReasonCancelUnsupported = "cancel_unsupported"
+	// ReasonMaxRuntime: a call without a deadline ran past
+	// Config.MaxRuntime.
+	ReasonMaxRuntime = "max_runtime"
+	// The sandbox's limits (Config.Contain.Limits).
+	ReasonMemoryLimit   = "memory_limit"
+	ReasonCPULimit      = "cpu_limit"
+	ReasonPidsLimit     = "pids_limit"
+	ReasonFileSizeLimit = "file_size_limit"
+	ReasonTmpFull       = "tmp_full"
 	// ReasonMCP: an MCP server broke the protocol (a failed handshake or
 	// tool listing, a connection that failed while the process lived).
 	ReasonMCP = "mcp_protocol"
@@ -62,20 +80,35 @@ var PoisonReasons = []string{
 	ReasonGarbage, ReasonTooLong, ReasonBadTag, ReasonWrongSession, ReasonSequence,
 	ReasonUnknownRequest, ReasonContradictory, ReasonInvalidMessage, ReasonFlood,
 	ReasonExited, ReasonWatchdog, ReasonStopped, ReasonCancelUnanswered, ReasonMCP,
+	ReasonCancelUnsupported, ReasonMaxRuntime,
+	ReasonMemoryLimit, ReasonCPULimit, ReasonPidsLimit, ReasonFileSizeLimit, ReasonTmpFull,
 }
 
-// PoisonError says why a session was poisoned; it wraps ErrPoisoned.
+// limitReasons are the reasons ErrLimit matches.
+var limitReasons = []string{ReasonMemoryLimit, ReasonCPULimit, ReasonPidsLimit, ReasonFileSizeLimit, ReasonTmpFull}
+
+// PoisonError says why a session was poisoned; it wraps ErrPoisoned, and
+// ErrLimit for a limit's reason. Nothing in it comes from what the tool
+// wrote: a bad line is described by its number and size, never its
+// bytes, because the error travels to the audit and to the script.
 type PoisonError struct {
 	Reason string // one of the Reason constants
 	Detail string
+	// Line and Bytes locate the line of stdout that poisoned the
+	// session, for a reason about a frame; 0 otherwise.
+	Line  int
+	Bytes int
 }
 
 func (e *PoisonError) Error() string {
 	return fmt.Sprintf("toolproc: session poisoned (%s): %s", e.Reason, e.Detail)
 }
 
-// Is makes errors.Is(err, ErrPoisoned) hold.
-func (e *PoisonError) Is(target error) bool { return target == ErrPoisoned }
+// Is makes errors.Is(err, ErrPoisoned) hold, and errors.Is(err, ErrLimit)
+// for a limit.
+func (e *PoisonError) Is(target error) bool {
+	return target == ErrPoisoned || target == ErrLimit && slices.Contains(limitReasons, e.Reason)
+}
 
 func poison(reason, format string, v ...any) *PoisonError {
 	return &PoisonError{Reason: reason, Detail: fmt.Sprintf(format, v...)}

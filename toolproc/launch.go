@@ -1,8 +1,6 @@
 package toolproc
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -10,11 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -22,13 +18,16 @@ import (
 // The variables every process gets; catalog env entries may not use the
 // prefix.
 const (
-	envPrefix    = "SPLASH_TOOL_"
-	envKeyFD     = "SPLASH_TOOL_KEY_FD"
-	envSession   = "SPLASH_TOOL_SESSION"
-	envToolName  = "SPLASH_TOOL_NAME"
-	keyFD        = 3 // the first of exec.Cmd.ExtraFiles
-	probeTimeout = 10 * time.Second
+	envPrefix   = "SPLASH_TOOL_"
+	envKeyFD    = "SPLASH_TOOL_KEY_FD"
+	envSession  = "SPLASH_TOOL_SESSION"
+	envToolName = "SPLASH_TOOL_NAME"
+	keyFD       = 3 // the first of exec.Cmd.ExtraFiles
 )
+
+// sandboxPath is where a contained tool's bare command is looked up: the
+// system's directories, which every sandbox holds.
+const sandboxPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 // process is a started child with its pipes.
 type process struct {
@@ -36,54 +35,86 @@ type process struct {
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
 	stderr io.ReadCloser
+	// sandbox is the running sandbox of a contained tool; nil otherwise.
+	sandbox *sandboxRun
 }
 
 // launch starts the tool's process for session id with key, handing the
 // key over the inherited pipe. An MCP server gets no key (nil): the
-// protocol has no use for one.
+// protocol has no use for one. A contained tool starts in its sandbox,
+// in a cgroup of its own where the worker has one to give.
 func (s *Supervisor) launch(id string, key *protocol.SessionKey) (*process, error) {
 	env := append([]string(nil), s.cfg.Env...)
 	if key != nil {
 		env = append(env, envKeyFD+"="+strconv.Itoa(keyFD))
 	}
 	env = append(env, envSession+"="+id, envToolName+"="+s.cfg.Tool)
-	var cmd *exec.Cmd
-	if s.cfg.Contain != nil {
-		cmd = exec.Command(s.bwrap, bwrapArgs(s.cfg, s.argv0, env)...)
-		// bwrap clears and sets the sandbox's environment itself; its own
-		// needs nothing.
-		cmd.Env = []string{}
-	} else {
-		cmd = exec.Command(s.argv0, s.cfg.Command[1:]...)
-		cmd.Env = env
-		cmd.Dir = s.cfg.Dir
-	}
-	// A session of its own: no controlling terminal, and one process
-	// group to signal, the tool's children included.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	keyR, keyW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("%w: key pipe: %v", ErrStartFailed, err)
 	}
 	defer keyR.Close()
+	var keyFile *os.File
 	if key != nil {
-		cmd.ExtraFiles = []*os.File{keyR}
+		keyFile = keyR
 	}
-	p := &process{cmd: cmd}
+	var (
+		cmd  *exec.Cmd
+		plan *sandboxPlan
+		run  *sandboxRun
+	)
+	if s.cfg.Contain != nil {
+		lim := s.cfg.Contain.Limits
+		run = &sandboxRun{lim: lim}
+		if s.cgroupParent != "" {
+			if run.cg, err = newCgroup(s.cgroupParent, cgroupName(id), lim); err != nil {
+				keyW.Close()
+				return nil, err
+			}
+		}
+		cmd, plan, err = s.sandbox.sandboxCmd(s.argv0, env, keyFile, lim, run.cg)
+		if err != nil {
+			keyW.Close()
+			if run.cg != nil {
+				run.cg.remove()
+			}
+			return nil, err
+		}
+		defer plan.close()
+	} else {
+		cmd = exec.Command(s.argv0, s.cfg.Command[1:]...)
+		cmd.Env = env
+		cmd.Dir = s.cfg.Dir
+		// A session of its own: no controlling terminal, and one process
+		// group to signal, the tool's children included. It dies with
+		// the worker (a sandbox's bwrap sees to that itself), so a
+		// crashed worker leaves no call running that another worker may
+		// be handed.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+		if keyFile != nil {
+			cmd.ExtraFiles = []*os.File{keyFile}
+		}
+	}
+	p := &process{cmd: cmd, sandbox: run}
+	fail := func(err error) (*process, error) {
+		keyW.Close()
+		if run != nil && run.cg != nil {
+			run.cg.remove()
+		}
+		return nil, err
+	}
 	// stdout and stderr are pipes of our own rather than exec's: Wait
 	// closes exec's as soon as the process exits, which could drop the
 	// last frames it wrote; ours stay open until the readers reach EOF.
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		keyW.Close()
-		return nil, fmt.Errorf("%w: %v", ErrStartFailed, err)
+		return fail(fmt.Errorf("%w: %v", ErrStartFailed, err))
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		keyW.Close()
 		outR.Close()
 		outW.Close()
-		return nil, fmt.Errorf("%w: %v", ErrStartFailed, err)
+		return fail(fmt.Errorf("%w: %v", ErrStartFailed, err))
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	p.stdout, p.stderr = outR, errR
@@ -93,10 +124,12 @@ func (s *Supervisor) launch(id string, key *protocol.SessionKey) (*process, erro
 	outW.Close()
 	errW.Close()
 	if err != nil {
-		keyW.Close()
 		outR.Close()
 		errR.Close()
-		return nil, fmt.Errorf("%w: %q: %v", ErrStartFailed, truncate(s.cfg.Command[0]), err)
+		return fail(fmt.Errorf("%w: %q: %v", ErrStartFailed, truncate(s.cfg.Command[0]), err))
+	}
+	if run != nil {
+		run.pid = cmd.Process.Pid
 	}
 	if key == nil {
 		keyW.Close()
@@ -117,11 +150,36 @@ func (s *Supervisor) launch(id string, key *protocol.SessionKey) (*process, erro
 	return p, nil
 }
 
-// signal sends sig to the process's group.
+// cgroupName is a sandbox's cgroup under the worker's: the session id,
+// which is unique across the worker's tools, starts and restarts, with
+// the characters a path may not hold replaced.
+func cgroupName(id string) string {
+	return "splash-" + strings.Map(func(r rune) rune {
+		if r == '/' || r == 0 {
+			return '_'
+		}
+		return r
+	}, id)
+}
+
+// signal sends sig to the process's group. In a sandbox, whose processes
+// are in a session of their own, TERM goes to the tool itself (the
+// children of the sandbox's pid 1), so it may stop cleanly; bwrap would
+// only die of it and take the sandbox down at once, which is KILL's job.
 func (p *process) signal(sig syscall.Signal) {
-	if pid := p.cmd.Process.Pid; pid > 0 {
-		_ = syscall.Kill(-pid, sig)
+	pid := p.cmd.Process.Pid
+	if pid <= 0 {
+		return
 	}
+	if sig == syscall.SIGTERM && p.sandbox != nil {
+		if init := firstChild(pid); init != 0 {
+			for _, c := range children(init) {
+				_ = syscall.Kill(c, sig)
+			}
+			return
+		}
+	}
+	_ = syscall.Kill(-pid, sig)
 }
 
 func (p *process) kill() {
@@ -131,96 +189,23 @@ func (p *process) kill() {
 	p.stderr.Close()
 }
 
-// bwrapArgs builds the sandbox: read-only root, fresh /dev, /proc and
-// /tmp, every namespace unshared (the network granted on request), the
-// environment cleared to env, the binds, then the command. The tool dies
-// with bwrap, so signalling bwrap stops it.
-func bwrapArgs(cfg Config, argv0 string, env []string) []string {
-	args := []string{
-		"--die-with-parent", "--new-session", "--unshare-all",
-	}
-	if cfg.Contain.Network {
-		args = append(args, "--share-net")
-	}
-	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
-	// The private /tmp would hide a tool that lives under /tmp (a
-	// checkout there, a test binary): the top directory of its working
-	// directory and of its program comes back, read-only.
-	for _, top := range tmpTops(cfg.Dir, argv0) {
-		args = append(args, "--ro-bind", top, top)
-	}
-	for _, b := range cfg.Contain.ROBinds {
-		args = append(args, "--ro-bind", b.Src, b.Dst)
-	}
-	for _, b := range cfg.Contain.RWBinds {
-		args = append(args, "--bind", b.Src, b.Dst)
-	}
-	args = append(args, "--clearenv")
-	for _, e := range env {
-		name, value, _ := bytes.Cut([]byte(e), []byte("="))
-		args = append(args, "--setenv", string(name), string(value))
-	}
-	if cfg.Dir != "" {
-		args = append(args, "--chdir", cfg.Dir)
-	}
-	args = append(args, "--", argv0)
-	return append(args, cfg.Command[1:]...)
-}
-
-// tmpTops returns, once each, the directories directly under /tmp that
-// hold the given paths.
-func tmpTops(paths ...string) []string {
-	var tops []string
-	for _, p := range paths {
-		rest, ok := strings.CutPrefix(filepath.Clean(p), "/tmp/")
-		if !ok || rest == "" {
-			continue
-		}
-		top := "/tmp/" + strings.SplitN(rest, "/", 2)[0]
-		if !slices.Contains(tops, top) {
-			tops = append(tops, top)
-		}
-	}
-	return tops
-}
-
-// probeBwrap checks that bwrap can build this tool's sandbox here, by
-// running `true` in it, so a machine without user namespaces refuses the
-// tool at start instead of at its first call.
-func probeBwrap(cfg Config) (string, error) {
-	path := cfg.Bwrap
-	if path == "" {
-		path = "bwrap"
-	}
-	bin, err := exec.LookPath(path)
-	if err != nil {
-		return "", fmt.Errorf("%w: tool %q: bwrap not found: %v", ErrContainmentUnavailable, cfg.Tool, err)
-	}
-	probe := cfg
-	probe.Command = []string{"true"}
-	probe.Dir = ""
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, bwrapArgs(probe, "true", []string{"PATH=/usr/bin:/bin"})...)
-	cmd.Env = []string{}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		msg := bytes.TrimSpace(stderr.Bytes())
-		if len(msg) > 200 {
-			msg = msg[:200]
-		}
-		return "", fmt.Errorf("%w: tool %q: bwrap cannot start a sandbox: %v: %s", ErrContainmentUnavailable, cfg.Tool, err, msg)
-	}
-	return bin, nil
-}
-
 // resolveCommand finds the program the way the process will see it: a
-// bare name in the worker's PATH, a relative path from Dir. The sandbox
-// mounts the worker's root, so the absolute path holds there too.
+// relative path from Dir; a bare name in the worker's PATH, or, for a
+// contained tool, in the sandbox's (sandboxPath): a program the worker
+// finds in its home or under a version manager's shims is not in the
+// sandbox, and one in the system's directories is.
 func resolveCommand(cfg Config) (string, error) {
 	name := cfg.Command[0]
 	if !strings.Contains(name, "/") {
+		if cfg.Contain != nil {
+			for _, dir := range filepath.SplitList(sandboxPath) {
+				p := filepath.Join(dir, name)
+				if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+					return p, nil
+				}
+			}
+			return "", fmt.Errorf("%w: tool %q: %q is not in the sandbox's PATH %s", ErrStartFailed, cfg.Tool, truncate(name), sandboxPath)
+		}
 		p, err := exec.LookPath(name)
 		if err != nil {
 			return "", fmt.Errorf("%w: tool %q: %v", ErrStartFailed, cfg.Tool, err)

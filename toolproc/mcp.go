@@ -63,6 +63,7 @@ func (s *Supervisor) startMCP() (*session, error) {
 	conn, _ := (&mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}).Connect(context.Background())
 	ss.mcp = &mcpSession{conn: &mcpConn{ss: ss, Connection: conn}}
 	log := s.cfg.Logger.With("tool", s.cfg.Tool, "session", id)
+	ss.startWatch()
 	var stderrDone sync.WaitGroup
 	stderrDone.Add(1)
 	go func() {
@@ -76,12 +77,14 @@ func (s *Supervisor) startMCP() (*session, error) {
 		proc.signal(syscall.SIGKILL)
 		close(ss.exited)
 		stderrDone.Wait()
+		// Poisoned before the connection closes, so a limit the
+		// sandbox reached is the reason, not the broken connection.
+		ss.poison(ss.exitPoison(err))
 		// Closing the connection ends the SDK's reader and fails the
-		// calls still waiting on it; the poison below has ended them
-		// already, or does now.
+		// calls still waiting on it; the poison above has ended them.
 		_ = ss.mcp.conn.Close()
 		proc.stderr.Close()
-		ss.poison(poison(ReasonExited, "process exited: %v", err))
+		ss.removeCgroup()
 		ss.mu.Lock()
 		client := ss.mcp.client
 		ss.mu.Unlock()
@@ -112,9 +115,12 @@ func (s *Supervisor) startMCP() (*session, error) {
 		ss.mu.Lock()
 		ss.stopping = true
 		ss.mu.Unlock()
-		ss.poison(poison(ReasonExited, "MCP handshake: %v", err))
+		// The SDK's error may quote what the server wrote: it goes to
+		// the log, and the error says only that the handshake failed.
+		log.Warn("MCP handshake failed", "err", clipText(err.Error()))
+		ss.poison(poison(ReasonExited, "MCP handshake failed"))
 		<-ss.done
-		return nil, fmt.Errorf("%w: %q: MCP handshake: %v", ErrStartFailed, truncate(s.cfg.Command[0]), err)
+		return nil, fmt.Errorf("%w: %q: the MCP handshake or tool listing failed (the worker's log says how)", ErrStartFailed, truncate(s.cfg.Command[0]))
 	}
 	ss.mu.Lock()
 	offered := len(ss.mcp.tools)
@@ -160,7 +166,8 @@ func (ss *session) mcpCall(c *call) Outcome {
 		err := ss.mcpList(ctx)
 		cancel()
 		if err != nil {
-			ss.poison(poison(ReasonMCP, "tools/list after a change: %v", err))
+			ss.sup.cfg.Logger.Warn("MCP tools/list failed", "tool", ss.sup.cfg.Tool, "session", ss.id, "err", clipText(err.Error()))
+			ss.poison(poison(ReasonMCP, "tools/list after a change failed"))
 			return <-c.out
 		}
 	}
@@ -236,7 +243,17 @@ func (ss *session) mcpAnswer(c *call, res *mcp.CallToolResult, err error) {
 		ss.mu.Unlock()
 		// The connection failed: the process is going or broke the
 		// protocol. Either way it is given up, and c is lost with it.
-		ss.poison(poison(ReasonMCP, "tools/call: %v", err))
+		// A process that is going is left to the reaper, which knows
+		// whether a limit ended it.
+		t := time.NewTimer(ss.sup.cfg.StopGrace)
+		defer t.Stop()
+		select {
+		case <-ss.exited:
+			return
+		case <-t.C:
+		}
+		ss.sup.cfg.Logger.Warn("MCP tools/call failed", "tool", ss.sup.cfg.Tool, "session", ss.id, "err", clipText(err.Error()))
+		ss.poison(poison(ReasonMCP, "tools/call failed while the server ran"))
 		return
 	}
 	ss.mu.Unlock()
@@ -300,23 +317,17 @@ func (ss *session) mcpCancel(c *call) {
 	}
 	// No disposition follows: the call is forgotten as soon as it ends.
 	c.cancelSent, c.disposed = true, true
+	c.unsupported = c.req.Uncancellable
 	ss.mu.Unlock()
-	_ = ss.mcp.conn.cancel(c.id)
+	if !c.req.Uncancellable {
+		_ = ss.mcp.conn.cancel(c.id)
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if c.ended {
 		return
 	}
-	// Stopped by end when the call ends first.
-	c.grace = time.AfterFunc(ss.sup.cfg.CancelGrace, func() {
-		ss.poisonIf(func() bool {
-			if c.ended {
-				return false
-			}
-			ss.unanswered = c
-			return true
-		}, poison(ReasonCancelUnanswered, "call %s went unanswered for %s after its cancellation", c.id, ss.sup.cfg.CancelGrace))
-	})
+	ss.armGraceLocked(c)
 }
 
 // mcpConn is the client's connection to the server: the SDK's stdio

@@ -2,55 +2,84 @@ package toolproc
 
 import (
 	"errors"
+	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // readLoop reads the process's frames until stdout ends or a frame poisons
 // the session. It is the only reader of ss.open.
+//
+// A poison names the line by its number and size only: the bytes of a
+// line the session refuses are the tool's, and they never reach an error
+// (which goes to the audit and the script) or the log.
 func (ss *session) readLoop() {
 	lr := newLineReader(ss.proc.stdout, ss.sup.cfg.MaxLineBytes)
-	for {
+	for n := 1; ; n++ {
 		line, err := lr.next()
 		if err != nil {
 			if errors.Is(err, errLineTooLong) {
-				ss.poison(poison(ReasonTooLong, "a line of more than %d bytes", ss.sup.cfg.MaxLineBytes))
-			} else {
-				ss.poison(poison(ReasonExited, "stdout ended: %v", err))
+				pe := poison(ReasonTooLong, "line %d: more than %d bytes", n, ss.sup.cfg.MaxLineBytes)
+				pe.Line, pe.Bytes = n, ss.sup.cfg.MaxLineBytes+1
+				ss.poison(pe)
+				return
 			}
+			ss.stdoutEnded(err)
 			return
 		}
 		if pe := ss.handle(line); pe != nil {
+			pe.Line, pe.Bytes = n, len(line)
+			pe.Detail = "line " + strconv.Itoa(n) + " (" + strconv.Itoa(len(line)) + " bytes): " + pe.Detail
 			ss.poison(pe)
 			return
 		}
 	}
 }
 
-// handle authenticates one line and applies it to the call it names.
+// stdoutEnded handles the end of stdout. A process that exits closes it
+// a moment before the reaper learns how it exited, which may name a
+// limit, so the reaper poisons the session; one that closes stdout and
+// lives on is given up here.
+func (ss *session) stdoutEnded(err error) {
+	t := time.NewTimer(ss.sup.cfg.StopGrace)
+	defer t.Stop()
+	select {
+	case <-ss.exited:
+	case <-t.C:
+		what := "closed its stdout"
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			what = "stdout failed"
+		}
+		ss.poison(poison(ReasonExited, "the process %s and lives on", what))
+	}
+}
+
+// handle authenticates one line and applies it to the call it names. Its
+// PoisonError's detail says what was wrong in the session's own words.
 func (ss *session) handle(line []byte) *PoisonError {
 	f, err := protocol.ParseJSONLineLimit(line, ss.sup.cfg.MaxLineBytes)
 	if err != nil {
 		if errors.Is(err, protocol.ErrFrameTooLarge) {
-			return poison(ReasonTooLong, "%v", err)
+			return poison(ReasonTooLong, "a frame over the size limit")
 		}
-		return poison(ReasonGarbage, "%v", err)
+		return poison(ReasonGarbage, "not a frame")
 	}
 	msg, err := ss.open.Open(f)
 	switch {
 	case err == nil:
 	case errors.Is(err, protocol.ErrBadTag):
-		return poison(ReasonBadTag, "%v", err)
+		return poison(ReasonBadTag, "a frame whose tag does not verify")
 	case errors.Is(err, protocol.ErrWrongRole), errors.Is(err, protocol.ErrInvalidSession):
-		return poison(ReasonWrongSession, "%v", err)
+		return poison(ReasonWrongSession, "a frame of another session or role")
 	case errors.Is(err, protocol.ErrSequence):
-		return poison(ReasonSequence, "%v", err)
+		return poison(ReasonSequence, "a frame out of sequence")
 	case errors.Is(err, protocol.ErrInvalidMessage):
-		return poison(ReasonInvalidMessage, "%v", err)
+		return poison(ReasonInvalidMessage, "an invalid message")
 	default:
-		return poison(ReasonGarbage, "%v", err)
+		return poison(ReasonGarbage, "not a frame")
 	}
 	switch msg.Kind {
 	case protocol.KindChunk:
@@ -60,7 +89,7 @@ func (ss *session) handle(line []byte) *PoisonError {
 	case protocol.KindCancelDisposition:
 		return ss.onDisposition(msg.CancelDisp)
 	}
-	return poison(ReasonInvalidMessage, "a tool may not send %q", msg.Kind)
+	return poison(ReasonInvalidMessage, "a message a tool may not send")
 }
 
 // lookup finds the live call a frame names; ss.mu is held.
@@ -75,7 +104,7 @@ func (ss *session) lookup(id string) (*call, *PoisonError) {
 	if n, err := strconv.ParseUint(strings.TrimPrefix(id, "c"), 10, 64); err == nil && strings.HasPrefix(id, "c") && n >= 1 && n <= ss.next && id == "c"+strconv.FormatUint(n, 10) {
 		return nil, poison(ReasonContradictory, "frame for %s after its end", id)
 	}
-	return nil, poison(ReasonUnknownRequest, "no call %q in flight", truncate(id))
+	return nil, poison(ReasonUnknownRequest, "a frame for no call in flight")
 }
 
 func (ss *session) onChunk(m *protocol.Chunk) *PoisonError {
@@ -86,7 +115,7 @@ func (ss *session) onChunk(m *protocol.Chunk) *PoisonError {
 	case c.ended:
 		pe = poison(ReasonContradictory, "chunk for %s after its end", c.id)
 	case m.Sequence != c.chunks+1:
-		pe = poison(ReasonSequence, "chunk %d of %s, want %d", m.Sequence, c.id, c.chunks+1)
+		pe = poison(ReasonSequence, "a chunk of %s out of order (want chunk %d)", c.id, c.chunks+1)
 	}
 	if pe != nil {
 		ss.mu.Unlock()
@@ -119,7 +148,7 @@ func (ss *session) onResult(m *protocol.Result) *PoisonError {
 	case c.ended:
 		return poison(ReasonContradictory, "second terminal frame for %s", c.id)
 	case m.Attempt != c.req.Invoke.Attempt:
-		return poison(ReasonContradictory, "result of attempt %d for %s, invoked as %d", m.Attempt, c.id, c.req.Invoke.Attempt)
+		return poison(ReasonContradictory, "a result for %s of another attempt than %d", c.id, c.req.Invoke.Attempt)
 	}
 	c.answered = true
 	ss.answered = true
@@ -137,7 +166,7 @@ func (ss *session) onDisposition(m *protocol.CancelReply) *PoisonError {
 	case c.disposed:
 		pe = poison(ReasonContradictory, "second disposition for %s", c.id)
 	case m.Attempt != c.req.Invoke.Attempt:
-		pe = poison(ReasonContradictory, "disposition of attempt %d for %s, invoked as %d", m.Attempt, c.id, c.req.Invoke.Attempt)
+		pe = poison(ReasonContradictory, "a disposition for %s of another attempt than %d", c.id, c.req.Invoke.Attempt)
 	case m.Disposition == protocol.CancelTooLate && !c.answered:
 		pe = poison(ReasonContradictory, "too_late for %s before its result", c.id)
 	case m.Disposition != protocol.CancelTooLate && c.answered:
@@ -148,12 +177,13 @@ func (ss *session) onDisposition(m *protocol.CancelReply) *PoisonError {
 		return pe
 	}
 	c.disposed = true
+	c.unsupported = m.Disposition == protocol.CancelUnsupported
 	tell := c.req.Disposition
 	ss.mu.Unlock()
 	switch m.Disposition {
 	case protocol.CancelAcknowledged, protocol.CancelTooLate, protocol.CancelUnsupported:
 	default:
-		return poison(ReasonInvalidMessage, "disposition %q", truncate(string(m.Disposition)))
+		return poison(ReasonInvalidMessage, "an unknown disposition for %s", c.id)
 	}
 	// Told before the call's end is visible, so a caller that sees the
 	// end has seen the disposition too.

@@ -20,8 +20,13 @@ type Request struct {
 	// reader goroutine, in order. Nil refuses every chunk.
 	Chunk func(text string) error
 	// Cancel, when closed, sends the call's one cancellation request to
-	// the process. Nil never cancels.
+	// the process and arms Config.CancelGrace: the call must end within
+	// it (by its result or an acknowledgement), or it is stopped with its
+	// process (Lost, Stopped, ErrCancelUnanswered). Nil never cancels.
 	Cancel <-chan struct{}
+	// Uncancellable marks a call of a tool that honours no cancellation:
+	// a closed Cancel sends it nothing and only arms the grace.
+	Uncancellable bool
 	// ServerTool is, for an MCP server, the server's name of the tool to
 	// call; empty means Invoke.Tool.
 	ServerTool string
@@ -71,9 +76,11 @@ type Outcome struct {
 	Result protocol.Result
 	// Err says why a call was Lost or NotStarted.
 	Err error
-	// Watchdog: this call's own deadline passed while it ran, and the
-	// watchdog stopped the process.
+	// Watchdog: this call's own deadline (or the maximum runtime of a
+	// call without one) passed while it ran, and the watchdog stopped the
+	// process.
 	Watchdog bool
-	// Stopped: the process was stopped because the supervisor was closed.
+	// Stopped: the process was stopped because the supervisor was
+	// closed, or because this call did not end within the cancel grace.
 	Stopped bool
 }

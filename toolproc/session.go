@@ -42,8 +42,8 @@ type session struct {
 	// stop decided (see Outcome.Watchdog and Outcome.Stopped).
 	watchdogCall *call
 	stopping     bool
-	// unanswered is the call whose cancellation an MCP server left
-	// unanswered past Config.CancelGrace (see mcpCancel).
+	// unanswered is the cancelled call that did not end within
+	// Config.CancelGrace (see armGraceLocked).
 	unanswered *call
 
 	// mcp is the conversation with an MCP server; nil for a process that
@@ -59,14 +59,15 @@ type call struct {
 	id      string
 	req     Request
 	out     chan Outcome // buffered; exactly one send, by end
-	timer   *time.Timer  // the watchdog; nil without a deadline
-	grace   *time.Timer  // an MCP call's cancel grace; nil until cancelled
+	timer   *time.Timer  // the watchdog, at the deadline or Config.MaxRuntime
+	grace   *time.Timer  // the cancel grace; nil until cancelled
 	chunks  uint64       // chunks received so far
 	refused int          // chunks Request.Chunk refused
 	// cancelSent: the cancellation request is out; disposed: its
-	// disposition came back; answered: the result came; ended: out was
-	// sent.
-	cancelSent, disposed, answered, ended bool
+	// disposition came back; unsupported: it was unsupported (or the
+	// tool honours no cancellation); answered: the result came; ended:
+	// out was sent.
+	cancelSent, disposed, unsupported, answered, ended bool
 }
 
 // start launches a process and its goroutines.
@@ -109,6 +110,7 @@ func (s *Supervisor) start() (*session, error) {
 		defer wg.Done()
 		ss.readLoop()
 	}()
+	ss.startWatch()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -120,11 +122,42 @@ func (s *Supervisor) start() (*session, error) {
 		wg.Wait()
 		proc.stdout.Close()
 		proc.stderr.Close()
-		ss.poison(poison(ReasonExited, "process exited: %v", err))
+		ss.poison(ss.exitPoison(err))
+		ss.removeCgroup()
 		close(ss.done)
 	}()
 	log.Info("tool process started", "pid", proc.cmd.Process.Pid, "contained", s.cfg.Contain != nil)
 	return ss, nil
+}
+
+// startWatch watches a sandbox's limits until its process exits.
+func (ss *session) startWatch() {
+	if ss.proc.sandbox == nil {
+		return
+	}
+	ss.sup.wg.Add(1)
+	go func() {
+		defer ss.sup.wg.Done()
+		ss.watch(ss.proc.sandbox)
+	}()
+}
+
+// exitPoison says why the process ended: the limit its sandbox reached,
+// or its exit.
+func (ss *session) exitPoison(waitErr error) *PoisonError {
+	if sb := ss.proc.sandbox; sb != nil {
+		if r := sb.exitReason(ss.proc.cmd.ProcessState); r != "" {
+			return poison(r, "the process ended at its sandbox's %s (%v)", limitName(r), waitErr)
+		}
+	}
+	return poison(ReasonExited, "process exited: %v", waitErr)
+}
+
+// removeCgroup removes the sandbox's cgroup once its process is gone.
+func (ss *session) removeCgroup() {
+	if sb := ss.proc.sandbox; sb != nil && sb.cg != nil {
+		sb.cg.remove()
+	}
 }
 
 // deadErr returns why the session was poisoned, nil while it lives.
@@ -153,10 +186,13 @@ func (ss *session) call(req Request) (Outcome, error) {
 	c.id = "c" + strconv.FormatUint(ss.next, 10)
 	ss.calls[c.id] = c
 	// Armed before the invocation is written, so no frame of the call
-	// can outrun its deadline.
-	if !req.Deadline.IsZero() {
-		c.timer = time.AfterFunc(time.Until(req.Deadline), func() { ss.watchdog(c) })
+	// can outrun its deadline. A call without one still ends, at the
+	// worker's maximum runtime.
+	deadline, capped := req.Deadline, false
+	if deadline.IsZero() {
+		deadline, capped = time.Now().Add(ss.sup.cfg.MaxRuntime), true
 	}
+	c.timer = time.AfterFunc(time.Until(deadline), func() { ss.watchdog(c, capped) })
 	ss.sup.cfg.Observer.ProcessInFlight(ss.sup.cfg.Tool, ss.inFlight())
 	ss.mu.Unlock()
 
@@ -211,7 +247,10 @@ func (ss *session) send(msg protocol.WorkerMessage) error {
 }
 
 // cancel sends the call's one cancellation request, unless the call has
-// already ended.
+// already ended, and arms its grace: a call still running
+// Config.CancelGrace later is stopped with its process. A call of a tool
+// that honours no cancellation (Request.Uncancellable) is sent nothing
+// and only gets the grace.
 func (ss *session) cancel(c *call) {
 	if ss.mcp != nil {
 		ss.mcpCancel(c)
@@ -223,11 +262,40 @@ func (ss *session) cancel(c *call) {
 		return
 	}
 	c.cancelSent = true
+	if c.req.Uncancellable {
+		// No disposition will come: the call is forgotten as it ends.
+		c.disposed, c.unsupported = true, true
+	}
+	ss.armGraceLocked(c)
 	ss.mu.Unlock()
+	if c.req.Uncancellable {
+		return
+	}
 	inv := c.req.Invoke
 	_ = ss.send(protocol.CancelMessage(protocol.Cancel{
 		RequestID: c.id, Tool: inv.Tool, Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey,
 	}))
+}
+
+// armGraceLocked starts c's cancel grace; ss.mu is held. When it passes
+// and c has not ended (by its result, an acknowledgement, its deadline),
+// the session is poisoned and c is lost, stopped: its effect is
+// indeterminate, since no tool said it stopped.
+func (ss *session) armGraceLocked(c *call) {
+	grace := ss.sup.cfg.CancelGrace
+	// Stopped by end when the call ends first.
+	c.grace = time.AfterFunc(grace, func() {
+		ss.poisonWhen(func() *PoisonError {
+			if c.ended {
+				return nil
+			}
+			ss.unanswered = c
+			if c.unsupported {
+				return poison(ReasonCancelUnsupported, "call %s did not end within %s of its cancellation, which its tool does not support", c.id, grace)
+			}
+			return poison(ReasonCancelUnanswered, "call %s got no answer to its cancellation within %s", c.id, grace)
+		})
+	})
 }
 
 // end delivers c's outcome once and removes it; ss.mu is held.
@@ -274,16 +342,20 @@ func (ss *session) inFlight() int {
 	return n
 }
 
-// watchdog runs when c's deadline passes. If c has not ended, the
-// deadline won: the process is stopped and c is lost, indeterminate.
-func (ss *session) watchdog(c *call) {
-	ss.poisonIf(func() bool {
+// watchdog runs when c's deadline (or, capped, the maximum runtime of a
+// call without one) passes. If c has not ended, the deadline won: the
+// process is stopped and c is lost, indeterminate.
+func (ss *session) watchdog(c *call, capped bool) {
+	ss.poisonWhen(func() *PoisonError {
 		if c.ended {
-			return false
+			return nil
 		}
 		ss.watchdogCall = c
-		return true
-	}, poison(ReasonWatchdog, "call %s passed its deadline", c.id))
+		if capped {
+			return poison(ReasonMaxRuntime, "call %s has no deadline and ran past the maximum runtime %s", c.id, ss.sup.cfg.MaxRuntime)
+		}
+		return poison(ReasonWatchdog, "call %s passed its deadline", c.id)
+	})
 }
 
 // stop poisons the session for a lifecycle stop.
@@ -296,16 +368,22 @@ func (ss *session) stop() {
 
 // poison gives the session up, once: it is taken off the supervisor,
 // every call it holds is lost, and the process is stopped.
-func (ss *session) poison(pe *PoisonError) { ss.poisonIf(nil, pe) }
+func (ss *session) poison(pe *PoisonError) { ss.poisonWhen(func() *PoisonError { return pe }) }
 
-// poisonIf is poison when cond, checked under the session's lock together
-// with the session still being alive, holds. The watchdog needs the check
-// and the poisoning to be one step, so that a result that won the race is
-// never followed by a stop.
-func (ss *session) poisonIf(cond func() bool, pe *PoisonError) {
+// poisonWhen is poison with what decide returns, unless it returns nil;
+// decide runs under the session's lock, once the session is known to be
+// alive. The watchdog and the cancel grace need the check and the
+// poisoning to be one step, so that a result that won the race is never
+// followed by a stop.
+func (ss *session) poisonWhen(decide func() *PoisonError) {
 	s := ss.sup
 	ss.mu.Lock()
-	if ss.dead != nil || (cond != nil && !cond()) {
+	if ss.dead != nil {
+		ss.mu.Unlock()
+		return
+	}
+	pe := decide()
+	if pe == nil {
 		ss.mu.Unlock()
 		return
 	}
@@ -315,7 +393,7 @@ func (ss *session) poisonIf(cond func() bool, pe *PoisonError) {
 	ss.mu.Unlock()
 	// Counted before any call learns of it, so whoever sees a lost call
 	// sees the count.
-	if pe.Reason == ReasonWatchdog {
+	if pe.Reason == ReasonWatchdog || pe.Reason == ReasonMaxRuntime {
 		s.cfg.Observer.WatchdogStop(s.cfg.Tool)
 	}
 	if quiet := pe.Reason == ReasonExited && !lostOne && (stopping || s.isClosed()); !quiet {

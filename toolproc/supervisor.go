@@ -18,8 +18,13 @@ import (
 type Supervisor struct {
 	cfg         Config // immutable after New
 	argv0       string // Command[0], resolved
-	bwrap       string // the bwrap binary, for contained tools
 	incarnation string // random, so session ids differ across workers and restarts
+
+	// For a contained tool: how its sandboxes are built, and the cgroup
+	// under which each gets its own ("" where rlimits hold its limits).
+	sandbox      sandboxer
+	cgroupParent string
+	mechanism    LimitMechanism
 
 	// slots bounds calls in flight to Config.Concurrency.
 	slots chan struct{}
@@ -65,13 +70,34 @@ func New(cfg Config) (*Supervisor, error) {
 	if s.argv0, err = resolveCommand(cfg); err != nil {
 		return nil, err
 	}
-	if cfg.Contain != nil {
-		if s.bwrap, err = probeBwrap(cfg); err != nil {
-			return nil, err
-		}
+	if cfg.Contain == nil {
+		cfg.Logger.Warn("tool runs uncontained (contain: false): it has the worker's user, file system, network and view of /proc", "tool", cfg.Tool)
+		return s, nil
 	}
+	if err := cfg.checkProtected(s.argv0); err != nil {
+		return nil, err
+	}
+	if s.sandbox, err = newSandboxer(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.sandbox.probe(); err != nil {
+		return nil, err
+	}
+	parent, why := cgroupParentFor(cfg.Cgroup)
+	s.cgroupParent, s.mechanism = parent, LimitsRlimit
+	if parent != "" {
+		s.mechanism = LimitsCgroup
+	}
+	lim := cfg.Contain.Limits
+	cfg.Logger.Info("tool sandbox limits", "tool", cfg.Tool, "mechanism", string(s.mechanism), "cgroup", parent, "why_not_cgroup", why,
+		"memory", lim.Memory, "pids", lim.Pids, "cpu_seconds", lim.CPUSeconds, "open_files", lim.OpenFiles,
+		"file_size", lim.FileSize, "tmp_size", lim.TmpSize, "uid", SandboxUID, "worker_root", asRoot())
 	return s, nil
 }
+
+// LimitMechanism says what enforces the memory and pids limits of this
+// supervisor's sandboxes; "" for an uncontained tool.
+func (s *Supervisor) LimitMechanism() LimitMechanism { return s.mechanism }
 
 // Tool returns the supervised tool's name.
 func (s *Supervisor) Tool() string { return s.cfg.Tool }

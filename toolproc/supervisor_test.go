@@ -449,8 +449,12 @@ func TestContainedToolRefusesWithoutBwrap(t *testing.T) {
 	cfg := testConfig(nil)
 	cfg.Contain = &toolproc.Containment{}
 	cfg.Bwrap = filepath.Join(t.TempDir(), "no-bwrap")
-	if _, err := toolproc.New(cfg); !errors.Is(err, toolproc.ErrContainmentUnavailable) {
+	_, err := toolproc.New(cfg)
+	if !errors.Is(err, toolproc.ErrContainmentUnavailable) {
 		t.Fatalf("New: %v, want ErrContainmentUnavailable", err)
+	}
+	if !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Errorf("the error does not say what to install: %v", err)
 	}
 }
 
@@ -514,6 +518,11 @@ func TestContainedToolHasNoNetwork(t *testing.T) {
 func TestContainedToolWritesOnlyItsBinds(t *testing.T) {
 	requireBwrap(t)
 	outside, rw := t.TempDir(), t.TempDir()
+	// The tool runs as uid 65534 (on the host too, under a root worker):
+	// a read-write bind is the tool's to write only if its mode says so.
+	if err := os.Chmod(rw, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	s := startSupervisor(t, containedConfig(toolproc.Containment{RWBinds: []toolproc.Bind{{Src: rw, Dst: rw}}}))
 	for _, tc := range []struct{ path, want string }{
 		{filepath.Join(rw, "ok"), "written"},

@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/splashfabric/splashfabric/protocol"
@@ -33,7 +35,23 @@ import (
 //	write:PATH      tries to create PATH, answers "written" or the error
 //	bad:KIND        misbehaves: notag, wrongkey, replay, skipseq, wrongid,
 //	                twice, afterack, earlytoolate, garbage, hugeline,
-//	                flood, hostrole, invoke
+//	                flood, hostrole, invoke, chatter (a non-frame line
+//	                holding a secret)
+//	ignore          never answers, not even a cancel
+//
+// and the attacks of a tool on its worker (each answers what it got,
+// unless it never ends):
+//
+//	status          uid, gid and the capability, no_new_privs and seccomp
+//	                lines of /proc/self/status
+//	remount         tries to remount / read-write
+//	read:PATH       tries to read PATH, answers "read N bytes" or the error
+//	ptrace          tries to trace its parent
+//	forkbomb        starts processes until refused, and keeps trying
+//	alloc:MB        allocates and touches MB MiB, 16 MiB at a time
+//	filltmp         writes /tmp full, then waits
+//	spin            burns CPU forever
+//	bigfile:MB      writes a file of MB MiB in /tmp
 const testToolEnv = "TOOLPROC_TEST_TOOL"
 
 type testTool struct {
@@ -233,6 +251,92 @@ func (t *testTool) run(inv protocol.Invoke, cancel chan struct{}) {
 		t.ok(inv, "written")
 	case "bad":
 		t.misbehave(inv, arg, cancel)
+	case "ignore":
+		select {}
+	default:
+		t.attack(inv, verb, arg)
+	}
+}
+
+// attack runs one of the attacks of a tool on its worker (see the list
+// above) and answers what came of it.
+func (t *testTool) attack(inv protocol.Invoke, verb, arg string) {
+	answer := func(text string) {
+		t.finish(inv)
+		t.ok(inv, text)
+	}
+	refusedOr := func(err error, ok string) {
+		if err != nil {
+			answer("refused: " + err.Error())
+			return
+		}
+		answer(ok)
+	}
+	switch verb {
+	case "status":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			answer("refused: " + err.Error())
+			return
+		}
+		var keep []string
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, p := range []string{"Uid:", "Gid:", "CapEff:", "CapPrm:", "CapBnd:", "NoNewPrivs:", "Seccomp:"} {
+				if strings.HasPrefix(line, p) {
+					keep = append(keep, strings.Join(strings.Fields(line), " "))
+				}
+			}
+		}
+		answer(fmt.Sprintf("uid %d\n%s", os.Getuid(), strings.Join(keep, "\n")))
+	case "remount":
+		refusedOr(syscall.Mount("none", "/", "", syscall.MS_REMOUNT|syscall.MS_BIND, ""), "remounted")
+	case "read":
+		b, err := os.ReadFile(arg)
+		refusedOr(err, fmt.Sprintf("read %d bytes", len(b)))
+	case "ptrace":
+		refusedOr(syscall.PtraceAttach(os.Getppid()), "attached")
+	case "forkbomb":
+		for {
+			c := exec.Command("/bin/sleep", "600")
+			if c.Start() != nil {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	case "alloc":
+		mb, _ := strconv.Atoi(arg)
+		var hold [][]byte
+		for got := 0; got < mb; got += 16 {
+			b := make([]byte, 16<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			hold = append(hold, b)
+		}
+		answer(fmt.Sprintf("allocated %d MiB", 16*len(hold)))
+	case "filltmp":
+		// Files of 1 MiB each, under any file size limit.
+		chunk := make([]byte, 1<<20)
+		for i := 0; ; i++ {
+			if os.WriteFile(fmt.Sprintf("/tmp/fill%d", i), chunk, 0o600) != nil {
+				break
+			}
+		}
+		select {}
+	case "spin":
+		for {
+		}
+	case "bigfile":
+		mb, _ := strconv.Atoi(arg)
+		f, err := os.Create("/tmp/big")
+		if err == nil {
+			chunk := make([]byte, 1<<20)
+			for i := 0; i < mb && err == nil; i++ {
+				_, err = f.Write(chunk)
+			}
+		}
+		refusedOr(err, "written")
+	default:
+		answer("unknown verb")
 	}
 }
 
@@ -304,5 +408,7 @@ func (t *testTool) misbehave(inv protocol.Invoke, kind string, cancel chan struc
 		t.raw(line)
 	case "invoke":
 		t.send(protocol.InvokeMessage(inv))
+	case "chatter":
+		t.raw([]byte("api-token=" + os.Getenv("CHATTER_SECRET") + "\n"))
 	}
 }

@@ -20,7 +20,8 @@ type Catalog struct {
 // Parse reads a catalog written in YAML or JSON (JSON being YAML). Every
 // key must be one the format defines, at any depth. A Process.Dir is
 // resolved against baseDir, which is also its default, so every Dir in
-// the result is absolute. Every tool is validated (without looking for
+// the result is absolute; a relative bind source is resolved against the
+// resolved Dir. Every tool is validated (without looking for
 // its command) and a name defined twice is refused.
 //
 // Every failure is a *FieldError naming the tool (or "#N" for the entry
@@ -48,11 +49,13 @@ func Parse(data []byte, baseDir string) (*Catalog, error) {
 			if s.Process.Dir, err = resolveDir(baseDir, s.Process.Dir); err != nil {
 				return nil, fieldErr(tool, "process.dir", err)
 			}
+			resolveBinds(s.Process.Contain, s.Process.Dir)
 		}
 		if s.MCP != nil {
 			if s.MCP.Dir, err = resolveDir(baseDir, s.MCP.Dir); err != nil {
 				return nil, fieldErr(tool, "mcp.dir", err)
 			}
+			resolveBinds(s.MCP.Contain, s.MCP.Dir)
 		}
 		if _, ferr := s.check(tool); ferr != nil {
 			return nil, ferr

@@ -85,7 +85,23 @@ func TestParseRefusesBadCatalogs(t *testing.T) {
 		{"env twice", proc("env: [A=1, A]"), toolspec.ErrInvalidValue, "p", "process.env[1]"},
 		{"concurrency negative", proc("concurrency: -1"), toolspec.ErrOutOfRange, "p", "process.concurrency"},
 		{"concurrency too high", proc("concurrency: 1025"), toolspec.ErrOutOfRange, "p", "process.concurrency"},
-		{"relative bind", proc("contain: {ro_binds: [usr]}"), toolspec.ErrInvalidValue, "p", "process.contain.ro_binds[0]"},
+		{"bind of root", proc("contain: {ro_binds: [/]}"), toolspec.ErrUnsafeBind, "p", "process.contain.ro_binds[0]"},
+		{"bind of root by another name", proc("contain: {rw_binds: ['/usr/..']}"), toolspec.ErrUnsafeBind, "p", "process.contain.rw_binds[0]"},
+		{"bind onto root", proc("contain: {ro_binds: ['/opt/x:/']}"), toolspec.ErrUnsafeBind, "p", "process.contain.ro_binds[0]"},
+		{"contained in /", proc("dir: /"), toolspec.ErrUnsafeBind, "p", "process.dir"},
+		{"contain a string", proc("contain: 'yes'"), toolspec.ErrInvalidValue, "p", "process.contain"},
+		{"contain a number", proc("contain: 1"), toolspec.ErrInvalidValue, "p", "process.contain"},
+		{"limits uncontained", proc("contain: false\nlimits: {memory: 64MiB}"), toolspec.ErrInvalidValue, "p", "process.limits"},
+		{"unknown limit", proc("limits: {memry: 64MiB}"), toolspec.ErrUnknownField, "p", "process.limits.memry"},
+		{"memory too small", proc("limits: {memory: 1MiB}"), toolspec.ErrOutOfRange, "p", "process.limits.memory"},
+		{"memory not a size", proc("limits: {memory: lots}"), toolspec.ErrInvalidValue, "p", "process.limits.memory"},
+		{"memory in unknown units", proc("limits: {memory: 64XB}"), toolspec.ErrInvalidValue, "p", "process.limits.memory"},
+		{"memory negative", proc("limits: {memory: -1}"), toolspec.ErrOutOfRange, "p", "process.limits.memory"},
+		{"pids too few", proc("limits: {pids: 2}"), toolspec.ErrOutOfRange, "p", "process.limits.pids"},
+		{"cpu negative", proc("limits: {cpu_seconds: -1}"), toolspec.ErrOutOfRange, "p", "process.limits.cpu_seconds"},
+		{"tmp too big", proc("limits: {tmp_size: 1TiB}"), toolspec.ErrOutOfRange, "p", "process.limits.tmp_size"},
+		{"grace too long", proc("cancel_grace: 2h"), toolspec.ErrOutOfRange, "p", "process.cancel_grace"},
+		{"grace a number", proc("cancel_grace: 10"), toolspec.ErrInvalidValue, "p", "process.cancel_grace"},
 		{"relative bind destination", proc("contain: {rw_binds: ['/a:b']}"), toolspec.ErrInvalidValue, "p", "process.contain.rw_binds[0]"},
 		{"bind with two colons", proc("contain: {rw_binds: ['/a:/b:/c']}"), toolspec.ErrInvalidValue, "p", "process.contain.rw_binds[0]"},
 		{"duplicate tool", "tools:\n  - name: a\n  - name: b\n  - name: a\n", toolspec.ErrDuplicateTool, "a", "name"},
@@ -131,7 +147,8 @@ func TestParseErrorsDoNotEchoSecrets(t *testing.T) {
 		{"long name", "tools:\n  - name: '" + long + "'\n", long[:maxEchoed+1]},
 		{"long unknown key", "tools:\n  - name: a\n    " + long + ": 1\n", long[:maxEchoed+1]},
 		{"long format", "tools:\n  - name: a\n    format: " + long + "\n", long[:maxEchoed+1]},
-		{"long bind", "tools:\n  - name: a\n    process: {command: [x], contain: {ro_binds: [" + long + "]}}\n", long[:maxEchoed+1]},
+		{"long bind", "tools:\n  - name: a\n    process: {command: [x], contain: {ro_binds: ['/" + long + ":rel']}}\n", long[:maxEchoed+1]},
+		{"long size", "tools:\n  - name: a\n    process: {command: [x], limits: {memory: '1" + long + "'}}\n", long[:maxEchoed+1]},
 		{"long deadline", "tools:\n  - name: a\n    deadline: " + long + "\n", long[:maxEchoed+1]},
 		{"long regexp", "tools:\n  - name: a\n    redact: [{regexp: '(" + long + "', replace: z}]\n", long[:maxEchoed+1]},
 	}
@@ -196,6 +213,73 @@ func TestParseProcessDir(t *testing.T) {
 				t.Fatalf("dir %q; want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// Relative bind sources are resolved against the process's directory,
+// as its command and environment paths are.
+func TestParseResolvesRelativeBinds(t *testing.T) {
+	base := t.TempDir()
+	y := "tools:\n  - name: a\n    process: {command: [x], dir: tools/a, contain: {ro_binds: [../../sdk, '/abs'], rw_binds: ['out:/out']}}\n"
+	cat, err := toolspec.Parse([]byte(y), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cat.Tools[0].Process.Contain
+	if want := []string{filepath.Join(base, "sdk"), "/abs"}; !reflect.DeepEqual(c.ROBinds, want) {
+		t.Errorf("ro_binds %q, want %q", c.ROBinds, want)
+	}
+	if want := []string{filepath.Join(base, "tools", "a", "out") + ":/out"}; !reflect.DeepEqual(c.RWBinds, want) {
+		t.Errorf("rw_binds %q, want %q", c.RWBinds, want)
+	}
+}
+
+// contain is an object, true (the default sandbox) or false (none); left
+// out, a process is contained.
+func TestParseContainForms(t *testing.T) {
+	for _, tc := range []struct {
+		contain string
+		want    *toolspec.Contain
+		enabled bool
+	}{
+		{"", nil, true},
+		{"contain: true", &toolspec.Contain{}, true},
+		{"contain: {}", &toolspec.Contain{}, true},
+		{"contain: {network: true}", &toolspec.Contain{Network: true}, true},
+		{"contain: false", &toolspec.Contain{Disabled: true}, false},
+	} {
+		t.Run(tc.contain, func(t *testing.T) {
+			y := "tools:\n  - name: a\n    process:\n      command: [x]\n      " + tc.contain + "\n"
+			cat, err := toolspec.Parse([]byte(y), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := cat.Tools[0].Process
+			if !reflect.DeepEqual(p.Contain, tc.want) || p.Contain.Enabled() != tc.enabled {
+				t.Fatalf("contain %+v enabled %v, want %+v %v", p.Contain, p.Contain.Enabled(), tc.want, tc.enabled)
+			}
+			b, err := json.Marshal(cat.Tools[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := toolspec.ParseSpec(b)
+			if err != nil || !reflect.DeepEqual(back.Process.Contain, tc.want) {
+				t.Fatalf("round trip through %s: %+v (%v)", b, back.Process, err)
+			}
+		})
+	}
+}
+
+func TestParseLimits(t *testing.T) {
+	y := "tools:\n  - name: a\n    process:\n      command: [x]\n      cancel_grace: 3s\n      limits: {memory: 256MiB, cpu_seconds: 60, pids: 64, open_files: 128, file_size: 10MB, tmp_size: '1Gi'}\n"
+	cat, err := toolspec.Parse([]byte(y), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cat.Tools[0].Process
+	want := toolspec.Limits{Memory: 256 << 20, CPUSeconds: 60, Pids: 64, OpenFiles: 128, FileSize: 10e6, TmpSize: 1 << 30}
+	if *p.Limits != want || time.Duration(p.CancelGrace) != 3*time.Second {
+		t.Fatalf("limits %+v grace %v, want %+v 3s", *p.Limits, p.CancelGrace, want)
 	}
 }
 

@@ -31,9 +31,16 @@ func decodeStrict(raw []byte, dst any) *decodeError {
 }
 
 var (
-	rawMessageType  = reflect.TypeFor[json.RawMessage]()
-	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	rawMessageType    = reflect.TypeFor[json.RawMessage]()
+	unmarshalerType   = reflect.TypeFor[json.Unmarshaler]()
+	strictDecoderType = reflect.TypeFor[strictDecoder]()
 )
+
+// strictDecoder is a type with a reading of its own that still reports
+// faults at their JSON path (Contain: a boolean or an object).
+type strictDecoder interface {
+	decodeStrictValue(raw []byte, path string) *decodeError
+}
 
 func decodeValue(raw []byte, v reflect.Value, path string) *decodeError {
 	raw = bytes.TrimSpace(raw)
@@ -42,6 +49,8 @@ func decodeValue(raw []byte, v reflect.Value, path string) *decodeError {
 	}
 	t := v.Type()
 	switch {
+	case reflect.PointerTo(t).Implements(strictDecoderType):
+		return v.Addr().Interface().(strictDecoder).decodeStrictValue(raw, path)
 	case reflect.PointerTo(t).Implements(unmarshalerType) || t == rawMessageType:
 		return decodeLeaf(raw, v, path)
 	case t.Kind() == reflect.Struct:
@@ -112,7 +121,7 @@ func decodeLeaf(raw []byte, v reflect.Value, path string) *decodeError {
 	}
 	var te *json.UnmarshalTypeError
 	switch {
-	case errors.Is(err, ErrInvalidValue):
+	case errors.Is(err, ErrInvalidValue), errors.Is(err, ErrOutOfRange):
 		return &decodeError{path, err}
 	case errors.As(err, &te):
 		return &decodeError{path, fmt.Errorf("%w: want %s, got %s", ErrInvalidValue, typeName(v.Type()), jsonKind(raw))}

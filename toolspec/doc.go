@@ -49,10 +49,18 @@
 //	        - LANG=C.UTF-8      # sets a variable
 //	        - HOME              # passes the worker's own value through
 //	      concurrency: 4        # calls in flight per process; 1..1024; default 1
-//	      contain:              # run under Bubblewrap
+//	      contain:              # the sandbox (the default; contain: false runs it uncontained)
 //	        network: false      # the default: no network
-//	        ro_binds: [/usr, /etc/ssl/certs]
-//	        rw_binds: ["/var/tmp/sum:/tmp"]   # "path" or "src:dst", absolute
+//	        ro_binds: [/etc/ssl/certs, ../models]   # "path" or "src:dst"; a relative src is from dir
+//	        rw_binds: ["/var/lib/sum:/data"]
+//	      limits:               # per sandbox; each left out takes the worker's default
+//	        memory: 512MiB      # resident memory of all its processes (default 1GiB)
+//	        cpu_seconds: 600    # CPU time of each process over its life (default none)
+//	        pids: 64            # processes and threads (default 256)
+//	        open_files: 256     # per process (default 1024)
+//	        file_size: 64MiB    # largest file it may write (default 1GiB)
+//	        tmp_size: 128MiB    # its private /tmp (default 64MiB)
+//	      cancel_grace: 5s      # a cancelled call still running then is stopped (default 10s)
 //
 // Names follow protocol.ValidateToolName and are unique within a catalog.
 // Schemas belong to JSON tools only, must be JSON objects (or true or
@@ -73,13 +81,16 @@
 // absolute path. Catalog.Compile turns it into a Set of Tools, whose
 // schemas and redaction rules are compiled once and shared by every
 // session. A worker also calls Catalog.CheckCommands to learn at start,
-// rather than at the first call, that a command or directory is missing.
+// rather than at the first call, that a command or directory is missing,
+// and Catalog.CheckSandboxes to refuse a sandbox that would hold its home
+// or one of its secrets (its data directory, key and credential files).
 // ParseSpec reads a single definition written as JSON, such as a record
 // in a key-value store.
 //
 //	cat, err := toolspec.Load("/etc/splash/tools.yaml")
 //	if err != nil { ... }
 //	if err := cat.CheckCommands(); err != nil { ... } // worker only
+//	if err := cat.CheckSandboxes(toolspec.Protected{Home: toolspec.HomeDir(), Secrets: []string{keyFile}}); err != nil { ... }
 //	set, err := cat.Compile()
 //	if err != nil { ... }
 //	tool, ok := set.Lookup("demo.sum")

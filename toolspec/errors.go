@@ -7,8 +7,8 @@ import (
 )
 
 // ErrInvalidCatalog matches every error that Parse, Load, ParseSpec,
-// Spec.Validate, Spec.Compile, Catalog.Compile, Catalog.CheckCommands and
-// NewSet return: each is a *FieldError, which also wraps one of the more
+// Spec.Validate, Spec.Compile, Catalog.Compile, Catalog.CheckCommands,
+// Catalog.CheckSandboxes and NewSet return: each is a *FieldError, which also wraps one of the more
 // specific sentinels below.
 var ErrInvalidCatalog = errors.New("invalid tool catalog")
 
@@ -40,6 +40,11 @@ var (
 	// command that cannot be found or is not executable where the worker
 	// runs.
 	ErrCommandNotFound = errors.New("command not found")
+	// ErrUnsafeBind reports a sandbox that would hold what it must not:
+	// a bind of /, or (from Catalog.CheckSandboxes) a directory or bind
+	// that is, holds or lies inside one of the worker's secrets or holds
+	// its home.
+	ErrUnsafeBind = errors.New("unsafe bind")
 )
 
 // ErrNotFound reports a lookup of a tool that no catalog defines. A Set's

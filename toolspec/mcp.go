@@ -14,8 +14,8 @@ const MaxMCPToolNameBytes = 128
 // Process it says how the tool runs, not what it does, so it is not part
 // of the digest. Worker only.
 //
-// Entries whose servers are written alike (command, dir, env and
-// contain) share one server process: an MCP server usually offers several
+// Entries whose servers are written alike (command, dir, env, contain,
+// limits and cancel_grace) share one server process: an MCP server usually offers several
 // tools.
 type MCP struct {
 	// Command is the server's argv, with the rules of Process.Command.
@@ -28,8 +28,12 @@ type MCP struct {
 	// Concurrency bounds this tool's calls in flight, 1 to
 	// MaxConcurrency; 0 means 1.
 	Concurrency int `json:"concurrency,omitempty"`
-	// Contain runs the server under Bubblewrap.
+	// Contain is the server's sandbox, as Process.Contain.
 	Contain *Contain `json:"contain,omitempty"`
+	// Limits bounds the server's sandbox, as Process.Limits.
+	Limits *Limits `json:"limits,omitempty"`
+	// CancelGrace is as Process.CancelGrace.
+	CancelGrace Duration `json:"cancel_grace,omitempty"`
 	// Tool is the server's name of the tool, as its tools/list reports
 	// it; empty means the last dot-separated token of the entry's name
 	// ("files.read_file" calls "read_file").
@@ -48,7 +52,8 @@ func (m *MCP) ServerTool(name string) string {
 // process returns the part of m that runs like a process, so the two are
 // checked by the same rules.
 func (m *MCP) process() *Process {
-	return &Process{Command: m.Command, Dir: m.Dir, Env: m.Env, Concurrency: m.Concurrency, Contain: m.Contain}
+	return &Process{Command: m.Command, Dir: m.Dir, Env: m.Env, Concurrency: m.Concurrency, Contain: m.Contain,
+		Limits: m.Limits, CancelGrace: m.CancelGrace}
 }
 
 // check returns the JSON path, relative to mcp, of the first bad field
@@ -74,11 +79,7 @@ func (m *MCP) clone() *MCP {
 	c := *m
 	c.Command = cloneStrings(m.Command)
 	c.Env = cloneStrings(m.Env)
-	if m.Contain != nil {
-		ct := *m.Contain
-		ct.ROBinds = cloneStrings(ct.ROBinds)
-		ct.RWBinds = cloneStrings(ct.RWBinds)
-		c.Contain = &ct
-	}
+	c.Contain = m.Contain.clone()
+	c.Limits = m.Limits.clone()
 	return &c
 }

@@ -156,19 +156,16 @@ type Process struct {
 	// Concurrency bounds calls in flight per process, 1 to
 	// MaxConcurrency; 0 means 1.
 	Concurrency int `json:"concurrency,omitempty"`
-	// Contain runs the process under Bubblewrap.
+	// Contain is the sandbox the process runs in. Every process runs
+	// contained: nil is the default sandbox, and only `contain: false`
+	// (Contain.Disabled) runs it as the worker's own child.
 	Contain *Contain `json:"contain,omitempty"`
-}
-
-// Contain is the sandbox a contained process runs in: by default no
-// network and only the binds listed.
-type Contain struct {
-	// Network grants the network; the default is none.
-	Network bool `json:"network,omitempty"`
-	// ROBinds are read-only binds, each "path" or "src:dst", absolute.
-	ROBinds []string `json:"ro_binds,omitempty"`
-	// RWBinds are read-write binds, in the same form.
-	RWBinds []string `json:"rw_binds,omitempty"`
+	// Limits bounds what the contained process may use; nil, and each
+	// zero field, takes the worker's default.
+	Limits *Limits `json:"limits,omitempty"`
+	// CancelGrace is how long a cancelled call may run on before the
+	// worker stops its process; 0 means the worker's default (10s).
+	CancelGrace Duration `json:"cancel_grace,omitempty"`
 }
 
 // clone returns a deep copy of s, so that no slice or pointer is shared.
@@ -186,12 +183,8 @@ func (s Spec) clone() Spec {
 		p := *s.Process
 		p.Command = cloneStrings(p.Command)
 		p.Env = cloneStrings(p.Env)
-		if p.Contain != nil {
-			c := *p.Contain
-			c.ROBinds = cloneStrings(c.ROBinds)
-			c.RWBinds = cloneStrings(c.RWBinds)
-			p.Contain = &c
-		}
+		p.Contain = p.Contain.clone()
+		p.Limits = p.Limits.clone()
 		s.Process = &p
 	}
 	if s.MCP != nil {

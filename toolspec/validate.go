@@ -182,19 +182,10 @@ func (p *Process) check() (string, error) {
 	if err := inRange(p.Concurrency, 0, MaxConcurrency); err != nil {
 		return "concurrency", err
 	}
-	if p.Contain != nil {
-		for _, binds := range []struct {
-			field string
-			list  []string
-		}{{"ro_binds", p.Contain.ROBinds}, {"rw_binds", p.Contain.RWBinds}} {
-			for i, b := range binds.list {
-				if _, _, err := parseBind(b); err != nil {
-					return "contain." + binds.field + "[" + strconv.Itoa(i) + "]", err
-				}
-			}
-		}
+	if p.Contain != nil && p.Contain.Disabled && (p.Contain.Network || p.Contain.ROBinds != nil || p.Contain.RWBinds != nil) {
+		return "contain", fmt.Errorf("%w: contain: false has no settings", ErrInvalidValue)
 	}
-	return "", nil
+	return p.checkSandbox()
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -16,7 +16,8 @@ import (
 // cancel records, so a call not yet at its handler is caught when it gets
 // there (an execution registers before it consults the copy, so one of the
 // two always sees the request); a running one is cancelled, or answered
-// unsupported if its tool is not cancellable; a finished one has its
+// unsupported if its tool is not cancellable (and, for a process tool,
+// stopped if it runs on past its cancel grace); a finished one has its
 // result on the way.
 func (a *Agent) onCancel(t *tool, m *nats.Msg) {
 	msg, err := a.codec.OpenControl(m.Header, m.Data)
@@ -75,6 +76,12 @@ func (a *Agent) cancelLocked(e *execution, c protocol.Cancel) {
 		e.cancel(ErrCancelRequested)
 	case !e.unsupportedSent:
 		a.sendUnsupportedLocked(e)
+		if e.t.sup != nil {
+			// A process can be stopped where a Go handler cannot: its
+			// handler learns of the request and gives the call its
+			// cancel grace, sending the tool nothing.
+			e.cancel(ErrCancelRequested)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -66,6 +67,28 @@ type Config struct {
 	// Observer is told of every handler run, dedupe hit, redelivery,
 	// refused frame and process event as it happens; nil tells nobody.
 	Observer Observer
+	// Processes shapes every process and MCP tool the agent runs.
+	Processes ProcessSettings
+}
+
+// ProcessSettings are the worker's own settings for the tools it runs as
+// child processes (see package toolproc); a catalog entry cannot change
+// them.
+type ProcessSettings struct {
+	// MaxRuntime bounds a call that has no deadline: past it the call
+	// is stopped with its process and answered indeterminate; 0 takes
+	// toolproc.DefaultMaxRuntime.
+	MaxRuntime time.Duration
+	// Protected is what no tool's sandbox may hold: the worker's home,
+	// and its secrets (key file, data directory, credentials). A catalog
+	// entry whose sandbox would is refused by HandleTool.
+	Protected toolspec.Protected
+	// Cgroup is a cgroup v2 directory delegated to the worker for its
+	// sandboxes' limits (toolproc.Config.Cgroup); empty finds one or
+	// falls back to rlimits.
+	Cgroup string
+	// Bwrap is the Bubblewrap binary; empty looks up "bwrap" in PATH.
+	Bwrap string
 }
 
 func (c Config) withDefaults() Config {
@@ -100,7 +123,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: pool %q is not a legal name", ErrInvalidConfig, c.Pool)
 	case c.Journal == nil:
 		return fmt.Errorf("%w: nil Journal", ErrInvalidConfig)
-	case c.LeaseDuration < 0 || c.HeartbeatInterval <= 0 || c.DrainGrace < 0:
+	case c.LeaseDuration < 0 || c.HeartbeatInterval <= 0 || c.DrainGrace < 0 || c.Processes.MaxRuntime < 0:
 		return fmt.Errorf("%w: negative duration", ErrInvalidConfig)
 	case c.HeartbeatInterval >= c.LeaseDuration:
 		return fmt.Errorf("%w: heartbeat %v not shorter than lease %v", ErrInvalidConfig, c.HeartbeatInterval, c.LeaseDuration)

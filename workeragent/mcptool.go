@@ -15,7 +15,8 @@ import (
 // the agent whose server is written alike. Its calls stream progress as
 // chunks; a cancellation becomes notifications/cancelled and is never
 // acknowledged, since MCP has no acknowledgement: the call ends by its
-// result, its deadline or the stop of its process, indeterminate.
+// result, its deadline, or the stop of its process at the end of the
+// cancel grace, indeterminate.
 func (a *Agent) handleMCPTool(t *toolspec.Tool, opts []ToolOption) error {
 	s := t.Spec()
 	key, err := mcpServerKey(s.MCP)
@@ -31,8 +32,7 @@ func (a *Agent) handleMCPTool(t *toolspec.Tool, opts []ToolOption) error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidTool, err)
 		}
-		cfg.Logger = a.log.With("tool", s.Name)
-		cfg.Observer = a.obs
+		a.processConfig(&cfg)
 		if sup, err = toolproc.New(cfg); err != nil {
 			return fmt.Errorf("%w: %q: %w", ErrInvalidTool, s.Name, err)
 		}
@@ -66,10 +66,12 @@ func (a *Agent) handleMCPTool(t *toolspec.Tool, opts []ToolOption) error {
 // alike share its process.
 func mcpServerKey(m *toolspec.MCP) (string, error) {
 	b, err := json.Marshal(struct {
-		Command []string          `json:"command"`
-		Dir     string            `json:"dir"`
-		Env     []string          `json:"env"`
-		Contain *toolspec.Contain `json:"contain"`
-	}{m.Command, m.Dir, m.Env, m.Contain})
+		Command     []string          `json:"command"`
+		Dir         string            `json:"dir"`
+		Env         []string          `json:"env"`
+		Contain     *toolspec.Contain `json:"contain"`
+		Limits      *toolspec.Limits  `json:"limits"`
+		CancelGrace toolspec.Duration `json:"cancel_grace"`
+	}{m.Command, m.Dir, m.Env, m.Contain, m.Limits, m.CancelGrace})
 	return string(b), err
 }

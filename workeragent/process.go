@@ -41,22 +41,26 @@ func (p *processHandler) HandleCall(ctx context.Context, call *Call) (Output, er
 	}
 	// The host's request (and a drain) reaches the process as its one
 	// cancellation request; a deadline is the watchdog's, which the
-	// supervisor arms from call.Deadline.
+	// supervisor arms from call.Deadline. Either way the call ends
+	// within the tool's cancel grace: a tool that does not honour
+	// cancellation is sent nothing (the agent answered unsupported for
+	// it) and is stopped if it runs on past the grace.
 	cancel := make(chan struct{})
 	var once sync.Once
 	stop := context.AfterFunc(ctx, func() {
 		cause := context.Cause(ctx)
-		if p.cancellable && (errors.Is(cause, ErrCancelRequested) || errors.Is(cause, ErrDraining)) {
+		if errors.Is(cause, ErrCancelRequested) || p.cancellable && errors.Is(cause, ErrDraining) {
 			once.Do(func() { close(cancel) })
 		}
 	})
 	defer stop()
 	o := p.sup.Call(ctx, toolproc.Request{
-		Invoke:     inv,
-		ServerTool: p.serverTool,
-		Deadline:   call.Deadline,
-		Chunk:      call.Stream.Write,
-		Cancel:     cancel,
+		Invoke:        inv,
+		ServerTool:    p.serverTool,
+		Deadline:      call.Deadline,
+		Chunk:         call.Stream.Write,
+		Cancel:        cancel,
+		Uncancellable: !p.cancellable,
 		Disposition: func(d protocol.CancelDisposition) {
 			if d == protocol.CancelUnsupported {
 				call.CancelUnsupported()
@@ -93,6 +97,9 @@ func (p *processHandler) answer(ctx context.Context, o toolproc.Outcome) (Output
 		// whose effect must not repeat, may have had its effect: that is
 		// indeterminate, never a cancellation. An idempotent tool's call
 		// may simply run again.
+		// o.Err names why by a reason code and counts, never by what
+		// the tool wrote (toolproc.PoisonError): it becomes the call's
+		// error, which the host audits and the script sees.
 		if o.Watchdog || o.Stopped || !p.idempotent {
 			return Output{}, Indeterminate(fmt.Errorf("tool process lost mid-call: %w", o.Err))
 		}
@@ -101,6 +108,10 @@ func (p *processHandler) answer(ctx context.Context, o toolproc.Outcome) (Output
 	// NotStarted: nothing ran.
 	cause := context.Cause(ctx)
 	switch {
+	case ctx.Err() != nil && errors.Is(cause, ErrCancelRequested) && !p.cancellable:
+		// The host heard unsupported already; the call never reached
+		// the process, so it fails without an effect.
+		return Output{}, Permanent(errors.New("cancelled before a tool process took the call"))
 	case ctx.Err() != nil && errors.Is(cause, ErrCancelRequested):
 		return Output{}, CancelAcknowledged()
 	case ctx.Err() != nil:

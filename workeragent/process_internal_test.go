@@ -83,3 +83,16 @@ func TestContractMismatch(t *testing.T) {
 		}
 	}
 }
+
+// A call of a tool that honours no cancellation, cancelled before a
+// process took it, ran nothing: it fails (the host heard unsupported),
+// since no tool acknowledged a cancellation.
+func TestProcessNotStartedUncancellable(t *testing.T) {
+	cancelled, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrCancelRequested)
+	p := &processHandler{cancellable: false}
+	out, err := p.answer(cancelled, toolproc.Outcome{Kind: toolproc.NotStarted, Err: ErrCancelRequested})
+	if v := classify(out, err, false, false); v.kind != verdictFailed {
+		t.Fatalf("verdict %v (%v), want failed", v.label(), err)
+	}
+}

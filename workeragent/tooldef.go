@@ -20,9 +20,11 @@ import (
 // digest is refused with ErrContractMismatch instead of run. opts may set
 // Concurrency; a process tool defaults to its process's concurrency.
 //
-// Like Handle, it must be called before Run. A contained process tool on
-// a machine where Bubblewrap cannot build its sandbox is refused here
-// (toolproc.ErrContainmentUnavailable).
+// Like Handle, it must be called before Run. A process runs contained
+// unless its entry says contain: false; a contained tool on a machine
+// where Bubblewrap cannot build its sandbox is refused here
+// (toolproc.ErrContainmentUnavailable), as is one whose sandbox would
+// hold what Config.Processes.Protected names (toolspec.ErrUnsafeBind).
 func (a *Agent) HandleTool(t *toolspec.Tool, h Handler, opts ...ToolOption) error {
 	if t == nil {
 		return fmt.Errorf("%w: nil tool definition", ErrInvalidTool)
@@ -41,8 +43,7 @@ func (a *Agent) HandleTool(t *toolspec.Tool, h Handler, opts ...ToolOption) erro
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidTool, err)
 		}
-		cfg.Logger = a.log.With("tool", s.Name)
-		cfg.Observer = a.obs
+		a.processConfig(&cfg)
 		if sup, err = toolproc.New(cfg); err != nil {
 			return fmt.Errorf("%w: %q: %w", ErrInvalidTool, s.Name, err)
 		}
@@ -60,6 +61,18 @@ func (a *Agent) HandleTool(t *toolspec.Tool, h Handler, opts ...ToolOption) erro
 		_ = sup.Close(context.Background())
 	}
 	return err
+}
+
+// processConfig applies the worker's own settings to a tool process's
+// configuration.
+func (a *Agent) processConfig(cfg *toolproc.Config) {
+	p := a.cfg.Processes
+	cfg.Logger = a.log.With("tool", cfg.Tool)
+	cfg.Observer = a.obs
+	cfg.MaxRuntime = p.MaxRuntime
+	cfg.Protected = p.Protected
+	cfg.Cgroup = p.Cgroup
+	cfg.Bwrap = p.Bwrap
 }
 
 // contractMismatch says why c, the definition an invocation was made

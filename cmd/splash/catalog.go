@@ -59,9 +59,10 @@ func catalogName(path string) string {
 // serve picks the tools a worker serves: names, or every tool of the
 // catalog when names is empty. Each must be in the catalog and be a
 // process tool, a tool of an MCP server or one of the built-in demo
-// tools; the processes' and servers' commands must exist here. Everything is checked before anything
-// connects.
-func (c *catalog) serve(names []string) ([]*toolspec.Tool, error) {
+// tools; the processes' and servers' commands must exist here, and no
+// sandbox may hold what p protects. Everything is checked before
+// anything connects.
+func (c *catalog) serve(names []string, p toolspec.Protected) ([]*toolspec.Tool, error) {
 	if len(names) == 0 {
 		names = c.set.Names()
 	}
@@ -96,6 +97,9 @@ func (c *catalog) serve(names []string) ([]*toolspec.Tool, error) {
 		if err := sub.CheckCommands(); err != nil {
 			return nil, fmt.Errorf("%w: --catalog %s: %v", errCatalog, catalogName(c.path), err)
 		}
+		if err := sub.CheckSandboxes(p); err != nil {
+			return nil, fmt.Errorf("%w: --catalog %s: %w", errCatalog, catalogName(c.path), err)
+		}
 	}
 	return out, nil
 }
@@ -106,9 +110,9 @@ func builtinTools() []string { return append(demotools.Names(), demotools.Ledger
 
 // servePool picks the tools a worker of pool serves: names (each of the
 // pool), or every tool of the pool; without a pool, as serve does.
-func (c *catalog) servePool(pool string, names []string) ([]*toolspec.Tool, error) {
+func (c *catalog) servePool(pool string, names []string, p toolspec.Protected) ([]*toolspec.Tool, error) {
 	if pool == "" {
-		return c.serve(names)
+		return c.serve(names, p)
 	}
 	if err := protocol.ValidateToolName(pool); err != nil {
 		return nil, fmt.Errorf("%w: --pool %q: %v", errUsage, pool, err)
@@ -130,7 +134,7 @@ func (c *catalog) servePool(pool string, names []string) ([]*toolspec.Tool, erro
 	if len(names) == 0 {
 		names = of
 	}
-	return c.serve(names)
+	return c.serve(names, p)
 }
 
 // commonPool is the pool every tool belongs to, or "" when they belong to

@@ -48,3 +48,36 @@ func TestBadCatalogRefused(t *testing.T) {
 		}
 	}
 }
+
+// A catalog whose sandbox would hold the worker's key file or dev's data
+// directory is refused before anything starts (exit 2, unsafe bind).
+func TestSandboxOfASecretRefused(t *testing.T) {
+	secrets := t.TempDir()
+	key := filepath.Join(secrets, "frame.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(t.TempDir(), "dev")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir string
+		args      []string
+	}{
+		{"worker, the key file's directory", secrets, []string{"worker", "--key-file", key, "--metrics-addr="}},
+		{"dev, the data directory", data, []string{"dev", "--data-dir", data}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "catalog.yaml")
+			yaml := "tools:\n  - name: a.b\n    process: {command: [sh], dir: " + tc.dir + "}\n"
+			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := invoke(t, nil, append(tc.args, "--catalog", path)...)
+			if code != 2 || !strings.Contains(stderr, "unsafe bind") || !strings.Contains(stderr, `"process.dir"`) {
+				t.Fatalf("exit %d, want 2 and an unsafe bind of process.dir; stderr:\n%s", code, stderr)
+			}
+		})
+	}
+}

@@ -49,8 +49,10 @@ each run into --data-dir/api.token (0600) unless --api-token or
 SPLASH_API_TOKEN gives one; it is never printed, so pass it to clients
 through SPLASH_API_TOKEN rather than on a command line. When the default
 API address is taken, dev picks a free port and says which; an address given
-explicitly must be free. Runs until SIGINT or SIGTERM, then drains the
-workers and shuts everything down.`,
+explicitly must be free. Process tools of the catalog run in Bubblewrap
+sandboxes (docs/process-tools.md) that may not hold --data-dir or the
+user's home. Runs until SIGINT or SIGTERM, then drains the workers and
+shuts everything down.`,
 	new: func() runner { return new(devConfig) },
 }
 
@@ -76,6 +78,7 @@ type devConfig struct {
 	workers     int
 	natsPort    int
 	ackWait     time.Duration
+	sandbox     sandboxFlags
 }
 
 // devAckWait is dev's ack wait: below the demo tools' 30s deadlines, so a
@@ -97,6 +100,7 @@ func (c *devConfig) flags(fs *flagSet) {
 	fs.intVar(&c.natsPort, "nats-port", "SPLASH_DEV_NATS_PORT", -1, "client `port` of the embedded NATS node on 127.0.0.1 (-1: any free port)")
 	fs.durationVar(&c.ackWait, "ack-wait", envAckWait, devAckWait,
 		"how long a worker may hold a call unanswered before it is redelivered; keep it below the tools' deadlines, so a call whose worker died is found well before its deadline")
+	c.sandbox.register(fs)
 }
 
 func (c *devConfig) run(ctx context.Context, a *app, args []string) error {
@@ -165,11 +169,17 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	if err := c.http.check(); err != nil {
 		return nil, err
 	}
+	if err := c.sandbox.check(); err != nil {
+		return nil, err
+	}
 	cat, err := loadCatalog(c.catalog)
 	if err != nil {
 		return nil, err
 	}
-	served, err := cat.serve(nil)
+	// The data directory holds the frame key, the NATS passwords, the
+	// API token and the store: no tool's sandbox may see any of it.
+	processes := c.sandbox.settings(c.dataDir)
+	served, err := cat.serve(nil, processes.Protected)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +321,8 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 				// consumers: the host made them above, as in the
 				// cluster.
 				bindOnly: true, metrics: wm, records: records,
-				log: wlog,
+				log:       wlog,
+				processes: processes,
 			})
 			if err != nil {
 				return nil, err

@@ -19,13 +19,16 @@ var workerCommand = command{
 Connects to NATS at --nats-url and pulls invocations of the tools in
 --tools (default: every tool of --pool, or of the catalog), as --catalog
 defines them (default: the demo tools). A tool with a process in the
-catalog runs as a supervised child process, contained under Bubblewrap when
-the catalog says so; the others must be built-in demo tools. A worker of a
-pool (--pool) authenticates with the pool's nkey (--nats-nkey-file), seals
-and verifies frames with the pool's key ring (--key-file) and keeps the
-pool's own journal; every tool it serves must be the pool's
-(docs/topology.md, "Pools"). An invocation made under another definition of
-the tool than this worker's is refused. Runs up to
+catalog runs as a supervised child process in a Bubblewrap sandbox (as uid
+65534, no capability, seccomp, limits; see docs/process-tools.md) unless its
+entry says contain: false; the others must be built-in demo tools. No
+sandbox may hold the worker's home, --key-file, --nats-nkey-file or
+--nats-key: such a catalog is refused. A call without a deadline is stopped
+after --tool-max-runtime. A worker of a pool (--pool) authenticates with the
+pool's nkey (--nats-nkey-file), seals and verifies frames with the pool's
+key ring (--key-file) and keeps the pool's own journal; every tool it serves
+must be the pool's (docs/topology.md, "Pools"). An invocation made under
+another definition of the tool than this worker's is refused. Runs up to
 --concurrency calls of each built-in tool at once (a process tool: its
 catalog concurrency). Serves /metrics and /healthz on --metrics-addr. On
 SIGINT or SIGTERM it stops pulling, lets running calls finish for
@@ -49,6 +52,7 @@ type workerConfig struct {
 	drainGrace  time.Duration
 	provision   bool
 	ackWait     time.Duration
+	sandbox     sandboxFlags
 }
 
 func (c *workerConfig) flags(fs *flagSet) {
@@ -65,6 +69,7 @@ func (c *workerConfig) flags(fs *flagSet) {
 	fs.boolVar(&c.provision, "provision", "SPLASH_WORKER_PROVISION", true, "create or update the fabric's streams on start (--provision=false: bind to the host's, so the NATS user needs no stream rights)")
 	registerReplicas(fs, &c.replicas)
 	registerAckWait(fs, &c.ackWait)
+	c.sandbox.register(fs)
 }
 
 func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
@@ -77,11 +82,15 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	if c.drainGrace <= 0 {
 		return fmt.Errorf("%w: --drain-grace %v, want > 0", errUsage, c.drainGrace)
 	}
+	if err := c.sandbox.check(); err != nil {
+		return err
+	}
 	cat, err := loadCatalog(c.catalog)
 	if err != nil {
 		return err
 	}
-	tools, err := cat.servePool(c.pool, c.tools)
+	processes := c.sandbox.settings(c.keyFile, c.nats.tls.key, c.nats.nkeyFile)
+	tools, err := cat.servePool(c.pool, c.tools, processes.Protected)
 	if err != nil {
 		return err
 	}
@@ -134,7 +143,7 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	w, err := newWorker(ctx, workerParts{
 		nc: nc, key: key, workerID: c.workerID, pool: pool, fabric: cfg, tools: tools,
 		concurrency: c.concurrency, drainGrace: c.drainGrace, bindOnly: !c.provision, metrics: m,
-		records: metrics.NewRecords(reg), log: log,
+		records: metrics.NewRecords(reg), log: log, processes: processes,
 	})
 	if err != nil {
 		return err

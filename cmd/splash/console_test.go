@@ -321,6 +321,11 @@ func TestConsoleInABrowser(t *testing.T) {
 		if desc := eval[string](tb, `document.querySelector('[data-tool="test.say"] p').textContent`); !strings.Contains(desc, payload) {
 			t.Fatalf("test.say's description shown as %q", desc)
 		}
+		// A tool run without a sandbox is marked; a contained one is not.
+		if !eval[bool](tb, `document.querySelector('[data-tool="test.plain"] .uncontained') !== null`) ||
+			eval[bool](tb, `document.querySelector('[data-tool="test.say"] .uncontained') !== null`) {
+			t.Fatal("the tools page does not mark the uncontained tool alone")
+		}
 		tb.safe("tools page")
 		tb.shot("injection-tools")
 	})

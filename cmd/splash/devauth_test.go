@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"log/slog"
 	"net/http"
 	"os"
@@ -34,7 +35,7 @@ func startDevNATS(t *testing.T) (*server.Server, map[string]string, []poolSecret
 	if err != nil {
 		t.Fatal(err)
 	}
-	served, err := cat.serve(nil)
+	served, err := cat.serve(nil, toolspec.Protected{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,6 +178,9 @@ var sharedEnv = map[string]bool{
 	// What the fabric serves over MCP, at a host's /mcp and from splash
 	// mcp alike.
 	"SPLASH_MCP_TOOLS": true, "SPLASH_MCP_RUN_SCRIPT": true,
+	// A worker's settings for its tool processes, on splash worker and
+	// splash dev alike.
+	"SPLASH_TOOL_MAX_RUNTIME": true, "SPLASH_TOOL_CGROUP": true,
 }
 
 func mapEnv(env map[string]string) func(string) (string, bool) {

@@ -38,6 +38,8 @@ type workerParts struct {
 	// records counts journal records refused for failing authentication.
 	records *metrics.Records
 	log     *slog.Logger
+	// processes are the worker's settings for its process tools.
+	processes workeragent.ProcessSettings
 }
 
 // worker is an agent with its metrics.
@@ -89,6 +91,7 @@ func newWorker(ctx context.Context, p workerParts) (*worker, error) {
 		BindOnly:          p.bindOnly,
 		Logger:            p.log,
 		Observer:          p.metrics,
+		Processes:         p.processes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: agent: %v", errStart, err)

@@ -710,6 +710,7 @@
     row("Attempts", String(t.max_attempts));
     row("Deadline", t.deadline || "none");
     row("Flags", [t.idempotent ? "idempotent" : "not idempotent", t.cancellable ? "cancellable" : "not cancellable"].join(", "));
+    if (t.uncontained) row("Sandbox", el("span", { class: "warn uncontained", title: "contain: false in the catalog: the tool runs with its worker's user, files, network and /proc", text: "none (contain: false)" }));
     if (t.stream) row("Stream", t.stream.max_chunks + " chunks × " + t.stream.max_chunk_bytes + " B");
     row("Output", t.max_output_bytes + " B at most");
     if (t.pool) {

@@ -36,7 +36,7 @@ func mcpCatalog(t *testing.T, contained bool) *toolspec.Set {
 	for i := range cat.Tools {
 		s := &cat.Tools[i]
 		if !contained {
-			s.MCP.Contain = nil
+			s.MCP.Contain = &toolspec.Contain{Disabled: true}
 		}
 		if s.Name == "text.upper" {
 			s.Deadline = toolspec.Duration(10 * time.Second)
@@ -140,7 +140,8 @@ func runItestMCPServer() int {
 	return 0
 }
 
-// goMCPTool is a definition of one tool of this binary as an MCP server.
+// goMCPTool is a definition of one tool of this binary as an uncontained
+// MCP server.
 func goMCPTool(t testing.TB, name string, idempotent bool, deadline time.Duration) toolspec.Spec {
 	t.Helper()
 	exe, err := os.Executable()
@@ -148,7 +149,9 @@ func goMCPTool(t testing.TB, name string, idempotent bool, deadline time.Duratio
 	return toolspec.Spec{
 		Name: name, Format: toolspec.FormatJSON, Idempotent: idempotent, Deadline: toolspec.Duration(deadline),
 		Stream: &toolspec.StreamPolicy{MaxChunks: 16, MaxChunkBytes: 64, MaxSourceBytes: 1024, MaxReleasedBytes: 1024},
-		MCP:    &toolspec.MCP{Command: []string{exe}, Env: []string{itestMCPEnv + "=1"}},
+		// Uncontained: the crash test leaves its marker in a file under
+		// /tmp, which a sandbox would not share.
+		MCP: &toolspec.MCP{Command: []string{exe}, Env: []string{itestMCPEnv + "=1"}, Contain: &toolspec.Contain{Disabled: true}},
 	}
 }
 
@@ -160,7 +163,7 @@ func TestGoMCPServerOnThePool(t *testing.T) {
 	steps := compile(t, goMCPTool(t, "go.steps", true, 20*time.Second))
 	claimed := compile(t, goMCPTool(t, "go.crash_once", false, 20*time.Second))
 	again := compile(t, toolspec.Spec{Name: "go.again", Format: toolspec.FormatJSON, Idempotent: true, Deadline: toolspec.Duration(20 * time.Second),
-		MCP: &toolspec.MCP{Command: claimed.Spec().MCP.Command, Env: claimed.Spec().MCP.Env, Tool: "crash_once"}})
+		MCP: &toolspec.MCP{Command: claimed.Spec().MCP.Command, Env: claimed.Spec().MCP.Env, Contain: claimed.Spec().MCP.Contain, Tool: "crash_once"}})
 	hang := compile(t, goMCPTool(t, "go.hang", false, time.Second))
 	set := setOf(t, steps, claimed, again, hang)
 	c := newCluster(t, options{defs: func() *toolspec.Set { return set }})

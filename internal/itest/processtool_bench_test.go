@@ -3,7 +3,6 @@ package itest
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -42,9 +41,7 @@ func benchToolCall(b *testing.B, kind string, inflight int) {
 		spec.Process = nil
 	case "contained":
 		requireBwrap(b)
-		// The test binary lives under /tmp, which the sandbox replaces.
-		dir := filepath.Dir(spec.Process.Command[0])
-		spec.Process.Contain = &toolspec.Contain{ROBinds: []string{dir}}
+		spec.Process.Contain = nil // the default sandbox
 	}
 	def := compile(b, spec)
 	c := newCluster(b, options{defs: func() *toolspec.Set { return setOf(b, def) }})

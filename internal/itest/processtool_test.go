@@ -98,11 +98,16 @@ func pythonTool(t testing.TB, contained bool) toolspec.Spec {
 			Command: []string{py, "slow_upper.py"},
 			Dir:     filepath.Join(repoRoot(t), "examples", "python"),
 			Env:     []string{"PYTHONPATH=../../sdk/python"},
+			Contain: &toolspec.Contain{Disabled: true},
 		},
 	}
 	if contained {
 		requireBwrap(t)
-		s.Process.Contain = &toolspec.Contain{}
+		// In the sandbox, python3 is the system's (the worker's PATH may
+		// name a version manager's shim in its home), and the SDK is
+		// bound read-only as the example's catalog binds it.
+		s.Process.Command[0] = "python3"
+		s.Process.Contain = &toolspec.Contain{ROBinds: []string{filepath.Join(repoRoot(t), "sdk", "python")}}
 	}
 	return s
 }
@@ -161,14 +166,17 @@ func waitChunk(t testing.TB, c *cluster, id hostloop.SessionID) {
 	waitUntil(t, "a chunk of "+string(id), func() bool { return len(c.obs.chunkTexts(id)) > 0 })
 }
 
-// goTool is a definition of this binary as a process tool.
+// goTool is a definition of this binary as an uncontained process tool.
 func goTool(t testing.TB, name string, idempotent bool) toolspec.Spec {
 	t.Helper()
 	exe, err := os.Executable()
 	must(t, err)
 	return toolspec.Spec{
 		Name: name, Idempotent: idempotent, Deadline: toolspec.Duration(20 * time.Second),
-		Process: &toolspec.Process{Command: []string{exe}, Env: []string{itestToolEnv + "=1"}, Concurrency: 2},
+		// Uncontained: these tests count effects in files under /tmp,
+		// which a sandbox would not share.
+		Process: &toolspec.Process{Command: []string{exe}, Env: []string{itestToolEnv + "=1"}, Concurrency: 2,
+			Contain: &toolspec.Contain{Disabled: true}},
 	}
 }
 

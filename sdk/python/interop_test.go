@@ -367,6 +367,8 @@ def handle(call):
         raise splash_tool.Indeterminate("lost the connection mid-write")
     if "crash" in v:
         return 1 / 0
+    if "oom" in v:
+        raise MemoryError()
     if "none" in v:
         return None
     if "nan" in v:
@@ -424,6 +426,7 @@ func TestJSONToolOutcomes(t *testing.T) {
 		{`{"fail":""}`, protocol.ResultFailed, "", "failed", 0},
 		{`{"unknown":1}`, protocol.ResultIndeterminate, "", "lost the connection mid-write", 0},
 		{`{"crash":1}`, protocol.ResultRetryTransient, "", "ZeroDivisionError: division by zero", 0},
+		{`{"oom":1}`, protocol.ResultFailed, "", "MemoryError: the tool ran out of memory", 0},
 		{`{"nan":1}`, protocol.ResultFailed, "", "result is not JSON: Out of range float values are not JSON compliant", 0},
 	}
 	for i, tt := range tests {

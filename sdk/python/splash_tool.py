@@ -15,8 +15,12 @@ A tool gives serve() a handler and never sees a frame:
 Each call runs its handler in a thread of its own. The return value is the
 result: a str for a text call, any JSON-serialisable value for a JSON call.
 Raise Retryable, RateLimited, Permanent or Indeterminate to fail; any other
-exception is a transient failure. With cancellable=True a cancel sets
-call.cancelled; raise CancelAcknowledged once the call has stopped.
+exception is a transient failure, except MemoryError, which is permanent:
+a retry under the same memory limit fails the same way. With
+cancellable=True a cancel sets call.cancelled; raise CancelAcknowledged
+once the call has stopped. A call that has not ended within the worker's
+cancel grace (10 s unless the catalog says cancel_grace) is stopped with
+its process, whether or not the tool is cancellable.
 
 The session fails closed: a frame that does not authenticate, is out of
 sequence or belongs to another session ends the process with status 1 and a
@@ -285,6 +289,10 @@ def _result(call, value, err):
                 err = Permanent(f"result is not JSON: {e}")
     if isinstance(err, CancelAcknowledged):
         err = Permanent("cancellation acknowledged without a cancel")
+    if isinstance(err, MemoryError):
+        # The sandbox's memory limit, most likely: the same call would
+        # only reach it again.
+        err = Permanent("MemoryError: the tool ran out of memory")
     status = next((s for cls, s in _STATUSES if isinstance(err, cls)), "retry_transient")
     if isinstance(err, ToolError):
         r["error"] = str(err) or status
@@ -319,7 +327,8 @@ def serve(handler, *, cancellable=False):
     """Serve the session the worker started this process for, until stdin
     ends and every running call has answered. handler(call) runs once per
     invoke, each in its own thread. cancellable says whether handlers watch
-    call.cancelled; if not, a cancel is answered "unsupported" at once."""
+    call.cancelled; if not, a cancel is answered "unsupported" at once, and
+    the worker stops the process if the call runs past its cancel grace."""
     key = _read_key()
     session_id = os.environ.get("SPLASH_TOOL_SESSION", "")
     if not session_id:

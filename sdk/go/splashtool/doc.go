@@ -39,7 +39,19 @@
 // host gets "acknowledged" and no result); whatever else it returns is sent
 // as its result, followed by "too_late". Without it a cancel is answered
 // "unsupported" at once and the call runs on. A cancel for a call already
-// answered gets "too_late". Each cancel gets exactly one disposition.
+// answered gets "too_late". Each cancel gets exactly one disposition. The
+// worker stops the process of a cancelled call that has not ended within
+// its cancel grace (catalog cancel_grace, 10s by default), so a handler
+// that cannot stop should finish soon.
+//
+// # The sandbox
+//
+// A worker runs a process tool in a Bubblewrap sandbox unless its catalog
+// entry says contain: false: as uid 65534 with no capability, a read-only
+// view of the system and of its own directory, a private /tmp, no network
+// unless granted, and limits on memory, processes and files
+// (docs/process-tools.md). A Go tool built with CGO_ENABLED=0 needs
+// nothing of the system's libraries; its binary is bound read-only.
 //
 // # Failing closed
 //

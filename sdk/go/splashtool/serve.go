@@ -30,7 +30,9 @@ type options struct {
 // Cancellable says whether the tool's handlers stop when asked. With true,
 // a cancel cancels the handler's context with cause ErrCancelled and the
 // handler's answer decides the disposition; with false (the default) a
-// cancel is answered unsupported at once and the call runs on.
+// cancel is answered unsupported at once and the call runs on. Either way
+// the worker stops the process of a call that has not ended within its
+// cancel grace (10s unless the catalog's cancel_grace says).
 func Cancellable(on bool) Option { return func(o *options) { o.cancellable = on } }
 
 // Serve runs a tool process: it reads the session key from the descriptor
