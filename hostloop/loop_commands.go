@@ -35,6 +35,10 @@ type Submission struct {
 	// cancelled, as an operator's cancel does. Zero: it lives as long as
 	// its script waits.
 	MaxLifetime time.Duration
+	// Owner names who submitted the session (an API token's owner): it
+	// is kept with the session, in its ledger and its archived outcome,
+	// and reported in its status, so any host tells who may reach it.
+	Owner string
 }
 
 // SessionState is where a session's script stands.
@@ -71,6 +75,8 @@ type SessionStatus struct {
 	Truncated bool
 	// Operations lists the session's live (not yet terminal) operations.
 	Operations []OperationStatus
+	// Owner is the submission's Owner.
+	Owner string
 	// Audit is set only on the status of a finished session as it is
 	// recorded (SessionArchive.Record keeps what fits of it, newest
 	// first, beside the outcome) and as an archive reads it back; Status
@@ -130,7 +136,7 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if err != nil {
 		return SessionStatus{}, err
 	}
-	n.lifetime = sub.MaxLifetime
+	n.lifetime, n.owner = sub.MaxLifetime, sub.Owner
 	if l.cfg.durable(policy) {
 		n.ledger = newSubmitted(n.clock.own, n.cfg, n.rt, sub)
 	}
@@ -225,9 +231,10 @@ type newSession struct {
 	// id. A new session gets a core and the next id of this loop.
 	core *workflow.Session
 	id   SessionID
-	// lifetime is the submission's MaxLifetime (a durable session's is
-	// in its ledger).
+	// lifetime and owner are the submission's MaxLifetime and Owner (a
+	// durable session's are in its ledger).
 	lifetime time.Duration
+	owner    string
 }
 
 // prepareSession builds a session's runtime from the loop's template and
@@ -317,8 +324,10 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 		s.core = workflow.NewSession(workflow.Config{Runtime: n.rt, First: n.res, Clock: n.clock, Ledger: n.ledger, RequestID: st.requestID})
 	}
 	lifetime := n.lifetime
+	s.owner = n.owner
 	if l := s.core.Ledger(); l != nil {
-		s.created, lifetime = l.Entries(0)[0].At, l.Submitted().MaxLifetime
+		sub := l.Submitted()
+		s.created, lifetime, s.owner = l.Entries(0)[0].At, sub.MaxLifetime, sub.Owner
 	}
 	if lifetime > 0 {
 		st.timers.push(timerEntry{at: s.created.Add(lifetime), kind: timerLifetime, s: s})
@@ -362,7 +371,7 @@ func (st *loopState) status(s *session) SessionStatus {
 // since a finished session's live operations (dropped promises) belong to
 // this process only.
 func summaryOf(s *session) SessionStatus {
-	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended, Truncated: s.truncated}
+	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended, Truncated: s.truncated, Owner: s.owner}
 	if r := s.result; r != nil {
 		switch {
 		case r.Err != nil && errors.Is(r.Err, workflow.ErrSessionCancelled):

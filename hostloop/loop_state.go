@@ -97,6 +97,8 @@ type session struct {
 	// this host adopted it; its workers answer there.
 	host    string
 	created time.Time
+	// owner is who submitted it (Submission.Owner).
+	owner string
 	// result is the core's outcome as last taken, bounded once final
 	// (see keep); truncated: boundResult cut its error text to fit.
 	result    *host.EvalResult

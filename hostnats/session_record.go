@@ -57,6 +57,7 @@ type sessionRecord struct {
 	Kind      string    `json:"kind,omitempty"`
 	Created   time.Time `json:"created"`
 	Truncated bool      `json:"truncated,omitempty"`
+	Owner     string    `json:"owner,omitempty"`
 	// Audit is the newest of the session's audit events that fit beside
 	// the rest: outcomes and counts, never a tool's output.
 	Audit []auditRecord `json:"audit,omitempty"`
@@ -158,7 +159,7 @@ func errorOfKind(kind, msg string) error {
 func encodeSession(s hostloop.SessionStatus, limit int) (data []byte, cut bool, err error) {
 	rec := sessionRecord{
 		ID: string(s.ID), State: string(s.State), Value: s.Value, Error: s.Error,
-		Kind: kindOf(s.Err), Created: s.Created.UTC(), Truncated: s.Truncated,
+		Kind: kindOf(s.Err), Created: s.Created.UTC(), Truncated: s.Truncated, Owner: s.Owner,
 	}
 	b, cut, err := encodeOutcome(rec, limit)
 	if err != nil || len(s.Audit) == 0 {
@@ -232,7 +233,7 @@ func decodeSession(data []byte) (hostloop.SessionStatus, error) {
 	}
 	s := hostloop.SessionStatus{
 		ID: hostloop.SessionID(rec.ID), State: hostloop.SessionState(rec.State), Value: rec.Value,
-		Error: rec.Error, Created: rec.Created, Truncated: rec.Truncated, Audit: auditEvents(rec.Audit),
+		Error: rec.Error, Created: rec.Created, Truncated: rec.Truncated, Audit: auditEvents(rec.Audit), Owner: rec.Owner,
 	}
 	if rec.State == string(hostloop.SessionFailed) || rec.State == string(hostloop.SessionCancelled) {
 		s.Err = errorOfKind(rec.Kind, rec.Error)

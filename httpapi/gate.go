@@ -14,8 +14,8 @@ import (
 // GateConfig sizes a Gate.
 type GateConfig struct {
 	// MaxOwned bounds the sessions whose owner the gate remembers; zero
-	// picks DefaultOwnedSessions. The oldest is let go first, and is
-	// then reached by admin tokens alone.
+	// picks DefaultOwnedSessions. The oldest is let go first; its owner
+	// is then read from its status when it is asked for.
 	MaxOwned int
 }
 
@@ -69,6 +69,7 @@ func (g *Gate) Submit(ctx context.Context, sub hostloop.Submission) (hostloop.Se
 	if sub.Tools, err = admitTools(t, sub.Tools); err != nil {
 		return hostloop.SessionStatus{}, err
 	}
+	sub.Owner = t.Owner()
 	st, err := g.backend.Submit(ctx, sub)
 	if err != nil {
 		return st, err
@@ -128,19 +129,30 @@ func admitTools(t *apitoken.Token, tools []string) ([]string, error) {
 }
 
 // may returns nil when the token in ctx holds scope and reaches session
-// id; a session it does not reach is unknown to it.
+// id; a session it does not reach is unknown to it. A session this
+// process does not know the owner of (one it resumed or adopted, or that
+// another host answers for) is asked about: its status names its owner.
 func (g *Gate) may(ctx context.Context, scope apitoken.Scope, id hostloop.SessionID) error {
 	t, err := token(ctx, scope)
 	if err != nil {
 		return err
 	}
-	if !g.reaches(t, id) {
-		return fmt.Errorf("%w: %s", hostloop.ErrUnknownSession, quoteClip(string(id)))
+	if g.reaches(t, id) {
+		return nil
 	}
-	return nil
+	if _, known := g.owners.owner(id); !known {
+		if st, _, err := g.backend.Status(ctx, id); err == nil && st.Owner != "" {
+			g.owners.add(id, st.Owner)
+			if st.Owner == t.Owner() {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: %s", hostloop.ErrUnknownSession, quoteClip(string(id)))
 }
 
-// reaches reports whether t may see session id.
+// reaches reports whether t may see session id, by the owners this
+// process remembers.
 func (g *Gate) reaches(t *apitoken.Token, id hostloop.SessionID) bool {
 	if t.Admin() {
 		return true
@@ -150,12 +162,19 @@ func (g *Gate) reaches(t *apitoken.Token, id hostloop.SessionID) bool {
 }
 
 // visible returns the filter of the sessions the token in ctx reaches.
-func (g *Gate) visible(ctx context.Context) func(hostloop.SessionID) bool {
+// owner, when set, is the owner its status reports, for a session this
+// process did not submit.
+func (g *Gate) visible(ctx context.Context) func(id hostloop.SessionID, owner string) bool {
 	t, ok := apitoken.FromContext(ctx)
 	if !ok {
-		return func(hostloop.SessionID) bool { return false }
+		return func(hostloop.SessionID, string) bool { return false }
 	}
-	return func(id hostloop.SessionID) bool { return g.reaches(t, id) }
+	return func(id hostloop.SessionID, owner string) bool {
+		if _, known := g.owners.owner(id); !known && owner != "" {
+			return t.Admin() || owner == t.Owner()
+		}
+		return g.reaches(t, id)
+	}
 }
 
 // Status reads a session of the token in ctx (scope read).

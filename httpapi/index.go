@@ -231,13 +231,13 @@ func (x *SessionIndex) Rejected(string, error) {}
 
 // list returns the sessions in state (all when empty) that visible lets
 // through, newest first, at most limit of them.
-func (x *SessionIndex) list(state hostloop.SessionState, limit int, visible func(hostloop.SessionID) bool) []SessionSummary {
+func (x *SessionIndex) list(state hostloop.SessionState, limit int, visible func(id hostloop.SessionID, owner string) bool) []SessionSummary {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	out := make([]SessionSummary, 0, min(limit, len(x.order)))
 	for i := len(x.order) - 1; i >= 0 && len(out) < limit; i-- {
 		e := x.sessions[x.order[i]]
-		if state != "" && e.status.State != state || !visible(x.order[i]) {
+		if state != "" && e.status.State != state || !visible(x.order[i], e.status.Owner) {
 			continue
 		}
 		out = append(out, e.summary())

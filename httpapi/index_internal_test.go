@@ -22,7 +22,7 @@ func TestIndexLetsTheOldestGo(t *testing.T) {
 		want := slices.Clone(ids[max(0, len(ids)-keep):])
 		slices.Reverse(want)
 		var got []string
-		for _, s := range x.list("", keep+1, func(hostloop.SessionID) bool { return true }) {
+		for _, s := range x.list("", keep+1, func(hostloop.SessionID, string) bool { return true }) {
 			got = append(got, s.ID)
 		}
 		if !slices.Equal(got, want) {

@@ -11,10 +11,10 @@ import (
 // bytes each.
 const DefaultOwnedSessions = 1 << 16
 
-// owners remembers the owner of the token that submitted each session,
-// in this process only: a session it does not know (submitted to another process, or
-// forgotten as newer ones came) is reached by admin tokens alone. Any
-// request goroutine may call it.
+// owners remembers the owner of the token that submitted each session:
+// a session it does not know (submitted to another process, or forgotten
+// as newer ones came) has its owner read from its status (the ledger and
+// the archive keep it), and remembered. Any request goroutine may call it.
 type owners struct {
 	max int
 

@@ -40,6 +40,8 @@ type Submitted struct {
 	// MaxLifetime, when set, ends the session (ErrMaxLifetime) once it
 	// has lived that long since At, however long its calls wait.
 	MaxLifetime time.Duration `json:"max_lifetime,omitempty"`
+	// Owner names who submitted the session (an API token's owner).
+	Owner string `json:"owner,omitempty"`
 }
 
 // Nonce is a session's capability nonce, kept as 32 hex digits.
