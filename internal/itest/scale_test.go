@@ -2,6 +2,7 @@ package itest
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,4 +94,71 @@ func TestHostResumesMoreSessionsThanAStreamHasConsumers(t *testing.T) {
 		wantCompleted(t, c.wait(id, time.Minute), sprintf("s%d!", i))
 	}
 	ok.check(t, resumeScale)
+}
+
+// heavyScript spends a lot of CPU in each of three steps between its
+// calls.
+const heavyScript = `let s = 0;
+for (let step = 0; step < 3; step++) {
+	let x = 0; for (let i = 0; i < 2000000; i++) { x = (x + i) %% 1000003 }
+	s += (await tool.start("it.now", "step" + step + ":" + x)).length;
+}
+return "%d:" + s`
+
+// TestResumeOfCPUHeavySessionsLetsNewScriptsRun kills a host holding
+// three sessions whose scripts spend long CPU steps between their calls.
+// Their replays run in the background of the next process: a new script
+// runs while they are still being replayed, instead of waiting for all of
+// them, and every one resumes and completes (no replay is given up and
+// started over).
+func TestResumeOfCPUHeavySessionsLetsNewScriptsRun(t *testing.T) {
+	if raceEnabled {
+		// Minutes of instrumented JavaScript would test the detector's
+		// speed; the resumer's code is raced by the other resume tests.
+		t.Skip("CPU-heavy scripts under the race detector")
+	}
+	c := newCluster(t, options{tools: []hostTool{tool("it.now")}, durable: true})
+	release := make(chan struct{})
+	var seen atomic.Int64
+	c.startWorker("w1", func(a *workeragent.Agent) {
+		must(t, a.Handle("it.now", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+			// The last call of each script waits, so the three are
+			// suspended, every heavy step behind them, when the host dies.
+			if strings.HasPrefix(call.Input.Text, "step2") && seen.Add(1) > 0 {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return workeragent.Output{}, ctx.Err()
+				}
+			}
+			return workeragent.Result(call.Input.Text), nil
+		}), workeragent.Concurrency(8)))
+	})
+	var ids []hostloop.SessionID
+	for i := range 3 {
+		// Its first heavy step runs on this goroutine, in Submit.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		s, err := c.loop.Submit(ctx, hostloop.Submission{Source: sprintf(heavyScript, i), ExecutionBudget: time.Minute})
+		cancel()
+		must(t, err)
+		c.obs.seen(s)
+		ids = append(ids, s.ID)
+	}
+	testwait.Until(t, 5*time.Minute, "the three to wait on their last call", func() bool { return seen.Load() == 3 })
+
+	c.killHost(false)
+	c.startHost()
+	fresh := c.submit(`return await tool.start("it.now", "fresh")`)
+	wantCompleted(t, c.wait(fresh, time.Minute), "fresh")
+	if n := c.loop.Resuming(); n == 0 {
+		t.Log("the replays ended before the new script did (a fast machine): the ordering was not tested")
+	}
+	testwait.Until(t, 5*time.Minute, "the three to be resumed", func() bool { return c.loop.Resuming() == 0 })
+	close(release)
+	for i, id := range ids {
+		s := c.wait(id, 5*time.Minute)
+		if s.State != hostloop.SessionCompleted || !strings.HasPrefix(s.Value, sprintf("%d:", i)) {
+			t.Fatalf("session %d: %+v", i, s)
+		}
+	}
 }
