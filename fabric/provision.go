@@ -114,6 +114,10 @@ func ledgerStreamConfig(cfg Config) jetstream.StreamConfig {
 		DenyDelete:  true,
 		AllowRollup: true,
 		AllowMsgTTL: true,
+		// A host stores what a step of its loop made ready for many
+		// sessions in one atomic batch (hostnats.LedgerLog.AppendBatch):
+		// one answer from the stream instead of one per session.
+		AllowAtomicPublish: true,
 	}
 }
 

@@ -59,9 +59,15 @@ func (s *session) accepted() {
 }
 
 // write stores one Append of s's ledger off the loop; its answer comes
-// back as a ledgerWrite.
+// back as a ledgerWrite. With a Log that is a workflow.BatchAppender, the
+// appends a step made ready are gathered and stored together as the step
+// ends (writeBatch).
 func (st *loopState) write(s *session, a *workflow.Append) {
 	st.inflight++
+	if _, ok := st.cfg.Ledger.(workflow.BatchAppender); ok && a.All == nil {
+		st.batch = append(st.batch, pendingWrite{s: s, a: a})
+		return
+	}
 	id, log, timeout, gone := string(s.id), st.cfg.Ledger, st.cfg.ArchiveTimeout, st.gone
 	st.bg.Add(1)
 	go func() {
@@ -77,6 +83,42 @@ func (st *loopState) write(s *session, a *workflow.Append) {
 		select {
 		case st.ledgerDone <- ledgerWrite{s: s, upTo: a.UpTo(), err: err}:
 		case <-gone:
+		}
+	}()
+}
+
+// pendingWrite is an append gathered for the step's batch.
+type pendingWrite struct {
+	s *session
+	a *workflow.Append
+}
+
+// writeBatch stores the appends the step gathered, in one
+// workflow.BatchAppender call off the loop; each answer comes back as its
+// session's ledgerWrite.
+func (st *loopState) writeBatch() {
+	if len(st.batch) == 0 {
+		return
+	}
+	batch := st.batch
+	st.batch = nil
+	writes := make([]workflow.SessionAppend, len(batch))
+	for i, w := range batch {
+		writes[i] = workflow.SessionAppend{Session: string(w.s.id), From: w.a.From, Entries: w.a.Entries}
+	}
+	log, timeout, gone := st.cfg.Ledger.(workflow.BatchAppender), st.cfg.ArchiveTimeout, st.gone
+	st.bg.Add(1)
+	go func() {
+		defer st.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		errs := log.AppendBatch(ctx, writes)
+		cancel()
+		for i, w := range batch {
+			select {
+			case st.ledgerDone <- ledgerWrite{s: w.s, upTo: w.a.UpTo(), err: errs[i]}:
+			case <-gone:
+				return
+			}
 		}
 	}()
 }

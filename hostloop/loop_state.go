@@ -62,6 +62,8 @@ type loopState struct {
 	inflight   int
 	// removedDone carries the sessions whose ledger removal is done.
 	removedDone chan *session
+	// batch gathers the appends of the current step (see writeBatch).
+	batch []pendingWrite
 	// reconcileDone carries the workers' accounts of operations.
 	reconcileDone chan reconcileAnswer
 	// resuming holds the incarnations whose sessions the resumer is
@@ -203,6 +205,7 @@ func (st *loopState) flush() {
 		delete(st.dirty, s)
 		st.flushSession(s)
 	}
+	st.writeBatch()
 	st.report()
 }
 

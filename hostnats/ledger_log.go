@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -58,6 +59,9 @@ type LedgerLog struct {
 	// tail is, per session this log wrote or read, the entry count and
 	// the stream sequence of its last message.
 	tail map[string]ledgerTail
+
+	// batched counts the appends stored in atomic batches.
+	batched atomic.Int64
 }
 
 type ledgerTail struct {

@@ -69,6 +69,12 @@ func (sb *sandboxRun) check() *PoisonError {
 		}
 	}
 	root := "/proc/" + strconv.Itoa(sb.initPid) + "/root"
+	if sb.procDir == nil && !sandboxProc(root) {
+		// bwrap's child has not moved into the sandbox's root yet: what
+		// its root shows now is the worker's own (its /tmp, every process
+		// of the machine), which is no measure of the tool.
+		return nil
+	}
 	for _, dir := range []string{"/tmp", "/dev/shm"} {
 		var st unix.Statfs_t
 		if unix.Statfs(root+dir, &st) == nil && st.Blocks > 0 && st.Bavail == 0 {
@@ -94,6 +100,19 @@ func (sb *sandboxRun) check() *PoisonError {
 		return poison(ReasonPidsLimit, "%d tasks, limit %d", u.tasks, sb.lim.Pids)
 	}
 	return nil
+}
+
+// sandboxProc reports whether root holds the sandbox's own /proc: a proc
+// filesystem mounted, and not the one the worker sees (another pid
+// namespace's is another mount).
+func sandboxProc(root string) bool {
+	var st unix.Statfs_t
+	if unix.Statfs(root+"/proc", &st) != nil || st.Type != unix.PROC_SUPER_MAGIC {
+		return false
+	}
+	inside, err1 := os.Stat(root + "/proc")
+	outside, err2 := os.Stat("/proc")
+	return err1 == nil && err2 == nil && !os.SameFile(inside, outside)
 }
 
 // clockTicks is USER_HZ, the unit of CPU times in /proc, which Linux

@@ -45,6 +45,25 @@ type Rewriter interface {
 	Rewrite(ctx context.Context, session string, stored int, entries []Entry) error
 }
 
+// SessionAppend is one session's Append, in a batch of several.
+type SessionAppend struct {
+	Session string
+	From    int
+	Entries []Entry
+}
+
+// UpTo is the entry count the write leaves stored.
+func (a SessionAppend) UpTo() int { return a.From + len(a.Entries) }
+
+// BatchAppender is implemented by Logs that can store the appends of
+// several sessions in one write to their store: a host loop hands them
+// what its sessions made ready in one step. Each append is fenced and
+// retried as Append's contract says; the answer is one error per append,
+// in order (ErrLedgerConflict for one another writer fenced out).
+type BatchAppender interface {
+	AppendBatch(ctx context.Context, writes []SessionAppend) []error
+}
+
 // Prober is implemented by Logs that can tell whether a session has a
 // ledger without reading it.
 type Prober interface {

@@ -17,6 +17,7 @@ import (
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
+	"github.com/splashfabric/splashfabric/workflow"
 )
 
 // NoopTool is the tool the end-to-end runner calls: its handler returns its
@@ -43,6 +44,10 @@ type FabricOptions struct {
 	// always run; Durable gives it the ledger besides, so every session
 	// can outlive the host process.
 	Archive, Durable bool
+	// Unbatched stores each durable session's ledger writes on their
+	// own, as hosts did before appends were batched per loop step: the
+	// baseline of the batching.
+	Unbatched bool
 }
 
 // Fabric is the whole path as a [NewRunner]: each operation is one script
@@ -108,6 +113,10 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 		ledger, err := hostnats.NewLedgerLog(ctx, hostNC, fcfg, key)
 		must(b, err)
 		cfg.Ledger = ledger
+		if o.Unbatched {
+			// Only the workflow.Log methods: no batches, no rewrites.
+			cfg.Ledger = struct{ workflow.Log }{ledger}
+		}
 	}
 	r.loop, err = hostloop.StartLoop(cfg)
 	if err != nil {

@@ -65,6 +65,13 @@ func BenchmarkEndToEndDurable(b *testing.B) {
 	benchharness.Matrix(b, benchharness.Fabric(benchharness.FabricOptions{Durable: true}), benchharness.SubmitEach(), benchharness.ReportCPU())
 }
 
+// BenchmarkEndToEndDurableUnbatched is BenchmarkEndToEndDurable with
+// every ledger write stored on its own: the baseline of batching a loop
+// step's appends into one atomic JetStream batch.
+func BenchmarkEndToEndDurableUnbatched(b *testing.B) {
+	benchharness.Matrix(b, benchharness.Fabric(benchharness.FabricOptions{Durable: true, Unbatched: true}), benchharness.SubmitEach(), benchharness.ReportCPU())
+}
+
 // BenchmarkBaselineCoreReply is baseline (a): publish to a work-queue
 // stream, pull, reply on core NATS, plain ack.
 func BenchmarkBaselineCoreReply(b *testing.B) { benchMatrix(b, benchharness.CoreReply) }

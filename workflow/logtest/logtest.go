@@ -51,6 +51,7 @@ func applied(i int, what string) workflow.Entry {
 func RunConformance(t *testing.T, f Factory) {
 	t.Run("FencesWriters", func(t *testing.T) { fencesWriters(t, f(t)) })
 	t.Run("Rewrites", func(t *testing.T) { rewrites(t, f(t)) })
+	t.Run("AppendsInBatches", func(t *testing.T) { appendsInBatches(t, f(t)) })
 	all := Entries(4)
 	for _, tc := range []struct {
 		name       string
@@ -116,6 +117,57 @@ func rewrites(t *testing.T, open func() workflow.Log) {
 	}
 	if k, ok := workflow.Landed(got, 0, all); !ok || k != 6 {
 		t.Fatalf("the ledger read back is not the one written")
+	}
+}
+
+// appendsInBatches: a Log that is a workflow.BatchAppender stores the
+// appends of several sessions at once, each fenced as Append is: one a
+// second writer fenced out answers ErrLedgerConflict and the others land,
+// and a batch made again after its answer was lost finds its own entries.
+func appendsInBatches(t *testing.T, open func() workflow.Log) {
+	ctx := context.Background()
+	l := open()
+	b, ok := l.(workflow.BatchAppender)
+	if !ok {
+		t.Skip("not a workflow.BatchAppender")
+	}
+	all := Entries(3)
+	ids := []string{"s-h1-1", "s-h1-2", "s-h1-3"}
+	var first []workflow.SessionAppend
+	for _, id := range ids {
+		first = append(first, workflow.SessionAppend{Session: id, From: 0, Entries: all[:2]})
+	}
+	for i, err := range b.AppendBatch(ctx, first) {
+		if err != nil {
+			t.Fatalf("new ledger %s: %v", ids[i], err)
+		}
+	}
+	if err := open().Append(ctx, ids[1], 2, Other(2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	var next []workflow.SessionAppend
+	for _, id := range ids {
+		next = append(next, workflow.SessionAppend{Session: id, From: 2, Entries: all[2:]})
+	}
+	errs := b.AppendBatch(ctx, next)
+	for i, err := range errs {
+		if want := i == 1; want != errors.Is(err, workflow.ErrLedgerConflict) || !want && err != nil {
+			t.Fatalf("append to %s after another writer wrote %s: %v", ids[i], ids[1], err)
+		}
+	}
+	again := open().(workflow.BatchAppender).AppendBatch(ctx, []workflow.SessionAppend{next[0], next[2]})
+	if again[0] != nil || again[1] != nil {
+		t.Fatalf("a batch made again after it landed: %v", again)
+	}
+	for i, id := range ids {
+		got, err := open().Load(ctx, id)
+		if err != nil || len(got) != 3 {
+			t.Fatalf("Load %s = %d entries, %v", id, len(got), err)
+		}
+		mine := i != 1
+		if k, ok := workflow.Landed(got, 0, all); (ok && k == 3) != mine {
+			t.Fatalf("%s holds %v of this writer's entries, want %v", id, ok, mine)
+		}
 	}
 }
 
