@@ -290,6 +290,21 @@ func TestConsoleInABrowser(t *testing.T) {
 		tb.shot("cancel")
 	})
 
+	t.Run("cancel the session", func(t *testing.T) {
+		tb := env.tab(t, 1280, 800)
+		tb.login(consoleToken)
+		tb.until("signed in", `document.querySelector("#session-filter") !== null`)
+		tb.run(`const a = tool.start("demo.sleep", "25s"), b = tool.start("demo.sleep", "25s"); return (await a) + (await b)`)
+		tb.until("the session's cancel button", `document.querySelector("#session-cancel") !== null`)
+		tb.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("#session-cancel").click()`))
+		tb.untilState("cancelled")
+		if btn := eval[bool](tb, `document.querySelector("#session-cancel") !== null`); btn {
+			t.Fatal("a cancelled session still offers its cancel button")
+		}
+		tb.until("the error code", `document.querySelector("#session-head").textContent.includes("cancelled")`)
+		tb.shot("session-cancelled")
+	})
+
 	t.Run("injection", func(t *testing.T) {
 		tb := env.tab(t, 1280, 800)
 		tb.login(consoleToken)
