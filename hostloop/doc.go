@@ -13,9 +13,14 @@
 //	st, audit, err := l.Status(ctx, s.ID)
 //	l.Stop()
 //
-// After each step the loop claims and publishes everything claimable,
-// re-arms deadlines, and tells its Observer what the step changed: each
-// operation whose status changed, and each session whose state changed.
+// Each session's runtime belongs to its core (workflow.Session): the loop
+// never calls a runtime input method itself. It hands every input to the
+// core, and after each step does what the core made ready (store ledger
+// appends, publish, cancel, acknowledge, remove a ledger), reporting back
+// what its stores answered; the ordering rules are the core's. It claims
+// everything claimable, re-arms deadlines, and tells its Observer what the
+// step changed: each operation whose status changed, and each session
+// whose state changed.
 // Host-owned retries back off (exponential with jitter; a rate-limited
 // retry waits the worker's retry-after), a retry or cancellation always
 // leaves a way for the operation to end, and Limits bound what one host
@@ -28,6 +33,14 @@
 // registers its incarnation at start; Loop.Status then answers a session
 // the loop no longer holds from the archive, and a session of an earlier
 // incarnation that left no record as failed with ErrHostRestarted (or
-// ErrHostStopped after a graceful stop). Package fabric stores the archive
-// in JetStream KV.
+// ErrHostStopped after a graceful stop). Package hostnats stores the
+// archive in JetStream KV.
+//
+// With LoopConfig.Ledger set, sessions are durable: each keeps a ledger,
+// and a resumer goroutine beside the loop brings back what earlier
+// processes left (with Leases, any host's whose lease lapsed), each
+// session going live as soon as its replay ends (Loop.Resuming counts
+// what is still to come). A live operation whose worker went silent is
+// reconciled with the tool's workers after ReconcileAfter; an operator
+// ends a session with CancelSession.
 package hostloop

@@ -18,6 +18,20 @@
 // calls its ledger recorded stops with host.ErrNondeterministic and
 // dispatches nothing.
 //
+// # The session core
+//
+// Session is a session's durable core: its runtime and, when durable, its
+// ledger and what of it is stored. Its driver (the host loop) hands it
+// inputs (Claim, Answer, Chunk, RequestCancel, Expire, CancelSession, ...)
+// and drains a Ready after each step: the next ledger Append, then the
+// publishes, cancels and acknowledgements whose entries are stored,
+// settled operations, the submission's acceptance, a ledger's removal. It
+// reports what the Log answered with Stored, WriteFailed or Conflict.
+// Nothing leaves the host before the entry that explains it is stored;
+// each rule is a golden script in testdata (TestSessionRules). Restore
+// rebuilds a Session from stored entries through the same function that
+// applied each input the first time.
+//
 // The package owns the shape and order of a ledger, not its storage: a
 // Log keeps it (MemoryLog here; hostnats.LedgerLog on JetStream).
 package workflow
