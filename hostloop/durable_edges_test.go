@@ -490,3 +490,26 @@ func TestSessionEndsAtItsMaxLifetime(t *testing.T) {
 		}
 	})
 }
+
+// A call that runs for hours is asked about less and less often: twice as
+// late each time its pool says it runs, up to 16 ReconcileAfters apart.
+func TestLongCallsAreAskedAboutLessOften(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := newReconciling(protocol.StatusRunning())
+		l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Catalog: catalogOf(t, "tools:\n  - name: text.slow\n"),
+			ReconcileAfter: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Stop()
+		submit(t, l, `return await tool.start("text.slow", "x")`)
+		<-tr.Invocations()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		// At 10s, 30s, 70s, 150s, 310s and 470s: six questions in ten
+		// minutes, against sixty at a fixed 10s.
+		if n := tr.asked.Load(); n != 6 {
+			t.Fatalf("asked %d times in ten minutes of a running call, want 6", n)
+		}
+	})
+}

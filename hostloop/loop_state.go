@@ -147,6 +147,8 @@ type dispatched struct {
 	// published, as far as this process knows (a resumed one's attempt
 	// time): its redelivery horizon counts from there.
 	dispatched time.Time
+	// reconcileWait is how long before its next reconciliation.
+	reconcileWait time.Duration
 }
 
 func (d *dispatched) requestID() string { return d.op.RequestID }

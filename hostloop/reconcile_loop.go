@@ -38,7 +38,23 @@ type reconcileAnswer struct {
 // scheduleReconcile asks the workers about d after ReconcileAfter, unless
 // its answer came first: a live operation whose worker went silent is
 // found, not only a resumed one.
-func (st *loopState) scheduleReconcile(d *dispatched) { st.reconcileAfter(d, st.cfg.ReconcileAfter) }
+func (st *loopState) scheduleReconcile(d *dispatched) {
+	d.reconcileWait = st.cfg.ReconcileAfter
+	st.reconcileAfter(d, d.reconcileWait)
+}
+
+// maxReconcileBackoff bounds how far apart, in ReconcileAfters, the
+// questions about one long call still running grow.
+const maxReconcileBackoff = 16
+
+// reconcileAgain asks about d again later: each time it is found still
+// queued or running, twice as late as the time before, up to
+// maxReconcileBackoff ReconcileAfters, so thousands of calls that run for
+// hours cost their pools a trickle of questions, not a flood.
+func (st *loopState) reconcileAgain(d *dispatched) {
+	d.reconcileWait = min(2*max(d.reconcileWait, st.cfg.ReconcileAfter), maxReconcileBackoff*st.cfg.ReconcileAfter)
+	st.reconcileAfter(d, d.reconcileWait)
+}
 
 // reconcileNow asks the workers about d at the next step. Without anyone
 // to ask, a republish under the same key is all there is, and the
@@ -100,7 +116,7 @@ func (st *loopState) reconciled(a reconcileAnswer) {
 		return // answered meanwhile
 	}
 	if a.queued {
-		st.scheduleReconcile(d)
+		st.reconcileAgain(d)
 		return
 	}
 	if a.err != nil {
@@ -115,8 +131,13 @@ func (st *loopState) reconciled(a reconcileAnswer) {
 	case err != nil:
 		st.reject("reconcile", err)
 		st.scheduleReconcile(d)
+	case action == workflow.ReconcileWait && a.res.Status.State == protocol.OperationUnknown:
+		// Nobody holds it, and a delivery may still come: asked again no
+		// later than when none can.
+		left := st.cfg.RedeliveryHorizon - st.now.Sub(d.dispatched)
+		st.reconcileAfter(d, max(min(st.cfg.ReconcileAfter, left), 0))
 	case action == workflow.ReconcileWait:
-		st.scheduleReconcile(d)
+		st.reconcileAgain(d)
 	case action == workflow.ReconcileRedispatch:
 		d.dispatched = st.now
 	}

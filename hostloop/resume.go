@@ -86,7 +86,7 @@ func (l *Loop) addPending(n int) {
 	}
 }
 
-func (l *Loop) failed(reason string, id SessionID, err error) {
+func (l *Loop) resumeFailed(reason string, id SessionID, err error) {
 	if o := l.resumeObserver(); o != nil {
 		o.ResumeFailed(reason, id, err)
 	}
@@ -138,7 +138,7 @@ func (l *Loop) scan(own bool) bool {
 	groups, err := l.ledgerGroups(list)
 	cancel()
 	if err != nil {
-		l.failed("store", "", err)
+		l.resumeFailed("store", "", err)
 		return false
 	}
 	for _, inc := range slices.Sorted(maps.Keys(groups)) {
@@ -153,7 +153,7 @@ func (l *Loop) scan(own bool) bool {
 		case errors.Is(err, ErrLeaseHeld):
 			continue // its process lives, or another host adopted it
 		case err != nil:
-			l.failed("lease", "", fmt.Errorf("lease of %s: %w", inc, err))
+			l.resumeFailed("lease", "", fmt.Errorf("lease of %s: %w", inc, err))
 			continue
 		}
 		job := resumeJob{inc: inc, ids: groups[inc]}
@@ -213,7 +213,7 @@ func (l *Loop) resume(ctx context.Context, job resumeJob) bool {
 		// The answers its workers send there are parked by the loop
 		// until the sessions they answer are in.
 		if err := a.AdoptEvents(ctx, job.host); err != nil {
-			l.failed("store", "", fmt.Errorf("events of %s: %w", job.host, err))
+			l.resumeFailed("store", "", fmt.Errorf("events of %s: %w", job.host, err))
 		}
 	}
 	l.addPending(len(job.ids))
@@ -226,7 +226,7 @@ func (l *Loop) resume(ctx context.Context, job resumeJob) bool {
 			case r.err != nil && ctx.Err() != nil:
 				return false
 			case r.err != nil:
-				l.failed("store", r.id, r.err)
+				l.resumeFailed("store", r.id, r.err)
 				again = append(again, r.id)
 				continue
 			case r.skip:
@@ -338,7 +338,7 @@ func (l *Loop) bringBack(ctx context.Context, job resumeJob, r loaded) bool {
 		if errors.Is(rs.failed, workflow.ErrToolsChanged) {
 			reason = "tools_changed"
 		}
-		l.failed(reason, r.id, rs.failed)
+		l.resumeFailed(reason, r.id, rs.failed)
 	}
 	l.addPending(-1)
 	return l.send(ctx, cmdFunc(func(st *loopState) { st.takeResumed(rs) })) == nil
