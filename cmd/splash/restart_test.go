@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/splashfabric/splashfabric/apiclient"
 	"github.com/splashfabric/splashfabric/internal/testwait"
@@ -75,4 +76,61 @@ func TestDevAnswersForSessionsOfAnEarlierProcess(t *testing.T) {
 	if _, err := c.Session(ctx, "s-dev-000000000000-1"); !errors.Is(err, apiclient.ErrUnknownSession) {
 		t.Fatalf("session of an unknown incarnation: %v", err)
 	}
+}
+
+// TestDevKilledMidCallRunsTheCallAgain kills `splash dev` (SIGKILL: its
+// workers die with it) while a script waits on a six-second sleep, and
+// starts it again on the same data directory: the call, whose worker is
+// gone, is delivered again within dev's ack wait and, the tool being
+// idempotent, runs again, so the script completes, well before the
+// call's 30s deadline would have ended it timed out.
+func TestDevKilledMidCallRunsTheCallAgain(t *testing.T) {
+	const token = "test-token"
+	dir := t.TempDir()
+	start := func() (*proc, *apiclient.Client) {
+		dev := startSplash(t, "dev", "--log-format", "json", "--data-dir", dir,
+			"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "1")
+		rec := dev.waitRecord(t, "dev ready")
+		c, err := apiclient.New(rec["api_url"].(string), token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dev, c
+	}
+	dev, c := start()
+	ctx := t.Context()
+	s, err := c.Submit(ctx, apiclient.SubmitRequest{Source: `await tool.start("demo.sleep", "6s"); return "slept"`})
+	if err != nil || s.State != apiclient.StateSuspended {
+		t.Fatalf("submit: %+v, %v", s, err)
+	}
+	testwait.Until(t, 0, "the sleep claimed", func() bool {
+		got, err := c.Session(ctx, s.ID)
+		return err == nil && len(got.Operations) == 1 && got.Operations[0].State == "claimed"
+	})
+	if err := dev.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-dev.done
+
+	dev, c = start()
+	defer func() {
+		if err := dev.stop(t); err != nil {
+			t.Errorf("dev exit: %v", err)
+		}
+	}()
+	var got apiclient.Session
+	testwait.Until(t, time.Minute, "the session to end", func() bool {
+		got, err = c.Session(ctx, s.ID)
+		return err == nil && got.Terminal()
+	})
+	if got.State != apiclient.StateCompleted || got.Value == nil || *got.Value != "slept" {
+		t.Fatalf("after a kill mid-call: %s %q (%s)", got.State, valueOf(got), got.Error)
+	}
+}
+
+func valueOf(s apiclient.Session) string {
+	if s.Value == nil {
+		return ""
+	}
+	return *s.Value
 }
