@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 // The console's browser tests drive a real headless Chromium against
@@ -28,7 +30,7 @@ const (
 	// payload would run script if any value were written as markup: the
 	// tests look for window.__pwned and for any img element.
 	payload     = `<img src=x onerror=window.__pwned=1>`
-	pollTimeout = 30 * time.Second
+	pollTimeout = 30 * time.Second // stretched by testwait.Slow
 )
 
 // chromiumPath finds the system's Chromium, or skips (fails under
@@ -162,7 +164,7 @@ func eval[T any](tb *tab, expr string) T {
 func (tb *tab) until(what, expr string) {
 	tb.t.Helper()
 	_, err := chromedp.Run(tb.ctx, chromedp.Poll[chromedp.Void](expr,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(pollTimeout)))
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(testwait.Scale(pollTimeout))))
 	if err != nil {
 		tb.t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, expr, err, tb.pageText())
 	}
@@ -363,9 +365,11 @@ func TestConsoleInABrowser(t *testing.T) {
 		tb.login(consoleToken)
 		tb.until("signed in", `document.querySelector("#session-filter") !== null`)
 		// One worker runs 64 sleeps at once and buffers as many; the rest
-		// wait in the stream. Short ones, so the pool is free again for
-		// the subtests after this one.
-		id := tb.runForm(`let ps = []; for (let i = 0; i < 600; i++) ps.push(tool.start("demo.sleep", "1s")); await Promise.all(ps)`,
+		// wait in the stream. The sleeps outlast any wait below (the
+		// pool needs minutes to drain them), so queued and claimed rows
+		// are both there however slowly the page comes; the session is
+		// then cancelled, which frees the pool for the subtests after.
+		id := tb.runForm(`let ps = []; for (let i = 0; i < 600; i++) ps.push(tool.start("demo.sleep", "25s")); await Promise.all(ps)`,
 			map[string]string{"#run-pending": "600", "#run-budget": "600"})
 		tb.until("the session's table, cut", `(document.querySelector("#ops-more") || {}).textContent === "Showing 500 of 600 operations, live ones first."`)
 		tb.open("#/operations")
@@ -375,7 +379,11 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 		tb.shot("operations")
 		tb.open("#/sessions/" + id)
-		tb.untilState("completed")
+		// Two-phase, so the worker stops the sleeps it runs and those still
+		// in the stream are cancelled as it picks them up.
+		tb.until("the session's cancel button", `document.querySelector("#session-cancel") !== null`)
+		tb.do(chromedp.Evaluate[chromedp.Void](`document.querySelector("#session-cancel").click()`))
+		tb.untilState("cancelled")
 	})
 
 	t.Run("sessions the host does not drive", func(t *testing.T) {

@@ -35,7 +35,7 @@ func must(t testing.TB, err error) {
 }
 
 func opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Second)
+	return context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 }
 
 // hostTool is one tool the host's catalog registers for every session.

@@ -3,6 +3,8 @@
 package testwait
 
 import (
+	"os"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -11,6 +13,24 @@ import (
 // loaded CI machine does not flake, and a hang still ends.
 const DefaultTimeout = 20 * time.Second
 
+// Slow is the factor every wait's deadline is stretched by on a busy
+// machine: SPLASH_TEST_SLOW, a number of at least 1 (1 when unset or not
+// a number). A wait ends as soon as its condition holds, so a large
+// factor costs a passing test nothing; it only lets a loaded machine
+// take longer before a wait is called a failure.
+var Slow = slowFactor(os.Getenv("SPLASH_TEST_SLOW"))
+
+func slowFactor(v string) float64 {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 1 {
+		return 1
+	}
+	return f
+}
+
+// Scale stretches a deadline by Slow.
+func Scale(d time.Duration) time.Duration { return time.Duration(float64(d) * Slow) }
+
 // Until polls cond until it returns true, failing the test with what if
 // timeout passes first.
 func Until(t testing.TB, timeout time.Duration, what string, cond func() bool) {
@@ -18,6 +38,7 @@ func Until(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	timeout = Scale(timeout)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(2 * time.Millisecond)
@@ -38,6 +59,7 @@ func Receive[T any](t testing.TB, timeout time.Duration, what string, ch <-chan 
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	timeout = Scale(timeout)
 	select {
 	case v := <-ch:
 		return v
