@@ -776,10 +776,11 @@ func (m *durableModel) restart(graceful bool) {
 // answer was lost, and the loop, which withdraws a session once it learns
 // the write is stored, had not learnt it yet. The next process resumes
 // them although their callers were told an error. That is the gap
-// docs/decisions.md names (a host killed between a durable session's
-// first write and its withdrawal; closing it needs a key the client
-// supplies), so they are no longer held to never being dispatched: they
-// are sessions like the others, to run to their end.
+// docs/decisions/0038-a-submission-whose-caller-left-is-withdrawn.md
+// names (a host killed between a durable session's first write and its
+// withdrawal; closing it needs a key the client supplies), so they are no
+// longer held to never being dispatched: they are sessions like the
+// others, to run to their end.
 func (m *durableModel) exposeWithdrawn() {
 	ctx := context.Background()
 	ids, _ := m.log.Sessions(ctx)

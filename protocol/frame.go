@@ -173,7 +173,7 @@ func validateSessionID(id string) error {
 // dropped. Every frame a host or worker opens comes through here, so it
 // uses segmentio's decoder: the same rules as encoding/json's strict
 // Decoder at about an eighth of its time and a third of its allocations
-// (see docs/decisions.md).
+// (see docs/decisions/0012-one-frame-codec-segmentio-strict.md).
 //
 // Its errors say what is wrong and where, never with the bytes it read:
 // frames and messages come from peers, a tool process among them, and an
