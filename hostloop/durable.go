@@ -185,8 +185,11 @@ func (st *loopState) ledgerRemoved(s *session) {
 		st.touch(s)
 		return
 	}
-	// Forgotten already (retention): only its acknowledgements matter.
-	for _, ack := range s.core.Ready().Acks {
+	// Forgotten already (retention): only its acknowledgements and a
+	// forced cancel's notices to workers are left.
+	rd := s.core.Ready()
+	st.sendCancels(rd.Cancel)
+	for _, ack := range rd.Acks {
 		ack()
 	}
 }

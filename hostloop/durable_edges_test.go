@@ -393,7 +393,7 @@ func TestDurableStreamCountsAndAuditSpanARestart(t *testing.T) {
 // An operator ends a session: two-phase, its workers acknowledge and it
 // ends cancelled, its slot and ledger released and nothing its script
 // starts afterwards dispatched; forced, at once, each operation's end in
-// the audit. A session that ended, or none, is refused and nothing
+// the audit and its worker told once the outcome is stored. A session that ended, or none, is refused and nothing
 // changes.
 func TestOperatorCancelsASession(t *testing.T) {
 	script := `const a = tool.start("text.remote", "a"), b = tool.start("text.remote", "b");
@@ -441,6 +441,21 @@ return await b`
 				}
 				if left, _ := log.Sessions(context.Background()); len(left) != 0 {
 					t.Fatalf("ledger left: %v", left)
+				}
+				if force {
+					// The workers are still told, after the outcome is
+					// stored, so the pool stops the calls; what they
+					// answer finds no operation and changes nothing.
+					if n := len(tr.Cancels()); n != 2 {
+						t.Fatalf("%d cancels sent to the workers, want 2", n)
+					}
+					for _, c := range tr.Cancels() {
+						tr.Message(protocol.CancelReplyMessage(protocol.CancelReply{RequestID: c.RequestID, Attempt: c.Attempt, Disposition: protocol.CancelAcknowledged}))
+					}
+					synctest.Wait()
+					if again, _ := statusNow(t, l, s.ID); again.State != SessionCancelled {
+						t.Fatalf("a late acknowledgement changed the session: %+v", again)
+					}
 				}
 				if n := inspect(t, l, func(st *loopState) int { return st.suspended }); n != 0 {
 					t.Fatalf("%d sessions still hold a slot", n)

@@ -304,11 +304,7 @@ func (st *loopState) doReady(s *session, rd workflow.Ready) {
 			st.publish(d)
 		}
 	}
-	for _, c := range rd.Cancel {
-		if err := st.cfg.Transport.Cancel(context.Background(), cancelFor(c.Op.RequestID, c.Request)); err != nil {
-			st.reject("cancel", err)
-		}
-	}
+	st.sendCancels(rd.Cancel)
 	for _, ack := range rd.Acks {
 		ack()
 	}
@@ -317,6 +313,14 @@ func (st *loopState) doReady(s *session, rd workflow.Ready) {
 	}
 	if rd.Remove != nil {
 		st.removeLedger(s, rd.Remove.Acks)
+	}
+}
+
+func (st *loopState) sendCancels(cs []workflow.CancelOut) {
+	for _, c := range cs {
+		if err := st.cfg.Transport.Cancel(context.Background(), cancelFor(c.Op.RequestID, c.Request)); err != nil {
+			st.reject("cancel", err)
+		}
 	}
 }
 

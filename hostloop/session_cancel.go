@@ -19,8 +19,10 @@ const DefaultLifetimeGrace = 30 * time.Second
 // from then on is dispatched, and the session ends cancelled
 // (SessionCancelled) once no operation is live, releasing its slot and its
 // ledger. With force, the host asserts every live operation cancelled at
-// once without its worker (the reference's terminal assertion), each with
-// its audit event; for a session stuck behind workers that cannot answer.
+// once without waiting for its worker (the reference's terminal
+// assertion), each with its audit event; for a session stuck behind
+// workers that cannot answer. The workers are told anyway once the outcome
+// is stored, so a pool does not spend itself on calls nobody awaits.
 // Asking again with force finishes what a two-phase cancel left.
 func (l *Loop) CancelSession(ctx context.Context, id SessionID, force bool) (SessionStatus, error) {
 	type answer struct {

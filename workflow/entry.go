@@ -90,8 +90,8 @@ const (
 	InputCancelRequested  InputKind = "cancel_requested"
 	InputCancelConfirmed  InputKind = "cancel_confirmed"
 	// InputCancelForced is the host's terminal assertion that an
-	// operation is cancelled, made without its worker (an operator's
-	// forced end of a session).
+	// operation is cancelled, made without waiting for its worker (an
+	// operator's forced end of a session).
 	InputCancelForced InputKind = "cancel_forced"
 	// InputStreamed carries how much an operation has streamed so far
 	// (Stream), so stream bounds span a restart as they span retries.

@@ -103,9 +103,9 @@ func endError(reason EndReason) error {
 
 func forcedReason(ending EndReason) string {
 	if ending == EndLifetime {
-		return "cancelled by the host without its worker: the session outlived its max lifetime"
+		return "cancelled by the host without waiting for its worker: the session outlived its max lifetime"
 	}
-	return "cancelled by an operator without its worker (forced)"
+	return "cancelled by an operator without waiting for its worker (forced)"
 }
 
 // record appends a live input the runtime accepted to the ledger, after

@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/splashfabric/splashfabric/host"
@@ -194,14 +195,22 @@ func (s *Session) ResendCancel(op *Op) {
 }
 
 // ForceCancel is the host's terminal assertion that op is cancelled, made
-// without its worker (the reference's cancel_external_tool), recorded with
-// its audit event.
+// without waiting for its worker (the reference's cancel_external_tool),
+// recorded with its audit event. A published operation's worker is still
+// told, once the entry is stored, so that it stops the call or skips it
+// at pickup instead of spending the pool on an effect nobody awaits; its
+// answer, if any, finds no operation and is dropped.
 func (s *Session) ForceCancel(op *Op) error {
 	if err := s.check(op); err != nil {
 		return err
 	}
-	_, err := s.input(Applied{Kind: InputCancelForced, Op: op.ID})
-	return err
+	if _, err := s.input(Applied{Kind: InputCancelForced, Op: op.ID}); err != nil {
+		return err
+	}
+	if op.sent {
+		s.queue(effect{upTo: s.gate(), kind: effCancel, op: op, attempt: op.Inv.Attempt, forced: true})
+	}
+	return nil
 }
 
 // Expire ends every operation whose deadline passed and reports them.
@@ -333,7 +342,15 @@ func (s *Session) End() {
 	}
 	keep := s.outbox[:0]
 	for _, e := range s.outbox {
-		if e.kind == effAck {
+		switch {
+		case e.kind == effAck:
+			keep = append(keep, e)
+		case e.forced:
+			// Its entry is never stored now: the outcome, stored
+			// elsewhere before the ledger goes, explains it instead.
+			if s.led != nil && e.upTo > s.persisted {
+				e.upTo = math.MaxInt
+			}
 			keep = append(keep, e)
 		}
 	}

@@ -94,6 +94,10 @@ type effect struct {
 	op      *Op
 	attempt uint32
 	ack     func()
+	// forced: a cancel sent after the operation was asserted cancelled,
+	// so its worker stops what it holds and skips what it has not
+	// picked up; nothing waits for its answer.
+	forced bool
 }
 
 // gate is the entry count that must be stored before what the session
@@ -144,11 +148,20 @@ func (s *Session) HasReady() bool {
 		return true
 	}
 	for _, e := range s.outbox {
-		if e.upTo <= s.persisted || s.led == nil || e.kind == effAck && s.removed {
+		if !s.held(e) {
 			return true
 		}
 	}
 	return false
+}
+
+// held: e waits for its entries to be stored, or, once the session ended,
+// for its ledger's removal (which follows the outcome stored elsewhere).
+func (s *Session) held(e effect) bool {
+	if s.led == nil || e.upTo <= s.persisted {
+		return false
+	}
+	return !(s.removed && (e.kind == effAck || e.forced))
 }
 
 // Ready hands out what the session's driver must do now (see Ready); each
@@ -174,7 +187,7 @@ func (s *Session) Ready() Ready {
 	}
 	keep := s.outbox[:0]
 	for _, e := range s.outbox {
-		if s.led != nil && e.upTo > s.persisted && !(e.kind == effAck && s.removed) {
+		if s.held(e) {
 			keep = append(keep, e)
 			continue
 		}
@@ -187,7 +200,7 @@ func (s *Session) Ready() Ready {
 				rd.Publish = append(rd.Publish, e.op)
 			}
 		case effCancel:
-			if s.ops[e.op.ID] == e.op && e.op.Inv.Attempt == e.attempt {
+			if (e.forced || s.ops[e.op.ID] == e.op) && e.op.Inv.Attempt == e.attempt {
 				inv := e.op.Inv
 				rd.Cancel = append(rd.Cancel, CancelOut{Op: e.op, Request: host.ExternalToolCancellationRequest{
 					ID: inv.ID, Tool: inv.Tool, CallIndex: inv.CallIndex, Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey,

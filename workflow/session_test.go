@@ -29,7 +29,7 @@ func TestSessionRewritesALongLedger(t *testing.T) {
 	}
 	n := 0
 	s := workflow.NewSession(workflow.Config{Runtime: rt, First: first, Clock: clock,
-		Ledger: workflow.NewLedger(clock.Now(), workflow.Submitted{Source: src, Nonce: nonce.Bytes()}),
+		Ledger:    workflow.NewLedger(clock.Now(), workflow.Submitted{Source: src, Nonce: nonce.Bytes()}),
 		RequestID: func() string { n++; return fmt.Sprint("r", n) }})
 	var rewrites []int // the ledger's length at each rewrite
 	appends := 0

@@ -21,9 +21,11 @@ With --session, the whole session is ended: every live operation is
 cancelled two-phase, nothing the script starts afterwards is dispatched, and
 the session ends cancelled once its workers acknowledged (or their results
 won). Its slot and its ledger are released then. --force asserts every live
-operation cancelled at once, without its worker, each recorded in the audit:
-for a session stuck behind a tool that cannot be cancelled or a worker that
-is gone; an effect already under way may still happen.`,
+operation cancelled at once, without waiting for its worker, each recorded in
+the audit: for a session stuck behind a tool that cannot be cancelled or a
+worker that is gone; an effect already under way may still happen. Workers
+are still sent the cancellations, so they stop what they can and skip what
+they have not picked up.`,
 	new: func() runner { return new(cancelConfig) },
 }
 
