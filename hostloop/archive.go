@@ -107,6 +107,15 @@ func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error
 		if st, ok, err := l.durableStatus(ctx, id, inc, owner); ok {
 			return st, err
 		}
+		// A ledger goes only once its outcome is archived, but both may
+		// have happened between the two reads above: asked again, the
+		// archive has it.
+		switch s, err := a.Lookup(ctx, id); {
+		case err == nil:
+			return s, nil
+		case !errors.Is(err, ErrUnknownSession):
+			return SessionStatus{}, fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, quoteID(id), err)
+		}
 	}
 	switch {
 	case owner != l.cfg.HostID:

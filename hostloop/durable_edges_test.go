@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -527,4 +528,45 @@ func TestLongCallsAreAskedAboutLessOften(t *testing.T) {
 			t.Fatalf("asked %d times in ten minutes of a running call, want 6", n)
 		}
 	})
+}
+
+// lateArchive misses the first lookup of one session and stores its outcome
+// right after, as a host that archives the outcome and then removes the
+// ledger does between a reader's two reads.
+type lateArchive struct {
+	*memArchive
+	id      SessionID
+	outcome SessionStatus
+	once    sync.Once
+}
+
+func (a *lateArchive) Lookup(ctx context.Context, id SessionID) (SessionStatus, error) {
+	if id == a.id {
+		missed := false
+		a.once.Do(func() {
+			missed = true
+			a.memArchive.Record(a.outcome)
+		})
+		if missed {
+			return SessionStatus{}, ErrUnknownSession
+		}
+	}
+	return a.memArchive.Lookup(ctx, id)
+}
+
+// A session whose outcome is archived and whose ledger is removed between
+// a reader's look at the archive and at the ledger reads as it ended, not
+// as lost with a restarted host.
+func TestStatusBetweenOutcomeAndLedgerRemoval(t *testing.T) {
+	tr, mem := newChanTransport(), newMemArchive()
+	first := durableLoop(t, tr, mem, workflow.NewMemoryLog(), remoteCatalog)
+	first.Stop()
+	id := SessionID("s-" + first.Incarnation().ID + "-1")
+	a := &lateArchive{memArchive: mem, id: id, outcome: SessionStatus{ID: id, State: SessionCompleted, Value: "done"}}
+	l := durableLoop(t, tr, a, workflow.NewMemoryLog(), remoteCatalog)
+	defer l.Stop()
+	got, _, err := l.Status(context.Background(), id)
+	if err != nil || got.State != SessionCompleted || got.Value != "done" {
+		t.Fatalf("status %+v, %v; want the archived outcome", got, err)
+	}
 }
