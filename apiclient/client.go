@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // maxResponseBytes bounds a JSON answer read into memory; the longest the
@@ -133,10 +135,7 @@ func errorOf(resp *http.Response) *Error {
 		return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message, Scope: e.Scope, Tool: e.Tool}
 	}
 	msg := strings.TrimSpace(string(raw))
-	if len(msg) > maxErrorBytes {
-		msg = msg[:maxErrorBytes] + "…"
-	}
-	return &Error{Status: resp.StatusCode, Message: strings.Join(strings.Fields(msg), " ")}
+	return &Error{Status: resp.StatusCode, Message: strings.Join(strings.Fields(clip.String(msg, maxErrorBytes)), " ")}
 }
 
 // call sends a request and decodes the 2xx answer into out.

@@ -8,6 +8,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // A call of an Idempotent tool keeps no journal record: its terminal
@@ -51,7 +53,7 @@ func LookupAnswer(ctx context.Context, events jetstream.Stream, codec *Codec, ho
 		return protocol.WorkerMessage{}, false, nil
 	}
 	if err != nil {
-		return protocol.WorkerMessage{}, false, fmt.Errorf("fabric: stored answer of %q: %w", truncate(idempotencyKey), err)
+		return protocol.WorkerMessage{}, false, fmt.Errorf("fabric: stored answer of %q: %w", clip.String(idempotencyKey, clip.Echo), err)
 	}
 	msg, _, err := codec.OpenWorker(m.Header, m.Data)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // A cancel record is the host's sealed cancel frame stored under
@@ -39,7 +41,7 @@ func LookupCancel(ctx context.Context, kv jetstream.KeyValue, codec *Codec, pool
 		return protocol.Cancel{}, false, nil
 	}
 	if err != nil {
-		return protocol.Cancel{}, false, fmt.Errorf("fabric: cancel record of %q: %w", truncate(inv.RequestID), err)
+		return protocol.Cancel{}, false, fmt.Errorf("fabric: cancel record of %q: %w", clip.String(inv.RequestID, clip.Echo), err)
 	}
 	c, err := codec.OpenCancelRecord(entry.Value())
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/toolspec"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // BucketCatalog is the KV bucket of the tool definitions operators publish
@@ -178,12 +180,12 @@ func (s *CatalogStore) Remove(ctx context.Context, name string) error {
 	e, err := s.kv.Get(ctx, name)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrInvalidKey):
-		return fmt.Errorf("%w: %q", ErrToolNotPublished, truncate(name))
+		return fmt.Errorf("%w: %q", ErrToolNotPublished, clip.String(name, clip.Echo))
 	case err != nil:
-		return fmt.Errorf("fabric: remove tool %q: %w", truncate(name), err)
+		return fmt.Errorf("fabric: remove tool %q: %w", clip.String(name, clip.Echo), err)
 	}
 	if err := s.kv.Delete(ctx, name, jetstream.LastRevision(e.Revision())); err != nil {
-		return fmt.Errorf("fabric: remove tool %q: %w", truncate(name), err)
+		return fmt.Errorf("fabric: remove tool %q: %w", clip.String(name, clip.Echo), err)
 	}
 	return nil
 }
@@ -196,7 +198,7 @@ func readCatalogRecord(e jetstream.KeyValueEntry) (toolspec.Spec, error) {
 		err = &toolspec.FieldError{Tool: spec.Name, Field: "name", Err: fmt.Errorf("%w: the record is stored under another tool's key", toolspec.ErrInvalidName)}
 	}
 	if err != nil {
-		return toolspec.Spec{}, fmt.Errorf("fabric: catalog record %q (revision %d): %w", truncate(e.Key()), e.Revision(), err)
+		return toolspec.Spec{}, fmt.Errorf("fabric: catalog record %q (revision %d): %w", clip.String(e.Key(), clip.Echo), e.Revision(), err)
 	}
 	return spec, nil
 }
@@ -344,7 +346,7 @@ func (cw *catalogWatch) apply(tools map[string]*toolspec.Tool, e jetstream.KeyVa
 	var t *toolspec.Tool
 	if err == nil {
 		if t, err = spec.Compile(); err != nil {
-			err = fmt.Errorf("fabric: catalog record %q (revision %d): %w", truncate(e.Key()), e.Revision(), err)
+			err = fmt.Errorf("fabric: catalog record %q (revision %d): %w", clip.String(e.Key(), clip.Echo), e.Revision(), err)
 		}
 	}
 	if err != nil {

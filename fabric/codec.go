@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Codec seals and opens the frames of the fabric under one key ring and
@@ -186,7 +188,7 @@ func (c *Codec) verify(f protocol.Frame, role protocol.SessionRole, id string) (
 	}
 	p := c.pool(id)
 	if p == nil {
-		return protocol.Frame{}, protocol.WorkerMessage{}, forged(fmt.Errorf("%w: %w: sealed with key %q, not in this ring", protocol.ErrBadTag, ErrUnknownKey, truncate(id)))
+		return protocol.Frame{}, protocol.WorkerMessage{}, forged(fmt.Errorf("%w: %w: sealed with key %q, not in this ring", protocol.ErrBadTag, ErrUnknownKey, clip.String(id, clip.Echo)))
 	}
 	msg, err := verifyWith(p, f)
 	if err != nil {
@@ -206,7 +208,7 @@ func verifyWith(p *sync.Pool, f protocol.Frame) (protocol.WorkerMessage, error) 
 func forged(err error) error { return fmt.Errorf("%w: %w", ErrForged, err) }
 
 func sessionMismatch(session, requestID string) error {
-	return forged(fmt.Errorf("%w: session %q carries request %q", protocol.ErrInvalidSession, truncate(session), truncate(requestID)))
+	return forged(fmt.Errorf("%w: session %q carries request %q", protocol.ErrInvalidSession, clip.String(session, clip.Echo), clip.String(requestID, clip.Echo)))
 }
 
 func seqMismatch(seq, want uint64) error {
@@ -214,7 +216,7 @@ func seqMismatch(seq, want uint64) error {
 }
 
 func wrongKind(got protocol.MessageKind, want string) error {
-	return forged(fmt.Errorf("%w: kind %q, want %s", protocol.ErrInvalidMessage, truncate(string(got)), want))
+	return forged(fmt.Errorf("%w: kind %q, want %s", protocol.ErrInvalidMessage, clip.String(string(got), clip.Echo), want))
 }
 
 // SealInvoke seals inv as the host's frame InvokeSeq(inv.Attempt) of
@@ -385,7 +387,7 @@ func (c *Codec) SealWorker(requestID string, attempt, k uint32, msg protocol.Wor
 		return nil, err
 	}
 	if reqID != requestID {
-		return nil, fmt.Errorf("%w: message for request %q sealed as %q", protocol.ErrInvalidSession, truncate(reqID), truncate(requestID))
+		return nil, fmt.Errorf("%w: message for request %q sealed as %q", protocol.ErrInvalidSession, clip.String(reqID, clip.Echo), clip.String(requestID, clip.Echo))
 	}
 	if msgAttempt != 0 && msgAttempt != attempt {
 		return nil, fmt.Errorf("%w: message of attempt %d sealed as attempt %d", ErrInvalidAttempt, msgAttempt, attempt)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // A pool is the set of workers that serve a group of tools (a tool alone,
@@ -69,7 +71,7 @@ func NewPoolCodecs(shared protocol.Keys, pools map[string]protocol.Keys, poolOf 
 	p := &PoolCodecs{shared: c, pools: make(map[string]*Codec, len(pools)), poolOf: poolOf}
 	for name, keys := range pools {
 		if err := protocol.ValidateToolName(name); err != nil {
-			return nil, fmt.Errorf("%w: pool %q: %w", protocol.ErrInvalidKey, truncate(name), err)
+			return nil, fmt.Errorf("%w: pool %q: %w", protocol.ErrInvalidKey, clip.String(name, clip.Echo), err)
 		}
 		pc, err := NewCodec(keys)
 		if err != nil {

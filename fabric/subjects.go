@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Names of the server-side resources.
@@ -81,11 +83,11 @@ func ConsumerName(tool string) string {
 // subject token that is also legal inside a consumer name.
 func ValidateHostID(id string) error {
 	if id == "" || len(id) > MaxHostIDBytes {
-		return fmt.Errorf("%w: %q has %d bytes, want 1..%d", ErrInvalidHostID, truncate(id), len(id), MaxHostIDBytes)
+		return fmt.Errorf("%w: %q has %d bytes, want 1..%d", ErrInvalidHostID, clip.String(id, clip.Echo), len(id), MaxHostIDBytes)
 	}
 	for i := 0; i < len(id); i++ {
 		if !isTokenByte(id[i]) {
-			return fmt.Errorf("%w: %q has byte %q at %d", ErrInvalidHostID, truncate(id), id[i], i)
+			return fmt.Errorf("%w: %q has byte %q at %d", ErrInvalidHostID, clip.String(id, clip.Echo), id[i], i)
 		}
 	}
 	return nil
@@ -182,12 +184,3 @@ func CancelKey(pool, requestID string) string {
 
 // CancelKeys matches the cancel record keys of pool (a KV key filter).
 func CancelKeys(pool string) string { return PoolToken(pool) + ".*" }
-
-// truncate bounds how much of a hostile input an error repeats.
-func truncate(s string) string {
-	const max = 64
-	if len(s) > max {
-		return s[:max] + "..."
-	}
-	return s
-}

@@ -3,6 +3,9 @@ package host
 import (
 	"fmt"
 	"slices"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
+	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // IsGrant reports whether name is a capability a Config may grant, so
@@ -23,11 +26,11 @@ func (r *Runtime) granted(name string) error {
 	}
 	var err error
 	if r.allowedErr != nil {
-		err = fmt.Errorf("%w: %q: the session's tools are malformed: %v", errToolNotGranted, clipName(name), r.allowedErr)
+		err = fmt.Errorf("%w: %q: the session's tools are malformed: %v", errToolNotGranted, clip.String(name, protocol.MaxToolNameBytes), r.allowedErr)
 	} else {
-		err = fmt.Errorf("%w: %q is not among the session's tools %q", errToolNotGranted, clipName(name), r.allowed.Strings())
+		err = fmt.Errorf("%w: %q is not among the session's tools %q", errToolNotGranted, clip.String(name, protocol.MaxToolNameBytes), r.allowed.Strings())
 	}
-	r.recordTool(clipName(name), AuditDenied, "tool not granted")
+	r.recordTool(clip.String(name, protocol.MaxToolNameBytes), AuditDenied, "tool not granted")
 	return err
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Tool patterns name the tools a session may call. They are NATS subject
@@ -32,7 +34,7 @@ type ToolPattern struct {
 // ErrInvalidToolPattern.
 func ParseToolPattern(s string) (ToolPattern, error) {
 	if s == "" || len(s) > protocol.MaxToolNameBytes {
-		return ToolPattern{}, fmt.Errorf("%w: %d bytes: %q", ErrInvalidToolPattern, len(s), clipName(s))
+		return ToolPattern{}, fmt.Errorf("%w: %d bytes: %q", ErrInvalidToolPattern, len(s), clip.String(s, protocol.MaxToolNameBytes))
 	}
 	segs := strings.Split(s, ".")
 	for i, seg := range segs {
@@ -164,13 +166,4 @@ func (ps ToolPatterns) Strings() []string {
 		out[i] = p.text
 	}
 	return out
-}
-
-// clipName bounds a name quoted in an error or audit event: a script may
-// name a tool with any string at all.
-func clipName(s string) string {
-	if len(s) <= protocol.MaxToolNameBytes {
-		return s
-	}
-	return s[:protocol.MaxToolNameBytes] + "..."
 }

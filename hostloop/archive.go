@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // SessionArchive keeps what a host must still be able to say about its
@@ -86,7 +88,7 @@ func sessionIncarnation(hostID string, id SessionID) (string, bool) {
 // archived answers Status for a session the loop does not hold. It runs on
 // the caller's goroutine.
 func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error) {
-	unknown := fmt.Errorf("%w: %s", ErrUnknownSession, quoteID(id))
+	unknown := fmt.Errorf("%w: %s", ErrUnknownSession, clip.Quote(id, clip.Echo))
 	inc, owner, ok := ParseSessionID(id)
 	if !ok {
 		// Not a session id: the archive is not asked, so a malformed id
@@ -101,7 +103,7 @@ func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error
 		// that ended, whichever host drove it.
 		return s, nil
 	case !errors.Is(err, ErrUnknownSession):
-		return SessionStatus{}, fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, quoteID(id), err)
+		return SessionStatus{}, fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, clip.Quote(id, clip.Echo), err)
 	}
 	if l.cfg.Ledger != nil {
 		if st, ok, err := l.durableStatus(ctx, id, inc, owner); ok {
@@ -114,7 +116,7 @@ func (l *Loop) archived(ctx context.Context, id SessionID) (SessionStatus, error
 		case err == nil:
 			return s, nil
 		case !errors.Is(err, ErrUnknownSession):
-			return SessionStatus{}, fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, quoteID(id), err)
+			return SessionStatus{}, fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, clip.Quote(id, clip.Echo), err)
 		}
 	}
 	switch {
@@ -166,7 +168,7 @@ func (l *Loop) durableStatus(ctx context.Context, id SessionID, inc, owner strin
 	case err != nil:
 		// Not knowing is not a verdict: a session must never read as
 		// lost because a store did not answer in time.
-		return SessionStatus{}, true, fmt.Errorf("%w: session %s: %w", ErrLedgerUnavailable, quoteID(id), err)
+		return SessionStatus{}, true, fmt.Errorf("%w: session %s: %w", ErrLedgerUnavailable, clip.Quote(id, clip.Echo), err)
 	case !found:
 		return SessionStatus{}, false, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Errors of the loop. Each is declared once here and wrapped with the
@@ -89,7 +91,7 @@ type SessionElsewhereError struct {
 }
 
 func (e *SessionElsewhereError) Error() string {
-	return "hostloop: session " + quoteID(e.Session) + " belongs to host " + quoteID(e.Host) + ", which answers for it"
+	return "hostloop: session " + clip.Quote(e.Session, clip.Echo) + " belongs to host " + clip.Quote(e.Host, clip.Echo) + ", which answers for it"
 }
 
 // Unwrap makes it match ErrSessionElsewhere.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Submission is a script to run in a new session.
@@ -175,7 +177,7 @@ func (l *Loop) liveStatus(ctx context.Context, id SessionID) (SessionStatus, []h
 		return cmdFunc(func(st *loopState) {
 			s := st.sessions[id]
 			if s == nil {
-				reply <- answer{err: fmt.Errorf("%w: %s", ErrUnknownSession, quoteID(id))}
+				reply <- answer{err: fmt.Errorf("%w: %s", ErrUnknownSession, clip.Quote(id, clip.Echo))}
 				return
 			}
 			reply <- answer{s: st.status(s), audit: append([]host.AuditEvent(nil), s.audit...)}

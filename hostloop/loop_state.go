@@ -15,6 +15,8 @@ import (
 
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // loopState is everything the loop goroutine owns. No other goroutine may
@@ -568,14 +570,14 @@ func (st *loopState) handleMessage(ev Event) {
 	}
 	if d != nil && tool != "" && tool != d.op.Inv.Tool {
 		ackNow(ack)
-		st.reject("wrong_pool", fmt.Errorf("%w: an answer sealed by the pool of %q for %s, an operation of %q", host.ErrWrongState, tool, quoteID(requestID), d.op.Inv.Tool))
+		st.reject("wrong_pool", fmt.Errorf("%w: an answer sealed by the pool of %q for %s, an operation of %q", host.ErrWrongState, tool, clip.Quote(requestID, clip.Echo), d.op.Inv.Tool))
 		return
 	}
 	if d == nil {
 		late := st.settled[requestID]
 		if late != nil && tool != "" && tool != late.op.Inv.Tool {
 			ackNow(ack)
-			st.reject("wrong_pool", fmt.Errorf("%w: an answer sealed by the pool of %q for %s, an operation of %q", host.ErrWrongState, tool, quoteID(requestID), late.op.Inv.Tool))
+			st.reject("wrong_pool", fmt.Errorf("%w: an answer sealed by the pool of %q for %s, an operation of %q", host.ErrWrongState, tool, clip.Quote(requestID, clip.Echo), late.op.Inv.Tool))
 			return
 		}
 		if late != nil && st.sessions[late.s.id] == late.s {
@@ -596,10 +598,10 @@ func (st *loopState) handleMessage(ev Event) {
 			// Its session died with that process (ErrHostRestarted or
 			// ErrHostStopped): the answer is dropped, and the call is
 			// never dispatched again, so its effect cannot repeat.
-			st.reject("unknown_request", fmt.Errorf("%w: %s was dispatched by an earlier process of this host", host.ErrUnknownOperation, quoteID(requestID)))
+			st.reject("unknown_request", fmt.Errorf("%w: %s was dispatched by an earlier process of this host", host.ErrUnknownOperation, clip.Quote(requestID, clip.Echo)))
 			return
 		}
-		st.reject("unknown_request", fmt.Errorf("%w: %s", host.ErrUnknownOperation, quoteID(requestID)))
+		st.reject("unknown_request", fmt.Errorf("%w: %s", host.ErrUnknownOperation, clip.Quote(requestID, clip.Echo)))
 		return
 	}
 	core := d.s.core

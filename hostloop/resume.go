@@ -13,6 +13,8 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Resuming carries on the durable sessions of other processes: this
@@ -296,7 +298,7 @@ func (l *Loop) loadOne(ctx context.Context, id SessionID) loaded {
 			_ = l.cfg.Ledger.Remove(ctx, raw)
 			return loaded{id: id, skip: true}
 		case !errors.Is(err, ErrUnknownSession):
-			return loaded{id: id, err: fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, quoteID(id), err)}
+			return loaded{id: id, err: fmt.Errorf("%w: session %s: %w", ErrArchiveUnavailable, clip.Quote(id, clip.Echo), err)}
 		}
 	}
 	entries, err := l.cfg.Ledger.Load(ctx, raw)
@@ -306,7 +308,7 @@ func (l *Loop) loadOne(ctx context.Context, id SessionID) loaded {
 	case errors.Is(err, workflow.ErrLedgerRejected), errors.Is(err, workflow.ErrInvalidEntry):
 		return loaded{id: id, rejected: err}
 	case err != nil:
-		return loaded{id: id, err: fmt.Errorf("%w: session %s: %w", ErrLedgerUnavailable, quoteID(id), err)}
+		return loaded{id: id, err: fmt.Errorf("%w: session %s: %w", ErrLedgerUnavailable, clip.Quote(id, clip.Echo), err)}
 	}
 	return loaded{id: id, entries: entries}
 }
@@ -377,9 +379,9 @@ func catalogDigests(cfg LoopConfig) (map[string]string, error) {
 // ErrSessionResuming while its incarnation is being resumed here.
 func (st *loopState) unknownSession(id SessionID) error {
 	if inc, _, ok := ParseSessionID(id); ok && st.resuming[inc] {
-		return fmt.Errorf("%w: %s", ErrSessionResuming, quoteID(id))
+		return fmt.Errorf("%w: %s", ErrSessionResuming, clip.Quote(id, clip.Echo))
 	}
-	return fmt.Errorf("%w: %s", ErrUnknownSession, quoteID(id))
+	return fmt.Errorf("%w: %s", ErrUnknownSession, clip.Quote(id, clip.Echo))
 }
 
 // beginResume marks inc's sessions as coming: answers to its requests are

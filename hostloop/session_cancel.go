@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // DefaultLifetimeGrace is how long the workers of a session that outlived
@@ -48,7 +50,7 @@ func (st *loopState) cancelSession(id SessionID, reason workflow.EndReason, forc
 	case s == nil:
 		return SessionStatus{}, st.unknownSession(id)
 	case s.done:
-		return st.status(s), fmt.Errorf("%w: %s ended %s", ErrSessionEnded, quoteID(id), summaryOf(s).State)
+		return st.status(s), fmt.Errorf("%w: %s ended %s", ErrSessionEnded, clip.Quote(id, clip.Echo), summaryOf(s).State)
 	}
 	err := s.core.CancelSession(reason, force)
 	for _, d := range s.ops {

@@ -16,12 +16,3 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 	}
 	return context.WithTimeout(ctx, defaultTimeout)
 }
-
-// truncate bounds how much of a hostile input an error repeats.
-func truncate(s string) string {
-	const max = 64
-	if len(s) > max {
-		return s[:max] + "..."
-	}
-	return s
-}

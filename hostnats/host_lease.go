@@ -15,6 +15,8 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/recordauth"
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // leaseKeyPrefix starts the key of an incarnation's lease in the
@@ -108,7 +110,7 @@ func NewHostLeases(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key pr
 func (h *HostLeases) Take(ctx context.Context, incarnation, holder string) error {
 	key, ok := archiveKey(leaseKeyPrefix, incarnation)
 	if !ok {
-		return fmt.Errorf("%w: %q is not an incarnation", fabric.ErrInvalidConfig, truncate(incarnation))
+		return fmt.Errorf("%w: %q is not an incarnation", fabric.ErrInvalidConfig, clip.String(incarnation, clip.Echo))
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()

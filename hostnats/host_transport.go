@@ -12,6 +12,8 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // HostTransport is the hostloop.Transport over NATS JetStream.
@@ -219,7 +221,7 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 	t.seqs.published(inv.RequestID, inv.Tool, inv.Attempt, inv.AttemptLimit)
 	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(fabric.StreamInvoke))
 	if err != nil {
-		return fmt.Errorf("hostnats: publish %q: %w", truncate(inv.RequestID), err)
+		return fmt.Errorf("hostnats: publish %q: %w", clip.String(inv.RequestID, clip.Echo), err)
 	}
 	return t.track(ctx, pendingAck{fut: fut, inv: inv})
 }
@@ -250,7 +252,7 @@ func (t *HostTransport) Cancel(ctx context.Context, c protocol.Cancel) error {
 	record := &nats.Msg{Subject: cancelKVPrefix + fabric.CancelKey(t.pools.Pool(c.Tool), c.RequestID), Data: data}
 	fut, err := t.js.PublishMsgAsync(record, jetstream.WithExpectStream(streamCancel))
 	if err != nil {
-		return fmt.Errorf("hostnats: cancel record of %q: %w", truncate(c.RequestID), err)
+		return fmt.Errorf("hostnats: cancel record of %q: %w", clip.String(c.RequestID, clip.Echo), err)
 	}
 	return t.track(ctx, pendingAck{fut: fut, broadcast: broadcast})
 }
@@ -366,7 +368,7 @@ func (t *HostTransport) open(h nats.Header, data []byte, subject string) (protoc
 	tool := h.Get(fabric.HeaderTool)
 	_, token, ok := fabric.ParseEventSubject(subject)
 	if !ok || protocol.ValidateToolName(tool) != nil || fabric.ToolToken(tool) != token {
-		t.reject(RejectWrongSubject, subject, fmt.Errorf("%w: %w: an answer for tool %q on %s", fabric.ErrForged, protocol.ErrInvalidMessage, truncate(tool), subject))
+		t.reject(RejectWrongSubject, subject, fmt.Errorf("%w: %w: an answer for tool %q on %s", fabric.ErrForged, protocol.ErrInvalidMessage, clip.String(tool, clip.Echo), subject))
 		return protocol.WorkerMessage{}, false
 	}
 	msg, seq, err := t.pools.ForTool(tool).OpenWorker(h, data)
@@ -377,7 +379,7 @@ func (t *HostTransport) open(h nats.Header, data []byte, subject string) (protoc
 	reqID, attempt, _ := msg.WorkerBinding()
 	terminal := msg.IsTerminal()
 	if !t.window.accept(reqID, tool, seq, terminal) {
-		t.reject(RejectReplayed, subject, fmt.Errorf("%w: %w: request %q seq %d already seen", fabric.ErrForged, protocol.ErrSequence, truncate(reqID), seq))
+		t.reject(RejectReplayed, subject, fmt.Errorf("%w: %w: request %q seq %d already seen", fabric.ErrForged, protocol.ErrSequence, clip.String(reqID, clip.Echo), seq))
 		return protocol.WorkerMessage{}, false
 	}
 	t.seqs.heard(reqID, tool, attempt, terminal, retryable(msg))

@@ -18,6 +18,8 @@ import (
 	"github.com/splashfabric/splashfabric/internal/recordauth"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // ledgerIndexHeader carries the index of a message's first entry, so a
@@ -114,7 +116,7 @@ func NewLedgerLog(ctx context.Context, nc *nats.Conn, cfg fabric.Config, key pro
 // subject token: the loop makes them of [A-Za-z0-9_-].
 func ledgerSubject(session string) (string, error) {
 	if err := fabric.ValidateHostID(session); err != nil {
-		return "", fmt.Errorf("%w: session %q is not one subject token", workflow.ErrInvalidEntry, truncate(session))
+		return "", fmt.Errorf("%w: session %q is not one subject token", workflow.ErrInvalidEntry, clip.String(session, clip.Echo))
 	}
 	return fabric.LedgerSubject(session), nil
 }

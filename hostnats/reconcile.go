@@ -11,6 +11,8 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // reconcileReplyBuffer is how many answers to one request may wait to be
@@ -84,7 +86,7 @@ func (t *HostTransport) reconcile(ctx context.Context, req protocol.OperationRec
 	m.Subject, m.Reply = subject, inbox
 	m.Header.Set(fabric.HeaderHost, eventsHost(req.SessionID, t.hostID))
 	if err := t.nc.PublishMsg(m); err != nil {
-		return protocol.OperationReconcileResult{}, fmt.Errorf("hostnats: reconcile %q: %w", truncate(req.OperationKey), err)
+		return protocol.OperationReconcileResult{}, fmt.Errorf("hostnats: reconcile %q: %w", clip.String(req.OperationKey, clip.Echo), err)
 	}
 	var refused error
 	for {
@@ -119,7 +121,7 @@ func acceptReconciled(codec *fabric.Codec, reply *nats.Msg, req protocol.Operati
 		return protocol.OperationReconcileResult{}, err
 	}
 	if res.RequestID != req.RequestID {
-		return protocol.OperationReconcileResult{}, fmt.Errorf("%w: answer to request %q, asked %q", ErrReconcileReplayed, truncate(res.RequestID), req.RequestID)
+		return protocol.OperationReconcileResult{}, fmt.Errorf("%w: answer to request %q, asked %q", ErrReconcileReplayed, clip.String(res.RequestID, clip.Echo), req.RequestID)
 	}
 	if err := res.Answers(req); err != nil {
 		return protocol.OperationReconcileResult{}, fmt.Errorf("%w: %w", ErrReconcileMismatch, err)
@@ -131,9 +133,9 @@ func acceptReconciled(codec *fabric.Codec, reply *nats.Msg, req protocol.Operati
 // answer: ErrNoReconcileAnswer, the caller's context error if that ended
 // it, and the first refusal if there was one.
 func noAnswer(ctx context.Context, timeout time.Duration, req protocol.OperationReconcileRequest, refused error) error {
-	err := fmt.Errorf("%w for %q: none within %v", ErrNoReconcileAnswer, truncate(req.OperationKey), timeout)
+	err := fmt.Errorf("%w for %q: none within %v", ErrNoReconcileAnswer, clip.String(req.OperationKey, clip.Echo), timeout)
 	if cerr := ctx.Err(); cerr != nil {
-		err = fmt.Errorf("%w for %q: %w", ErrNoReconcileAnswer, truncate(req.OperationKey), cerr)
+		err = fmt.Errorf("%w for %q: %w", ErrNoReconcileAnswer, clip.String(req.OperationKey, clip.Echo), cerr)
 	}
 	if refused != nil {
 		return fmt.Errorf("%w; refused: %w", err, refused)

@@ -16,6 +16,8 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/recordauth"
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // SessionArchive is hostloop.SessionArchive over the splash_sessions bucket.
@@ -163,7 +165,7 @@ func NewSessionArchive(ctx context.Context, nc *nats.Conn, cfg fabric.Config, ke
 func (a *SessionArchive) Register(ctx context.Context, inc hostloop.Incarnation) error {
 	key, ok := archiveKey(incarnationKeyPrefix, inc.ID)
 	if !ok {
-		return fmt.Errorf("%w: incarnation %q is not a key token", host.ErrInvalidInput, truncate(inc.ID))
+		return fmt.Errorf("%w: incarnation %q is not a key token", host.ErrInvalidInput, clip.String(inc.ID, clip.Echo))
 	}
 	body, err := json.Marshal(incarnationRecord{ID: inc.ID, HostID: inc.HostID, Started: inc.Started.UTC()})
 	if err != nil {
@@ -215,7 +217,7 @@ func (a *SessionArchive) Record(s hostloop.SessionStatus) {
 	key, ok := archiveKey(sessionKeyPrefix, string(s.ID))
 	var data []byte
 	var cut bool
-	err := fmt.Errorf("%w: session id %q is not a key token", host.ErrInvalidInput, truncate(string(s.ID)))
+	err := fmt.Errorf("%w: session id %q is not a key token", host.ErrInvalidInput, clip.String(string(s.ID), clip.Echo))
 	if ok {
 		if data, cut, err = encodeSession(s, a.budget); err == nil {
 			data = a.seal.Seal(key, data)
@@ -233,7 +235,7 @@ func (a *SessionArchive) Record(s hostloop.SessionStatus) {
 	if err != nil {
 		a.stats.Dropped++
 		a.mu.Unlock()
-		a.report(fmt.Errorf("hostnats: session record of %q dropped: %w", truncate(string(s.ID)), err))
+		a.report(fmt.Errorf("hostnats: session record of %q dropped: %w", clip.String(string(s.ID), clip.Echo), err))
 		return
 	}
 	if cut {
@@ -256,7 +258,7 @@ func (a *SessionArchive) Record(s hostloop.SessionStatus) {
 func (a *SessionArchive) Lookup(ctx context.Context, id hostloop.SessionID) (hostloop.SessionStatus, error) {
 	key, ok := archiveKey(sessionKeyPrefix, string(id))
 	if !ok {
-		return hostloop.SessionStatus{}, fmt.Errorf("%w: %q is not a session id", hostloop.ErrUnknownSession, truncate(string(id)))
+		return hostloop.SessionStatus{}, fmt.Errorf("%w: %q is not a session id", hostloop.ErrUnknownSession, clip.String(string(id), clip.Echo))
 	}
 	a.mu.Lock()
 	w, inFlight := a.pending[id]
@@ -293,7 +295,7 @@ func (a *SessionArchive) open(key string, data []byte) ([]byte, error) {
 		return body, nil
 	}
 	reason := recordauth.Reason(err)
-	err = fmt.Errorf("%w: %s: %w", hostloop.ErrRecordRejected, truncate(key), err)
+	err = fmt.Errorf("%w: %s: %w", hostloop.ErrRecordRejected, clip.String(key, clip.Echo), err)
 	if a.opts.onRecordReject != nil {
 		a.opts.onRecordReject(reason, err)
 	}
@@ -305,7 +307,7 @@ func (a *SessionArchive) open(key string, data []byte) ([]byte, error) {
 func (a *SessionArchive) Incarnation(ctx context.Context, id string) (hostloop.Incarnation, error) {
 	key, ok := archiveKey(incarnationKeyPrefix, id)
 	if !ok {
-		return hostloop.Incarnation{}, fmt.Errorf("%w: %q is not an incarnation", hostloop.ErrUnknownIncarnation, truncate(id))
+		return hostloop.Incarnation{}, fmt.Errorf("%w: %q is not an incarnation", hostloop.ErrUnknownIncarnation, clip.String(id, clip.Echo))
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -442,7 +444,7 @@ func (a *SessionArchive) resolve(w archiveWrite, err error) {
 	a.waiters = kept
 	a.mu.Unlock()
 	if err != nil {
-		a.report(fmt.Errorf("hostnats: session record of %q not stored: %w", truncate(string(w.id)), err))
+		a.report(fmt.Errorf("hostnats: session record of %q not stored: %w", clip.String(string(w.id), clip.Echo), err))
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Keys of the splash_sessions bucket: "s.<session id>" holds a session's
@@ -223,7 +225,7 @@ func encodeOutcome(rec sessionRecord, limit int) (data []byte, cut bool, err err
 			return b, true, err
 		}
 	}
-	return nil, false, fmt.Errorf("hostnats: session record of %q does not fit in %d bytes", truncate(rec.ID), limit)
+	return nil, false, fmt.Errorf("hostnats: session record of %q does not fit in %d bytes", clip.String(rec.ID, clip.Echo), limit)
 }
 
 func decodeSession(data []byte) (hostloop.SessionStatus, error) {

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // decodeJSON reads exactly one JSON object from r's body into v, refusing
@@ -21,7 +23,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
-			return fmt.Errorf("%w: %s, want application/json", ErrUnsupportedMediaType, quoteClip(ct))
+			return fmt.Errorf("%w: %s, want application/json", ErrUnsupportedMediaType, clip.Quote(ct, clip.Echo))
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
@@ -108,7 +110,7 @@ func checkKeys(body []byte) error {
 				// sign).
 				folded := strings.ToLower(strings.ToUpper(t))
 				if _, dup := keys[folded]; dup {
-					return fmt.Errorf("%w: %s appears twice in one object", ErrDuplicateKey, quoteClip(t))
+					return fmt.Errorf("%w: %s appears twice in one object", ErrDuplicateKey, clip.Quote(t, clip.Echo))
 				}
 				keys[folded] = struct{}{}
 				expectKey = false
@@ -139,14 +141,14 @@ func decodeError(err error, limit int64) error {
 		if typ.Field == "" {
 			return fmt.Errorf("%w: body is a JSON %s, want an object", ErrMalformedJSON, typ.Value)
 		}
-		return fmt.Errorf("%w: field %s is a JSON %s, want %s", ErrMalformedJSON, quoteClip(typ.Field), typ.Value, typ.Type)
+		return fmt.Errorf("%w: field %s is a JSON %s, want %s", ErrMalformedJSON, clip.Quote(typ.Field, clip.Echo), typ.Value, typ.Type)
 	}
 	// encoding/json reports unknown fields only as text.
 	const prefix = "json: unknown field "
 	if msg := err.Error(); len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
 		name := msg[len(prefix):]
 		if unq, err := strconv.Unquote(name); err == nil {
-			name = quoteClip(unq)
+			name = clip.Quote(unq, clip.Echo)
 		}
 		return fmt.Errorf("%w: %s", ErrUnknownField, name)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // GateConfig sizes a Gate.
@@ -87,7 +89,7 @@ func CheckGrants(grants []string) error {
 		case g == "":
 			return fmt.Errorf("%w: grants[%d] is empty", ErrInvalidField, i)
 		case !host.IsGrant(g):
-			return fmt.Errorf("%w: grants[%d] is %s, want one of %q", ErrUnknownGrant, i, quoteClip(g), host.Grants())
+			return fmt.Errorf("%w: grants[%d] is %s, want one of %q", ErrUnknownGrant, i, clip.Quote(g, clip.Echo), host.Grants())
 		}
 	}
 	return nil
@@ -100,7 +102,7 @@ func CheckTools(tools []string) error {
 		if len(s) > protocol.MaxToolNameBytes {
 			// Longer than any tool name may be; said with its length,
 			// not repeated whole.
-			return fmt.Errorf("%w: tools[%d] is %s", host.ErrInvalidToolPattern, i, quoteClip(s))
+			return fmt.Errorf("%w: tools[%d] is %s", host.ErrInvalidToolPattern, i, clip.Quote(s, clip.Echo))
 		}
 		if _, err := host.ParseToolPattern(s); err != nil {
 			return fmt.Errorf("tools[%d]: %w", i, err)
@@ -148,7 +150,7 @@ func (g *Gate) may(ctx context.Context, scope apitoken.Scope, id hostloop.Sessio
 			}
 		}
 	}
-	return fmt.Errorf("%w: %s", hostloop.ErrUnknownSession, quoteClip(string(id)))
+	return fmt.Errorf("%w: %s", hostloop.ErrUnknownSession, clip.Quote(string(id), clip.Echo))
 }
 
 // reaches reports whether t may see session id, by the owners this

@@ -8,6 +8,8 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Defaults for the zero values of IndexConfig.
@@ -130,7 +132,7 @@ func (x *SessionIndex) submitted(st hostloop.SessionStatus, source string) {
 	e.sourced = true
 	e.source, e.cut = source, false
 	if len(source) > x.cfg.SourceBytes {
-		e.source, e.cut = clipTo(source, x.cfg.SourceBytes, false), true
+		e.source, e.cut = clip.String(source, x.cfg.SourceBytes), true
 	}
 	for _, o := range st.Operations {
 		e.addTool(o.Tool)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Bounds of GET /v1/sessions?limit=.
@@ -38,7 +40,7 @@ func listQuery(r *http.Request) (hostloop.SessionState, int, error) {
 	var state hostloop.SessionState
 	for name, values := range q {
 		if len(values) != 1 {
-			return "", 0, fmt.Errorf("%w: query parameter %s given %d times", ErrInvalidField, quoteClip(name), len(values))
+			return "", 0, fmt.Errorf("%w: query parameter %s given %d times", ErrInvalidField, clip.Quote(name, clip.Echo), len(values))
 		}
 		v := values[0]
 		switch name {
@@ -47,16 +49,16 @@ func listQuery(r *http.Request) (hostloop.SessionState, int, error) {
 			case "", hostloop.SessionSuspended, hostloop.SessionCompleted, hostloop.SessionFailed, hostloop.SessionCancelled:
 				state = st
 			default:
-				return "", 0, fmt.Errorf("%w: state is %s, want suspended, completed, failed or cancelled", ErrInvalidField, quoteClip(v))
+				return "", 0, fmt.Errorf("%w: state is %s, want suspended, completed, failed or cancelled", ErrInvalidField, clip.Quote(v, clip.Echo))
 			}
 		case "limit":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > maxListLimit {
-				return "", 0, fmt.Errorf("%w: limit is %s, want 1 to %d", ErrInvalidField, quoteClip(v), maxListLimit)
+				return "", 0, fmt.Errorf("%w: limit is %s, want 1 to %d", ErrInvalidField, clip.Quote(v, clip.Echo), maxListLimit)
 			}
 			limit = n
 		default:
-			return "", 0, fmt.Errorf("%w: unknown query parameter %s", ErrInvalidField, quoteClip(name))
+			return "", 0, fmt.Errorf("%w: unknown query parameter %s", ErrInvalidField, clip.Quote(name, clip.Echo))
 		}
 	}
 	return state, limit, nil
@@ -81,7 +83,7 @@ func (s *server) source(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		s.writeError(w, r, fmt.Errorf("%w: %s", ErrSourceUnavailable, quoteClip(string(id))))
+		s.writeError(w, r, fmt.Errorf("%w: %s", ErrSourceUnavailable, clip.Quote(string(id), clip.Echo)))
 		return
 	}
 	writeJSON(w, http.StatusOK, src)

@@ -9,6 +9,8 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 func (s *server) operations(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +48,7 @@ func (s *server) cancelByRequest(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.writeError(w, r, fmt.Errorf("%w: request %s", host.ErrUnknownOperation, quoteClip(want)))
+	s.writeError(w, r, fmt.Errorf("%w: request %s", host.ErrUnknownOperation, clip.Quote(want, clip.Echo)))
 }
 
 func (s *server) cancelOp(w http.ResponseWriter, r *http.Request, session hostloop.SessionID, op host.ExternalToolID) {
@@ -65,10 +67,10 @@ func (s *server) cancelSession(w http.ResponseWriter, r *http.Request) {
 	for name, values := range r.URL.Query() {
 		switch {
 		case name != "force":
-			s.writeError(w, r, fmt.Errorf("%w: unknown query parameter %s", ErrInvalidField, quoteClip(name)))
+			s.writeError(w, r, fmt.Errorf("%w: unknown query parameter %s", ErrInvalidField, clip.Quote(name, clip.Echo)))
 			return
 		case len(values) != 1 || values[0] != "true" && values[0] != "false":
-			s.writeError(w, r, fmt.Errorf("%w: force is %s, want true or false", ErrInvalidField, quoteClip(strings.Join(values, ","))))
+			s.writeError(w, r, fmt.Errorf("%w: force is %s, want true or false", ErrInvalidField, clip.Quote(strings.Join(values, ","), clip.Echo)))
 			return
 		}
 		force = values[0] == "true"
@@ -98,7 +100,7 @@ func (s *server) reconcileSession(w http.ResponseWriter, r *http.Request) {
 func parseOperationID(s string) (host.ExternalToolID, error) {
 	n, err := strconv.ParseUint(strings.TrimPrefix(s, "op-"), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s, want op-<n>", ErrInvalidOperationID, quoteClip(s))
+		return 0, fmt.Errorf("%w: %s, want op-<n>", ErrInvalidOperationID, clip.Quote(s, clip.Echo))
 	}
 	return host.ExternalToolID(n), nil
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // errorBody is the one shape every error response has.
@@ -43,6 +45,10 @@ const HeaderSessionHost = "Splash-Session-Host"
 // seconds.
 const retryAfterSeconds = "1"
 
+// maxMessageBytes bounds a whole error message, whatever a sentinel's
+// wrapper put into it.
+const maxMessageBytes = 1 << 10
+
 // writeError answers with err's status and code. The message is err's
 // text: sentinels carry the "package: " prefix, which says where the
 // refusal came from.
@@ -68,14 +74,14 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set(HeaderSessionHost, elsewhere.Host)
 	}
 	s.cfg.OnRefused(code)
-	detail := errorDetail{Code: code, Message: clipTo(err.Error(), maxMessageBytes, false)}
+	detail := errorDetail{Code: code, Message: clip.String(err.Error(), maxMessageBytes)}
 	var scope *ScopeError
 	if errors.As(err, &scope) {
 		detail.Scope = string(scope.Scope)
 	}
 	var tool *ToolError
 	if errors.As(err, &tool) {
-		detail.Tool = clipTo(tool.Pattern, maxEchoBytes, false)
+		detail.Tool = clip.String(tool.Pattern, clip.Echo)
 	}
 	writeJSON(w, status, errorBody{Error: detail})
 }

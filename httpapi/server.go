@@ -10,6 +10,8 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Backend is what the API fronts. *hostloop.Loop satisfies it.
@@ -97,13 +99,13 @@ func New(backend Backend, cfg Config) http.Handler {
 		allow := strings.Join(methods, ", ")
 		s.mux.Handle(pattern, s.guard(anyToken, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			s.writeError(w, r, fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethodNotAllowed, clipTo(r.Method, maxEchoBytes, false), clipTo(r.URL.Path, maxEchoBytes, false), allow))
+			s.writeError(w, r, fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethodNotAllowed, clip.String(r.Method, clip.Echo), clip.String(r.URL.Path, clip.Echo), allow))
 		}))
 	}
 	// Unknown paths are authenticated too, so a client without a token
 	// cannot map the API.
 	s.mux.Handle("/", s.guard(anyToken, func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, clipTo(r.Method, maxEchoBytes, false), clipTo(r.URL.Path, maxEchoBytes, false)))
+		s.writeError(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, clip.String(r.Method, clip.Echo), clip.String(r.URL.Path, clip.Echo)))
 	}))
 	return s.mux
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 func (s *server) submit(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +71,7 @@ func (s *server) submission(req SubmitRequest) (hostloop.Submission, error) {
 	}
 	restart, err := workflow.ParseRestartPolicy(req.Restart)
 	if err != nil {
-		return hostloop.Submission{}, fmt.Errorf("%w: restart is %s, want resume or fail", ErrInvalidField, quoteClip(req.Restart))
+		return hostloop.Submission{}, fmt.Errorf("%w: restart is %s, want resume or fail", ErrInvalidField, clip.Quote(req.Restart, clip.Echo))
 	}
 	if req.Restart == "" {
 		restart = ""

@@ -8,6 +8,8 @@ import (
 
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/toolspec"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // ToolSource is what GET /v1/tools reads: the host's current catalog and,
@@ -43,7 +45,7 @@ func (s *server) tools(w http.ResponseWriter, r *http.Request) {
 			pool, ok, err := s.cfg.Tools.Pool(r.Context(), t.Name())
 			switch {
 			case err != nil:
-				tool.PoolError = clipTo(err.Error(), maxEchoBytes, false)
+				tool.PoolError = clip.String(err.Error(), clip.Echo)
 			case ok:
 				tool.Pool = &pool
 			}

@@ -3,6 +3,8 @@ package protocol
 import (
 	"fmt"
 	"math"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // SessionAuthenticator is one end of a strictly ordered, authenticated
@@ -73,7 +75,7 @@ func (a *SessionAuthenticator) Seal(msg WorkerMessage) (Frame, error) {
 func (a *SessionAuthenticator) Open(f Frame) (WorkerMessage, error) {
 	if f.SessionID != a.sessionID {
 		return WorkerMessage{}, fmt.Errorf("%w: frame for session %q, this is %q",
-			ErrInvalidSession, truncateString(f.SessionID), a.sessionID)
+			ErrInvalidSession, clip.String(f.SessionID, clip.Echo), a.sessionID)
 	}
 	if f.Role == a.role {
 		return WorkerMessage{}, fmt.Errorf("%w: frame sealed by this end's own role %s", ErrWrongRole, f.Role)

@@ -1,6 +1,10 @@
 package protocol
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
+)
 
 // WorkerBinding returns the request and (where the message carries one)
 // the attempt a worker event names; zero attempt means "not stated". A
@@ -16,7 +20,7 @@ func (m WorkerMessage) WorkerBinding() (requestID string, attempt uint32, err er
 	case m.Kind == KindCancelDisposition && m.CancelDisp != nil:
 		return m.CancelDisp.RequestID, m.CancelDisp.Attempt, nil
 	}
-	return "", 0, fmt.Errorf("%w: kind %q is not a worker event", ErrInvalidMessage, truncateString(string(m.Kind)))
+	return "", 0, fmt.Errorf("%w: kind %q is not a worker event", ErrInvalidMessage, clip.String(string(m.Kind), clip.Echo))
 }
 
 // IsTerminal reports whether m ends its attempt at the host: a result, or

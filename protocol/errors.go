@@ -1,9 +1,6 @@
 package protocol
 
-import (
-	"errors"
-	"strconv"
-)
+import "errors"
 
 // Every rejection in this package wraps exactly one of these sentinels, so a
 // caller matches with errors.Is and reads the detail from the message. A
@@ -35,21 +32,3 @@ var (
 	// ErrInvalidToolName reports a tool name that ValidateToolName refuses.
 	ErrInvalidToolName = errors.New("protocol: invalid tool name")
 )
-
-// truncate bounds how much of a hostile input an error message repeats.
-func truncate(b []byte) string {
-	const max = 64
-	if len(b) > max {
-		return strconv.Quote(string(b[:max])) + "..."
-	}
-	return strconv.Quote(string(b))
-}
-
-// truncateString is truncate for values printed with %q by the caller.
-func truncateString(s string) string {
-	const max = 64
-	if len(s) > max {
-		return s[:max] + "..."
-	}
-	return s
-}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // MaxRingKeys bounds a key ring. A ring holds the current key, at most one
@@ -126,7 +128,7 @@ func ValidateKeyID(id string) error {
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: key id %q has byte %q at %d", ErrInvalidKey, truncateString(id), c, i)
+			return fmt.Errorf("%w: key id %q has byte %q at %d", ErrInvalidKey, clip.String(id, clip.Echo), c, i)
 		}
 	}
 	return nil
@@ -299,7 +301,7 @@ func (r KeyRing) Drop(id string) (KeyRing, error) {
 	k, ok := r.find(id)
 	switch {
 	case !ok:
-		return KeyRing{}, fmt.Errorf("%w: no key %q in the ring", ErrInvalidKey, truncateString(id))
+		return KeyRing{}, fmt.Errorf("%w: no key %q in the ring", ErrInvalidKey, clip.String(id, clip.Echo))
 	case k.State == KeyCurrent:
 		return KeyRing{}, fmt.Errorf("%w: key %s is current; rotate before dropping it", ErrInvalidKey, id)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // A key ring file holds one key per line, "<state> <id> <key>", where the
@@ -47,7 +49,7 @@ func ParseKeyRing(text string) (KeyRing, error) {
 		case 3:
 			st, ok := parseKeyState(fields[0])
 			if !ok {
-				return KeyRing{}, fmt.Errorf("%w: line %d: state %q, want current, next or retired", ErrInvalidKey, i+1, truncateString(fields[0]))
+				return KeyRing{}, fmt.Errorf("%w: line %d: state %q, want current, next or retired", ErrInvalidKey, i+1, clip.String(fields[0], clip.Echo))
 			}
 			if err := ValidateKeyID(fields[1]); err != nil {
 				return KeyRing{}, fmt.Errorf("line %d: %w", i+1, err)

@@ -1,6 +1,10 @@
 package protocol
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
+)
 
 // OperationState is what a worker knows about an operation it was asked to
 // reconcile.
@@ -84,7 +88,7 @@ func (s OperationStatus) Validate() error {
 			return fmt.Errorf("%w: %s status with error", ErrInvalidMessage, s.State)
 		}
 	default:
-		return fmt.Errorf("%w: operation state %q", ErrInvalidMessage, truncateString(string(s.State)))
+		return fmt.Errorf("%w: operation state %q", ErrInvalidMessage, clip.String(string(s.State), clip.Echo))
 	}
 	if s.Payload != nil {
 		return fmt.Errorf("%w: %s status with payload", ErrInvalidMessage, s.State)

@@ -3,6 +3,8 @@ package protocol
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // SessionRole names which end of a session sealed a frame. It is part of the
@@ -56,7 +58,7 @@ func ParseSessionRole(name string) (SessionRole, error) {
 	case "worker":
 		return RoleWorker, nil
 	}
-	return 0, fmt.Errorf("%w: %q", ErrWrongRole, truncateString(name))
+	return 0, fmt.Errorf("%w: %q", ErrWrongRole, clip.String(name, clip.Echo))
 }
 
 // MarshalJSON writes the role's name as a JSON string.
@@ -76,7 +78,7 @@ func (r *SessionRole) UnmarshalJSON(b []byte) error {
 	case `"worker"`:
 		*r = RoleWorker
 	default:
-		return fmt.Errorf("%w: %s", ErrWrongRole, truncate(b))
+		return fmt.Errorf("%w: %s", ErrWrongRole, clip.QuoteBytes(b, clip.Echo))
 	}
 	return nil
 }

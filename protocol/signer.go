@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash"
 	"math"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Signer seals and verifies frames under one key without keeping any
@@ -94,7 +96,7 @@ func (s *Signer) checkTag(f Frame) error {
 	}
 	got := decodeTag(f.Tag)
 	if !hmac.Equal(got[:], s.tag(f.SessionID, f.Role, f.Sequence, f.Message)) {
-		return fmt.Errorf("%w: session %q seq %d from %s", ErrBadTag, truncateString(f.SessionID), f.Sequence, f.Role)
+		return fmt.Errorf("%w: session %q seq %d from %s", ErrBadTag, clip.String(f.SessionID, clip.Echo), f.Sequence, f.Role)
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package protocol
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
+)
 
 // MaxToolNameBytes bounds a tool name. Names become NATS subject tokens and
 // consumer names, both of which have length limits of their own.
@@ -14,7 +18,7 @@ const MaxToolNameBytes = 128
 // therefore never legal.
 func ValidateToolName(name string) error {
 	if name == "" || len(name) > MaxToolNameBytes {
-		return fmt.Errorf("%w: %d bytes: %q", ErrInvalidToolName, len(name), truncateString(name))
+		return fmt.Errorf("%w: %d bytes: %q", ErrInvalidToolName, len(name), clip.String(name, clip.Echo))
 	}
 	tokenStart := true
 	for i := 0; i < len(name); i++ {

@@ -3,6 +3,8 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Validate checks that exactly the payload named by Kind is set and that the
@@ -12,7 +14,7 @@ import (
 func (m WorkerMessage) Validate() error {
 	body, ok, known := m.body()
 	if !known {
-		return fmt.Errorf("%w: unknown kind %q", ErrInvalidMessage, truncateString(string(m.Kind)))
+		return fmt.Errorf("%w: unknown kind %q", ErrInvalidMessage, clip.String(string(m.Kind), clip.Echo))
 	}
 	if !ok {
 		return fmt.Errorf("%w: kind %q without its payload", ErrInvalidMessage, m.Kind)
@@ -82,7 +84,7 @@ func (p WorkerPayload) Validate() error {
 			return fmt.Errorf("%w: json payload is not one JSON value", ErrInvalidMessage)
 		}
 	default:
-		return fmt.Errorf("%w: payload format %q", ErrInvalidMessage, truncateString(string(p.Format)))
+		return fmt.Errorf("%w: payload format %q", ErrInvalidMessage, clip.String(string(p.Format), clip.Echo))
 	}
 	return nil
 }
@@ -205,7 +207,7 @@ func (v Result) Validate() error {
 		}
 	case ResultRetryTransient, ResultRetryRateLimited, ResultIndeterminate:
 	default:
-		return fmt.Errorf("%w: result status %q", ErrInvalidMessage, truncateString(string(v.Status)))
+		return fmt.Errorf("%w: result status %q", ErrInvalidMessage, clip.String(string(v.Status), clip.Echo))
 	}
 	if v.Payload != nil {
 		return fmt.Errorf("%w: %s result with payload", ErrInvalidMessage, v.Status)
@@ -226,5 +228,5 @@ func (v CancelReply) Validate() error {
 	case CancelAcknowledged, CancelTooLate, CancelUnsupported:
 		return nil
 	}
-	return fmt.Errorf("%w: cancel disposition %q", ErrInvalidMessage, truncateString(string(v.Disposition)))
+	return fmt.Errorf("%w: cancel disposition %q", ErrInvalidMessage, clip.String(string(v.Disposition), clip.Echo))
 }

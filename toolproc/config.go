@@ -10,6 +10,8 @@ import (
 
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -285,7 +287,7 @@ func (c Config) validate() error {
 	case c.Concurrency < 1:
 		return fmt.Errorf("%w: tool %q: concurrency %d", ErrInvalidConfig, c.Tool, c.Concurrency)
 	case c.Protocol != ProtocolFrames && c.Protocol != ProtocolMCP:
-		return fmt.Errorf("%w: tool %q: protocol %q", ErrInvalidConfig, c.Tool, truncate(string(c.Protocol)))
+		return fmt.Errorf("%w: tool %q: protocol %q", ErrInvalidConfig, c.Tool, clip.String(string(c.Protocol), clip.Echo))
 	case c.StopGrace < 0 || c.CancelGrace < 0 || c.MaxRuntime < 0 || c.RestartInitial < 0 || c.RestartMax < c.RestartInitial:
 		return fmt.Errorf("%w: tool %q: bad durations", ErrInvalidConfig, c.Tool)
 	case c.MaxLineBytes < 1 || c.FloodSlack < 1:
@@ -293,13 +295,13 @@ func (c Config) validate() error {
 	}
 	for _, e := range c.Env {
 		if name, _, ok := strings.Cut(e, "="); !ok || name == "" || strings.HasPrefix(name, envPrefix) {
-			return fmt.Errorf("%w: tool %q: env entry %q", ErrInvalidConfig, c.Tool, truncate(e))
+			return fmt.Errorf("%w: tool %q: env entry %q", ErrInvalidConfig, c.Tool, clip.String(e, clip.Echo))
 		}
 	}
 	if c.Contain != nil {
 		for _, b := range append(append([]Bind(nil), c.Contain.ROBinds...), c.Contain.RWBinds...) {
 			if !filepath.IsAbs(b.Src) || !filepath.IsAbs(b.Dst) {
-				return fmt.Errorf("%w: tool %q: bind %q:%q is not absolute", ErrInvalidConfig, c.Tool, truncate(b.Src), truncate(b.Dst))
+				return fmt.Errorf("%w: tool %q: bind %q:%q is not absolute", ErrInvalidConfig, c.Tool, clip.String(b.Src, clip.Echo), clip.String(b.Dst, clip.Echo))
 			}
 		}
 		if l := c.Contain.Limits; l.Memory < toolspec.MinMemory || l.Pids < toolspec.MinPids || l.OpenFiles < toolspec.MinOpenFiles ||
@@ -326,12 +328,4 @@ func (c Config) checkProtected(argv0 string) error {
 		}
 	}
 	return nil
-}
-
-func truncate(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
 }

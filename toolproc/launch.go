@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // The variables every process gets; catalog env entries may not use the
@@ -126,7 +128,7 @@ func (s *Supervisor) launch(id string, key *protocol.SessionKey) (*process, erro
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return fail(fmt.Errorf("%w: %q: %v", ErrStartFailed, truncate(s.cfg.Command[0]), err))
+		return fail(fmt.Errorf("%w: %q: %v", ErrStartFailed, clip.String(s.cfg.Command[0], clip.Echo), err))
 	}
 	if run != nil {
 		run.pid = cmd.Process.Pid
@@ -204,7 +206,7 @@ func resolveCommand(cfg Config) (string, error) {
 					return p, nil
 				}
 			}
-			return "", fmt.Errorf("%w: tool %q: %q is not in the sandbox's PATH %s", ErrStartFailed, cfg.Tool, truncate(name), sandboxPath)
+			return "", fmt.Errorf("%w: tool %q: %q is not in the sandbox's PATH %s", ErrStartFailed, cfg.Tool, clip.String(name, clip.Echo), sandboxPath)
 		}
 		p, err := exec.LookPath(name)
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // mcpStartTimeout bounds an MCP server's handshake and its first tool
@@ -117,10 +119,10 @@ func (s *Supervisor) startMCP() (*session, error) {
 		ss.mu.Unlock()
 		// The SDK's error may quote what the server wrote: it goes to
 		// the log, and the error says only that the handshake failed.
-		log.Warn("MCP handshake failed", "err", clipText(err.Error()))
+		log.Warn("MCP handshake failed", "err", clip.String(err.Error(), maxMCPErrorBytes))
 		ss.poison(poison(ReasonExited, "MCP handshake failed"))
 		<-ss.done
-		return nil, fmt.Errorf("%w: %q: the MCP handshake or tool listing failed (the worker's log says how)", ErrStartFailed, truncate(s.cfg.Command[0]))
+		return nil, fmt.Errorf("%w: %q: the MCP handshake or tool listing failed (the worker's log says how)", ErrStartFailed, clip.String(s.cfg.Command[0], clip.Echo))
 	}
 	ss.mu.Lock()
 	offered := len(ss.mcp.tools)
@@ -166,7 +168,7 @@ func (ss *session) mcpCall(c *call) Outcome {
 		err := ss.mcpList(ctx)
 		cancel()
 		if err != nil {
-			ss.sup.cfg.Logger.Warn("MCP tools/list failed", "tool", ss.sup.cfg.Tool, "session", ss.id, "err", clipText(err.Error()))
+			ss.sup.cfg.Logger.Warn("MCP tools/list failed", "tool", ss.sup.cfg.Tool, "session", ss.id, "err", clip.String(err.Error(), maxMCPErrorBytes))
 			ss.poison(poison(ReasonMCP, "tools/list after a change failed"))
 			return <-c.out
 		}
@@ -238,7 +240,7 @@ func (ss *session) mcpAnswer(c *call, res *mcp.CallToolResult, err error) {
 		// The server refused the call (unknown tool, bad arguments): it
 		// answered, and nothing ran.
 		ss.answered = true
-		ss.end(c, Outcome{Kind: Answered, Result: failed(c, "MCP error "+strconv.FormatInt(rpcErr.Code, 10)+": "+clipText(rpcErr.Message))})
+		ss.end(c, Outcome{Kind: Answered, Result: failed(c, "MCP error "+strconv.FormatInt(rpcErr.Code, 10)+": "+clip.String(rpcErr.Message, maxMCPErrorBytes))})
 	default:
 		ss.mu.Unlock()
 		// The connection failed: the process is going or broke the
@@ -252,7 +254,7 @@ func (ss *session) mcpAnswer(c *call, res *mcp.CallToolResult, err error) {
 			return
 		case <-t.C:
 		}
-		ss.sup.cfg.Logger.Warn("MCP tools/call failed", "tool", ss.sup.cfg.Tool, "session", ss.id, "err", clipText(err.Error()))
+		ss.sup.cfg.Logger.Warn("MCP tools/call failed", "tool", ss.sup.cfg.Tool, "session", ss.id, "err", clip.String(err.Error(), maxMCPErrorBytes))
 		ss.poison(poison(ReasonMCP, "tools/call failed while the server ran"))
 		return
 	}
@@ -275,7 +277,7 @@ func mcpResult(c *call, res *mcp.CallToolResult) protocol.Result {
 		if msg == "" {
 			msg = "the MCP tool reported an error"
 		}
-		return failed(c, clipText(msg))
+		return failed(c, clip.String(msg, maxMCPErrorBytes))
 	}
 	if c.req.Invoke.Input.Format != protocol.FormatJSON {
 		p := protocol.TextPayload(text.String())
@@ -296,13 +298,6 @@ func mcpResult(c *call, res *mcp.CallToolResult) protocol.Result {
 
 func failed(c *call, msg string) protocol.Result {
 	return protocol.Result{RequestID: c.id, Attempt: c.req.Invoke.Attempt, Status: protocol.ResultFailed, Error: msg}
-}
-
-func clipText(s string) string {
-	if len(s) <= maxMCPErrorBytes {
-		return s
-	}
-	return s[:maxMCPErrorBytes] + "…"
 }
 
 // mcpCancel sends notifications/cancelled for c, once. MCP has no

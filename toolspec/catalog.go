@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Catalog is a list of tool definitions as read from a file or written to
@@ -29,7 +31,7 @@ type Catalog struct {
 func Parse(data []byte, baseDir string) (*Catalog, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, fieldErr("", "", fmt.Errorf("%w: not a YAML or JSON document: %s", ErrInvalidValue, clipMessage(err.Error())))
+		return nil, fieldErr("", "", fmt.Errorf("%w: not a YAML or JSON document: %s", ErrInvalidValue, clip.String(err.Error(), maxMessage)))
 	}
 	var doc struct {
 		Tools []json.RawMessage `json:"tools"`
@@ -86,7 +88,7 @@ func entryName(raw json.RawMessage) string {
 func resolveDir(baseDir, dir string) (string, error) {
 	base, err := filepath.Abs(baseDir)
 	if err != nil {
-		return "", fmt.Errorf("%w: cannot resolve the catalog directory: %s", ErrInvalidValue, clipMessage(err.Error()))
+		return "", fmt.Errorf("%w: cannot resolve the catalog directory: %s", ErrInvalidValue, clip.String(err.Error(), maxMessage))
 	}
 	if dir == "" {
 		return base, nil

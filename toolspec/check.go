@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // CheckCommands checks, on the machine where the processes will run, what
@@ -41,7 +43,7 @@ func (p *Process) checkHost() (string, error) {
 		dir = "."
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "dir", fmt.Errorf("%w: %q is not a directory", ErrInvalidValue, clip(dir))
+		return "dir", fmt.Errorf("%w: %q is not a directory", ErrInvalidValue, clip.String(dir, clip.Echo))
 	}
 	if len(p.Command) == 0 {
 		return "command", fmt.Errorf("%w: empty command", ErrInvalidValue)
@@ -49,7 +51,7 @@ func (p *Process) checkHost() (string, error) {
 	name := p.Command[0]
 	if !strings.Contains(name, "/") {
 		if _, err := exec.LookPath(name); err != nil {
-			return "command[0]", fmt.Errorf("%w: %q is not an executable in PATH", ErrCommandNotFound, clip(name))
+			return "command[0]", fmt.Errorf("%w: %q is not an executable in PATH", ErrCommandNotFound, clip.String(name, clip.Echo))
 		}
 	} else {
 		path := name
@@ -59,9 +61,9 @@ func (p *Process) checkHost() (string, error) {
 		fi, err := os.Stat(path)
 		switch {
 		case err != nil:
-			return "command[0]", fmt.Errorf("%w: %q does not exist", ErrCommandNotFound, clip(path))
+			return "command[0]", fmt.Errorf("%w: %q does not exist", ErrCommandNotFound, clip.String(path, clip.Echo))
 		case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
-			return "command[0]", fmt.Errorf("%w: %q is not an executable file", ErrCommandNotFound, clip(path))
+			return "command[0]", fmt.Errorf("%w: %q is not an executable file", ErrCommandNotFound, clip.String(path, clip.Echo))
 		}
 	}
 	if p.Contain != nil {
@@ -76,7 +78,7 @@ func (p *Process) checkHost() (string, error) {
 					return field, err
 				}
 				if _, err := os.Stat(src); err != nil {
-					return field, fmt.Errorf("%w: bind source %q does not exist", ErrInvalidValue, clip(src))
+					return field, fmt.Errorf("%w: bind source %q does not exist", ErrInvalidValue, clip.String(src, clip.Echo))
 				}
 			}
 		}

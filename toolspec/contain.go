@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Contain is the sandbox a process or an MCP server runs in. A catalog
@@ -200,7 +202,7 @@ var sizeUnits = map[string]int64{
 }
 
 func parseByteSize(s string) (ByteSize, error) {
-	bad := fmt.Errorf("%w: %q is not a size such as \"64MiB\"", ErrInvalidValue, clip(s))
+	bad := fmt.Errorf("%w: %q is not a size such as \"64MiB\"", ErrInvalidValue, clip.String(s, clip.Echo))
 	t := strings.TrimSpace(s)
 	i := 0
 	for i < len(t) && '0' <= t[i] && t[i] <= '9' {
@@ -215,7 +217,7 @@ func parseByteSize(s string) (ByteSize, error) {
 		return 0, bad
 	}
 	if n > (1<<62)/unit {
-		return 0, fmt.Errorf("%w: %q is too large", ErrOutOfRange, clip(s))
+		return 0, fmt.Errorf("%w: %q is too large", ErrOutOfRange, clip.String(s, clip.Echo))
 	}
 	return ByteSize(n * unit), nil
 }

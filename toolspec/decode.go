@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // decodeError is a decoding fault at a JSON path, before the tool it
@@ -96,7 +98,7 @@ func decodeObject(raw []byte, v reflect.Value, path string) *decodeError {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if _, ok := fields[k]; !ok {
-			return &decodeError{joinPath(path, clip(k)), ErrUnknownField}
+			return &decodeError{joinPath(path, clip.String(k, clip.Echo)), ErrUnknownField}
 		}
 	}
 	for i := 0; i < v.NumField(); i++ {
@@ -126,7 +128,7 @@ func decodeLeaf(raw []byte, v reflect.Value, path string) *decodeError {
 	case errors.As(err, &te):
 		return &decodeError{path, fmt.Errorf("%w: want %s, got %s", ErrInvalidValue, typeName(v.Type()), jsonKind(raw))}
 	default:
-		return &decodeError{path, fmt.Errorf("%w: %s", ErrInvalidValue, clipMessage(err.Error()))}
+		return &decodeError{path, fmt.Errorf("%w: %s", ErrInvalidValue, clip.String(err.Error(), maxMessage))}
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Duration is a time.Duration written in a catalog as a string that
@@ -27,7 +29,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("%w: %q is not a duration such as \"30s\"", ErrInvalidValue, clip(s))
+		return fmt.Errorf("%w: %q is not a duration such as \"30s\"", ErrInvalidValue, clip.String(s, clip.Echo))
 	}
 	*d = Duration(v)
 	return nil

@@ -106,29 +106,7 @@ func fieldErr(tool, field string, err error) *FieldError {
 	return &FieldError{Tool: tool, Field: field, Err: err}
 }
 
-// Bounds on how much of a user-supplied value, or of a library message
-// that may quote one, an error repeats: catalogs can hold secrets, and
-// errors travel to logs.
-const (
-	maxEcho    = 64
-	maxMessage = 100
-)
-
-// clip shortens a user-supplied value to at most maxEcho bytes.
-func clip(s string) string { return clipTo(s, maxEcho) }
-
-// clipMessage shortens a library error message, which may quote the value
-// it refused, to at most maxMessage bytes.
-func clipMessage(s string) string { return clipTo(s, maxMessage) }
-
-// clipTo cuts s to at most n bytes, never inside a UTF-8 sequence, and
-// marks the cut.
-func clipTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "..."
-}
+// maxMessage bounds how much of a library's error message, which may quote
+// the value it refused, an error repeats: catalogs can hold secrets, and
+// errors travel to logs. A value itself is repeated up to clip.Echo.
+const maxMessage = 100

@@ -3,6 +3,8 @@ package toolspec
 import (
 	"fmt"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // MaxMCPToolNameBytes bounds MCP.Tool, as the Model Context Protocol
@@ -68,7 +70,7 @@ func (m *MCP) check() (string, error) {
 		}
 		for _, c := range []byte(m.Tool) {
 			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
-				return "tool", fmt.Errorf("%w: %q is not an MCP tool name (letters, digits, _ - .)", ErrInvalidValue, clip(m.Tool))
+				return "tool", fmt.Errorf("%w: %q is not an MCP tool name (letters, digits, _ - .)", ErrInvalidValue, clip.String(m.Tool, clip.Echo))
 			}
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Protected names what no sandbox of a worker may hold: its home and its
@@ -29,11 +31,11 @@ type Protected struct {
 func (p Protected) Check(path string) error {
 	real := resolvePath(path)
 	if real == "/" {
-		return fmt.Errorf("%w: %q is the whole file system", ErrUnsafeBind, clip(path))
+		return fmt.Errorf("%w: %q is the whole file system", ErrUnsafeBind, clip.String(path, clip.Echo))
 	}
 	if p.Home != "" {
 		if home := resolvePath(p.Home); home != "/" && within(home, real) {
-			return fmt.Errorf("%w: %q holds the worker's home %q", ErrUnsafeBind, clip(path), clip(home))
+			return fmt.Errorf("%w: %q holds the worker's home %q", ErrUnsafeBind, clip.String(path, clip.Echo), clip.String(home, clip.Echo))
 		}
 	}
 	for _, s := range p.Secrets {
@@ -43,9 +45,9 @@ func (p Protected) Check(path string) error {
 		secret := resolvePath(s)
 		switch {
 		case within(secret, real):
-			return fmt.Errorf("%w: %q holds the worker's %q", ErrUnsafeBind, clip(path), clip(secret))
+			return fmt.Errorf("%w: %q holds the worker's %q", ErrUnsafeBind, clip.String(path, clip.Echo), clip.String(secret, clip.Echo))
 		case within(real, secret):
-			return fmt.Errorf("%w: %q is inside the worker's %q", ErrUnsafeBind, clip(path), clip(secret))
+			return fmt.Errorf("%w: %q is inside the worker's %q", ErrUnsafeBind, clip.String(path, clip.Echo), clip.String(secret, clip.Echo))
 		}
 	}
 	return nil

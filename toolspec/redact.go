@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // redactor is one compiled RedactRule.
@@ -26,7 +28,7 @@ func (r RedactRule) compile() (redactor, string, error) {
 	case r.Regexp != "":
 		re, err := regexp.Compile(r.Regexp)
 		if err != nil {
-			return redactor{}, ".regexp", fmt.Errorf("%w: %s", ErrInvalidValue, clipMessage(err.Error()))
+			return redactor{}, ".regexp", fmt.Errorf("%w: %s", ErrInvalidValue, clip.String(err.Error(), maxMessage))
 		}
 		// A pattern that matches nothing would insert Replace between
 		// every two characters of every output.

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // schemaURL is the name a schema is compiled under. Validation errors name
@@ -59,9 +61,9 @@ func describeCompileError(err error) string {
 	var sve *jsonschema.SchemaValidationError
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-		return clipMessage(firstLeaf(ve).Error())
+		return clip.String(firstLeaf(ve).Error(), maxMessage)
 	}
-	return clipMessage(err.Error())
+	return clip.String(err.Error(), maxMessage)
 }
 
 func firstLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
@@ -133,5 +135,5 @@ func keywordLocation(e *jsonschema.ValidationError) string {
 		b.WriteByte('/')
 		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
 	}
-	return clip(b.String())
+	return clip.String(b.String(), clip.Echo)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // reservedEnvPrefix marks the variables the worker sets itself for a
@@ -49,11 +51,11 @@ func (s Spec) check(tool string) (compiled, *FieldError) {
 		return compiled{}, fieldErr(tool, field, fmt.Errorf(format, args...))
 	}
 	if err := protocol.ValidateToolName(s.Name); err != nil {
-		return fail("name", "%w: %q", ErrInvalidName, clip(s.Name))
+		return fail("name", "%w: %q", ErrInvalidName, clip.String(s.Name, clip.Echo))
 	}
 	if s.Pool != "" {
 		if err := protocol.ValidateToolName(s.Pool); err != nil {
-			return fail("pool", "%w: %q", ErrInvalidName, clip(s.Pool))
+			return fail("pool", "%w: %q", ErrInvalidName, clip.String(s.Pool, clip.Echo))
 		}
 	}
 	switch s.Format {
@@ -77,7 +79,7 @@ func (s Spec) check(tool string) (compiled, *FieldError) {
 			}
 		}
 	default:
-		return fail("format", "%w: %q is neither %q nor %q", ErrInvalidValue, clip(string(s.Format)), FormatText, FormatJSON)
+		return fail("format", "%w: %q is neither %q nor %q", ErrInvalidValue, clip.String(string(s.Format), clip.Echo), FormatText, FormatJSON)
 	}
 	if err := inRange(s.MaxAttempts, 0, MaxAttemptsLimit); err != nil {
 		return compiled{}, fieldErr(tool, "max_attempts", err)
@@ -169,13 +171,13 @@ func (p *Process) check() (string, error) {
 		name, value, _ := strings.Cut(e, "=")
 		switch {
 		case !envName.MatchString(name):
-			return field, fmt.Errorf("%w: %q is not a variable name", ErrInvalidValue, clip(name))
+			return field, fmt.Errorf("%w: %q is not a variable name", ErrInvalidValue, clip.String(name, clip.Echo))
 		case strings.HasPrefix(name, reservedEnvPrefix):
-			return field, fmt.Errorf("%w: %s is reserved for the worker", ErrInvalidValue, clip(name))
+			return field, fmt.Errorf("%w: %s is reserved for the worker", ErrInvalidValue, clip.String(name, clip.Echo))
 		case seen[name]:
-			return field, fmt.Errorf("%w: %s is listed twice", ErrInvalidValue, clip(name))
+			return field, fmt.Errorf("%w: %s is listed twice", ErrInvalidValue, clip.String(name, clip.Echo))
 		case strings.IndexByte(value, 0) >= 0:
-			return field, fmt.Errorf("%w: NUL byte in the value of %s", ErrInvalidValue, clip(name))
+			return field, fmt.Errorf("%w: NUL byte in the value of %s", ErrInvalidValue, clip.String(name, clip.Echo))
 		}
 		seen[name] = true
 	}
@@ -198,7 +200,7 @@ func parseBind(b string) (src, dst string, err error) {
 		dst = src
 	}
 	if !filepath.IsAbs(src) || !filepath.IsAbs(dst) || strings.Contains(dst, ":") || strings.IndexByte(b, 0) >= 0 {
-		return "", "", fmt.Errorf("%w: %q is not \"path\" or \"src:dst\" with absolute paths", ErrInvalidValue, clip(b))
+		return "", "", fmt.Errorf("%w: %q is not \"path\" or \"src:dst\" with absolute paths", ErrInvalidValue, clip.String(b, clip.Echo))
 	}
 	return src, dst, nil
 }

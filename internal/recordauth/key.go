@@ -10,6 +10,8 @@ import (
 	"fmt"
 
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 // Store labels: one derived key per store that holds sealed records.
@@ -125,7 +127,7 @@ func (k Key) Open(name string, data []byte) ([]byte, error) {
 		}
 		d := k.find(string(id))
 		if d == nil {
-			return nil, fmt.Errorf("%w: %w: sealed with key %q, not in the ring", ErrBadTag, ErrUnknownKey, truncate(id))
+			return nil, fmt.Errorf("%w: %w: sealed with key %q, not in the ring", ErrBadTag, ErrUnknownKey, clip.Bytes(id, 32))
 		}
 		return d.open(name, rest)
 	}
@@ -188,13 +190,4 @@ func (d *derived) tag(name string, body []byte) []byte {
 	m.Write([]byte(name))
 	m.Write(body)
 	return m.Sum(nil)
-}
-
-// truncate bounds how much of a hostile record an error repeats.
-func truncate(b []byte) string {
-	const max = 32
-	if len(b) > max {
-		return string(b[:max]) + "..."
-	}
-	return string(b)
 }
