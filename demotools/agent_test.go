@@ -15,7 +15,7 @@ import (
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/idempotency"
-	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
@@ -39,28 +39,17 @@ const testHostID = "demo-host"
 
 func newFabricEnv(t *testing.T) *fabricEnv {
 	t.Helper()
-	srv := natstest.Start(t)
-	nc := srv.Connect()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := fabrictest.NewEnv(t)
+	srv, nc, js, fcfg := env.Srv, env.NC, env.JS, env.Cfg
 	key, err := protocol.GenerateSessionKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec, err := fabric.NewCodec(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec := fabrictest.NewCodec(t, key)
 	e := &fabricEnv{t: t, js: js, nc: nc, codec: codec,
 		chunks: make(chan protocol.Chunk, 64), results: make(chan protocol.Result, 16)}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	fcfg := fabric.DefaultConfig()
-	if err := fabric.Provision(ctx, js, fcfg); err != nil {
-		t.Fatal(err)
-	}
 	cons, err := js.OrderedConsumer(ctx, fabric.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: fabric.HostEventsSubjects(testHostID),
 	})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -57,10 +58,10 @@ func TestParseEventSubject(t *testing.T) {
 // a terminal answer is found; an empty subject is not; a forgery or a
 // frame that is no stored answer wraps ErrForged.
 func TestLookupAnswer(t *testing.T) {
-	e := newEnv(t)
-	ctx := testCtx(t)
-	codec := newCodec(t, testKey)
-	stream, err := e.js.Stream(ctx, fabric.StreamEvents)
+	e := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
+	codec := fabrictest.NewCodec(t, fabrictest.Key)
+	stream, err := e.JS.Stream(ctx, fabric.StreamEvents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +72,13 @@ func TestLookupAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.Subject = fabric.AnswerSubject("h1", "demo.echo", key)
-		if _, err := e.js.PublishMsg(ctx, m); err != nil {
+		if _, err := e.JS.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	store(codec, "ok", protocol.ResultMessage(validResult("req-1", 1)))
+	store(codec, "ok", protocol.ResultMessage(fabrictest.Result("req-1", 1)))
 	store(codec, "cancelled", protocol.CancelReplyMessage(protocol.CancelReply{RequestID: "req-1", Attempt: 1, Disposition: protocol.CancelAcknowledged}))
-	store(newCodec(t, otherKey), "forged", protocol.ResultMessage(validResult("req-1", 1)))
+	store(fabrictest.NewCodec(t, fabrictest.OtherKey), "forged", protocol.ResultMessage(fabrictest.Result("req-1", 1)))
 	store(codec, "retryable", protocol.ResultMessage(protocol.Result{RequestID: "req-1", Attempt: 1, Status: protocol.ResultRetryTransient, Error: "busy"}))
 	store(codec, "too-late", protocol.CancelReplyMessage(protocol.CancelReply{RequestID: "req-1", Attempt: 1, Disposition: protocol.CancelTooLate}))
 
@@ -97,16 +98,16 @@ func TestLookupAnswer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
 			msg, found, err := fabric.LookupAnswer(ctx, stream, codec, "h1", "demo.echo", tt.key)
-			wantErrIs(t, err, tt.wantErr)
+			fabrictest.WantErrIs(t, err, tt.wantErr)
 			if found != tt.wantFound || (found && msg.Kind != tt.wantKind) {
 				t.Fatalf("LookupAnswer = %+v, %v; want found %v kind %q", msg, found, tt.wantFound, tt.wantKind)
 			}
 		})
 	}
 	_, _, err = fabric.LookupAnswer(ctx, stream, codec, "bad host", "demo.echo", "ok")
-	wantErrIs(t, err, fabric.ErrInvalidHostID)
+	fabrictest.WantErrIs(t, err, fabric.ErrInvalidHostID)
 	_, _, err = fabric.LookupAnswer(ctx, stream, codec, "h1", "bad tool", "ok")
-	wantErrIs(t, err, protocol.ErrInvalidToolName)
+	fabrictest.WantErrIs(t, err, protocol.ErrInvalidToolName)
 	// Another tool's answer subject holds nothing for this key.
 	if _, found, err := fabric.LookupAnswer(ctx, stream, codec, "h1", "demo.upper", "ok"); found || err != nil {
 		t.Fatalf("another tool's subject: %v, %v", found, err)
@@ -117,28 +118,28 @@ func TestLookupAnswer(t *testing.T) {
 // lookup fails rather than fall back to a get by sequence, which a worker
 // is not allowed.
 func TestLookupAnswerNeedsDirectGet(t *testing.T) {
-	e := newEnv(t)
-	ctx := testCtx(t)
-	s, err := e.js.Stream(ctx, fabric.StreamEvents)
+	e := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
+	s, err := e.JS.Stream(ctx, fabric.StreamEvents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := s.CachedInfo().Config
 	cfg.AllowDirect = false
-	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+	if _, err := e.JS.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	s, err = e.js.Stream(ctx, fabric.StreamEvents)
+	s, err = e.JS.Stream(ctx, fabric.StreamEvents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = fabric.LookupAnswer(ctx, s, newCodec(t, testKey), "h1", "demo.echo", "ok")
-	wantErrIs(t, err, fabric.ErrNoDirectGet)
+	_, _, err = fabric.LookupAnswer(ctx, s, fabrictest.NewCodec(t, fabrictest.Key), "h1", "demo.echo", "ok")
+	fabrictest.WantErrIs(t, err, fabric.ErrNoDirectGet)
 	// Provisioning again turns direct gets back on, in place.
-	if err := fabric.Provision(ctx, e.js, e.cfg); err != nil {
+	if err := fabric.Provision(ctx, e.JS, e.Cfg); err != nil {
 		t.Fatal(err)
 	}
-	s, err = e.js.Stream(ctx, fabric.StreamEvents)
+	s, err = e.JS.Stream(ctx, fabric.StreamEvents)
 	if err != nil {
 		t.Fatal(err)
 	}

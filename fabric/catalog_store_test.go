@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/toolspec"
@@ -31,7 +32,7 @@ func parseCatalog(t *testing.T, doc string) *toolspec.Catalog {
 
 func openCatalog(t *testing.T, js jetstream.JetStream, cfg fabric.Config) *fabric.CatalogStore {
 	t.Helper()
-	s, err := fabric.OpenCatalogStore(testCtx(t), js, cfg, true)
+	s, err := fabric.OpenCatalogStore(fabrictest.Ctx(t), js, cfg, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,14 +41,14 @@ func openCatalog(t *testing.T, js jetstream.JetStream, cfg fabric.Config) *fabri
 
 func applyCatalog(t *testing.T, s *fabric.CatalogStore, doc string) {
 	t.Helper()
-	if _, err := s.Apply(testCtx(t), parseCatalog(t, doc)); err != nil {
+	if _, err := s.Apply(fabrictest.Ctx(t), parseCatalog(t, doc)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func catalogKV(t *testing.T, env *fabricEnv) jetstream.KeyValue {
+func catalogKV(t *testing.T, env *fabrictest.Env) jetstream.KeyValue {
 	t.Helper()
-	kv, err := env.js.KeyValue(testCtx(t), fabric.BucketCatalog)
+	kv, err := env.JS.KeyValue(fabrictest.Ctx(t), fabric.BucketCatalog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func catalogKV(t *testing.T, env *fabricEnv) jetstream.KeyValue {
 
 func listCatalog(t *testing.T, s *fabric.CatalogStore) []toolspec.Spec {
 	t.Helper()
-	specs, err := s.List(testCtx(t))
+	specs, err := s.List(fabrictest.Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +94,9 @@ tools:
 `
 
 func TestCatalogStoreApplyListRemove(t *testing.T) {
-	env := newEnv(t)
-	s := openCatalog(t, env.js, env.cfg)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	s := openCatalog(t, env.JS, env.Cfg)
+	ctx := fabrictest.Ctx(t)
 	cat := parseCatalog(t, twoTools)
 
 	applied, err := s.Apply(ctx, cat)
@@ -126,13 +127,13 @@ func TestCatalogStoreApplyListRemove(t *testing.T) {
 	}
 	for _, name := range []string{"demo.sum", "never.published", "not a key!", ""} {
 		err := s.Remove(ctx, name)
-		wantErrIs(t, err, fabric.ErrToolNotPublished, toolspec.ErrNotFound)
+		fabrictest.WantErrIs(t, err, fabric.ErrToolNotPublished, toolspec.ErrNotFound)
 	}
 }
 
 func TestCatalogStoreRefusesBadCatalog(t *testing.T) {
-	env := newEnv(t)
-	s := openCatalog(t, env.js, env.cfg)
+	env := fabrictest.NewEnv(t)
+	s := openCatalog(t, env.JS, env.Cfg)
 	applyCatalog(t, s, twoTools)
 	before := listCatalog(t, s)
 	tests := []struct {
@@ -151,13 +152,13 @@ func TestCatalogStoreRefusesBadCatalog(t *testing.T) {
 			wantField: "max_attempts", wantErr: toolspec.ErrOutOfRange},
 		{name: "duplicate", cat: toolspec.Catalog{Tools: []toolspec.Spec{{Name: "new.tool"}, {Name: "new.tool"}}},
 			wantField: "name", wantErr: toolspec.ErrDuplicateTool},
-		{name: "larger than the bucket's values", cat: toolspec.Catalog{Tools: []toolspec.Spec{{Name: "new.tool"}, {Name: "huge.tool", Description: strings.Repeat("x", int(env.cfg.MaxMsgSize))}}},
+		{name: "larger than the bucket's values", cat: toolspec.Catalog{Tools: []toolspec.Spec{{Name: "new.tool"}, {Name: "huge.tool", Description: strings.Repeat("x", int(env.Cfg.MaxMsgSize))}}},
 			wantErr: toolspec.ErrOutOfRange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			applied, err := s.Apply(testCtx(t), &tt.cat)
-			wantErrIs(t, err, toolspec.ErrInvalidCatalog, tt.wantErr)
+			applied, err := s.Apply(fabrictest.Ctx(t), &tt.cat)
+			fabrictest.WantErrIs(t, err, toolspec.ErrInvalidCatalog, tt.wantErr)
 			var fe *toolspec.FieldError
 			if !errors.As(err, &fe) || fe.Field != tt.wantField {
 				t.Errorf("err %v: want a FieldError on field %q", err, tt.wantField)
@@ -173,21 +174,21 @@ func TestCatalogStoreRefusesBadCatalog(t *testing.T) {
 }
 
 func TestOpenCatalogStore(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
-	_, err := fabric.OpenCatalogStore(ctx, env.js, env.cfg, false)
-	wantErrIs(t, err, fabric.ErrCatalogNotProvisioned)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
+	_, err := fabric.OpenCatalogStore(ctx, env.JS, env.Cfg, false)
+	fabrictest.WantErrIs(t, err, fabric.ErrCatalogNotProvisioned)
 
-	bad := env.cfg
+	bad := env.Cfg
 	bad.Replicas = 0
-	_, err = fabric.OpenCatalogStore(ctx, env.js, bad, true)
-	wantErrIs(t, err, fabric.ErrInvalidConfig)
+	_, err = fabric.OpenCatalogStore(ctx, env.JS, bad, true)
+	fabrictest.WantErrIs(t, err, fabric.ErrInvalidConfig)
 
-	s := openCatalog(t, env.js, env.cfg)
+	s := openCatalog(t, env.JS, env.Cfg)
 	applyCatalog(t, s, twoTools)
 	// Creating again updates the bucket in place; binding finds it.
-	openCatalog(t, env.js, env.cfg)
-	bound, err := fabric.OpenCatalogStore(ctx, env.js, env.cfg, false)
+	openCatalog(t, env.JS, env.Cfg)
+	bound, err := fabric.OpenCatalogStore(ctx, env.JS, env.Cfg, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,11 +205,11 @@ func TestOpenCatalogStore(t *testing.T) {
 }
 
 func TestCatalogStoreListReportsBadRecords(t *testing.T) {
-	env := newEnv(t)
-	s := openCatalog(t, env.js, env.cfg)
+	env := fabrictest.NewEnv(t)
+	s := openCatalog(t, env.JS, env.Cfg)
 	applyCatalog(t, s, twoTools)
 	kv := catalogKV(t, env)
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	if _, err := kv.Put(ctx, "bad.json", []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestCatalogStoreListReportsBadRecords(t *testing.T) {
 	if names := specNames(specs); !slices.Equal(names, []string{"demo.sum", "text.upper"}) {
 		t.Errorf("valid specs %q", names)
 	}
-	wantErrIs(t, err, toolspec.ErrInvalidCatalog)
+	fabrictest.WantErrIs(t, err, toolspec.ErrInvalidCatalog)
 	for _, key := range []string{`"bad.json"`, `"other.key"`} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("err %v does not name %s", err, key)
@@ -268,7 +269,7 @@ func (r *catalogRecorder) next(t *testing.T, what string, wantNames ...string) *
 func (r *catalogRecorder) nextErr(t *testing.T, key string, want ...error) {
 	t.Helper()
 	err := testwait.Receive(t, 0, "an error about "+key, r.errs)
-	wantErrIs(t, err, want...)
+	fabrictest.WantErrIs(t, err, want...)
 	if !strings.Contains(err.Error(), `"`+key+`"`) {
 		t.Errorf("err %v does not name %q", err, key)
 	}
@@ -277,7 +278,7 @@ func (r *catalogRecorder) nextErr(t *testing.T, key string, want ...error) {
 func watchCatalog(t *testing.T, s *fabric.CatalogStore) *catalogRecorder {
 	t.Helper()
 	r := newCatalogRecorder()
-	stop, err := s.Watch(testCtx(t), r.onChange, r.onError)
+	stop, err := s.Watch(fabrictest.Ctx(t), r.onChange, r.onError)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,10 +287,10 @@ func watchCatalog(t *testing.T, s *fabric.CatalogStore) *catalogRecorder {
 }
 
 func TestCatalogWatch(t *testing.T) {
-	env := newEnv(t)
-	s := openCatalog(t, env.js, env.cfg)
+	env := fabrictest.NewEnv(t)
+	s := openCatalog(t, env.JS, env.Cfg)
 	kv := catalogKV(t, env)
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	applyCatalog(t, s, twoTools)
 	r := watchCatalog(t, s)
 
@@ -350,8 +351,8 @@ func TestCatalogWatch(t *testing.T) {
 }
 
 func TestCatalogWatchEmptyBucket(t *testing.T) {
-	env := newEnv(t)
-	s := openCatalog(t, env.js, env.cfg)
+	env := fabrictest.NewEnv(t)
+	s := openCatalog(t, env.JS, env.Cfg)
 	r := watchCatalog(t, s)
 	if set := r.next(t, "the initial set"); set == nil || set.Len() != 0 {
 		t.Fatalf("initial set %v, want an empty one", set)
@@ -361,12 +362,12 @@ func TestCatalogWatchEmptyBucket(t *testing.T) {
 }
 
 func TestCatalogWatchStops(t *testing.T) {
-	env := newEnv(t)
-	s := openCatalog(t, env.js, env.cfg)
+	env := fabrictest.NewEnv(t)
+	s := openCatalog(t, env.JS, env.Cfg)
 	r := newCatalogRecorder()
 
 	// By its context.
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(fabrictest.Ctx(t))
 	defer cancel()
 	stop, err := s.Watch(ctx, r.onChange, r.onError)
 	if err != nil {
@@ -378,14 +379,14 @@ func TestCatalogWatchStops(t *testing.T) {
 	stop() // idempotent
 
 	// By stop alone.
-	stop, err = s.Watch(testCtx(t), r.onChange, r.onError)
+	stop, err = s.Watch(fabrictest.Ctx(t), r.onChange, r.onError)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.next(t, "the initial set")
 	stop()
 
-	if _, err := s.Watch(testCtx(t), nil, nil); err == nil {
+	if _, err := s.Watch(fabrictest.Ctx(t), nil, nil); err == nil {
 		t.Errorf("Watch without onChange: no error")
 	}
 }
@@ -428,8 +429,8 @@ func TestCatalogWatchAfterRestart(t *testing.T) {
 // the context it was created with, and a watch whose watcher ended at once
 // would restart in a loop, handing over the same set again and again.
 func TestCatalogWatchWithoutDeadline(t *testing.T) {
-	env := newEnv(t)
-	s := openCatalog(t, env.js, env.cfg)
+	env := fabrictest.NewEnv(t)
+	s := openCatalog(t, env.JS, env.Cfg)
 	r := newCatalogRecorder()
 	var calls atomic.Int64
 	stop, err := s.Watch(context.Background(), func(set *toolspec.Set) {

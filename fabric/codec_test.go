@@ -1,19 +1,19 @@
 package fabric_test
 
 import (
-	"bytes"
 	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
 func TestCodecRoundTrips(t *testing.T) {
-	c := newCodec(t, testKey)
-	inv := validInvoke("req-1", 2)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
+	inv := fabrictest.Invoke("req-1", 2)
 	data, err := c.SealInvoke(inv)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestCodecRoundTrips(t *testing.T) {
 
 	msgs := []protocol.WorkerMessage{
 		protocol.ChunkMessage(protocol.Chunk{RequestID: "req-1", Sequence: 1, Text: "x"}),
-		protocol.ResultMessage(validResult("req-1", 2)),
+		protocol.ResultMessage(fabrictest.Result("req-1", 2)),
 		protocol.CancelReplyMessage(protocol.CancelReply{RequestID: "req-1", Attempt: 2, Disposition: protocol.CancelTooLate}),
 	}
 	for i, m := range msgs {
@@ -55,89 +55,72 @@ func TestCodecRoundTrips(t *testing.T) {
 	}
 }
 
-func mustFrame(t *testing.T, key protocol.SessionKey, session string, role protocol.SessionRole, seq uint64, msg protocol.WorkerMessage) *nats.Msg {
-	t.Helper()
-	f, err := protocol.SealFrame(key, session, role, seq, msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fabric.FrameMsg(f)
-}
-
-// tamper returns m with one byte of its body changed.
-func tamper(m *nats.Msg) *nats.Msg {
-	out := &nats.Msg{Header: m.Header, Data: bytes.Clone(m.Data)}
-	i := bytes.Index(out.Data, []byte("hello"))
-	out.Data[i] = 'j'
-	return out
-}
-
 func TestOpenInvokeRejects(t *testing.T) {
-	inv := validInvoke("req-1", 1)
+	inv := fabrictest.Invoke("req-1", 1)
 	msg := protocol.InvokeMessage(inv)
-	good := mustFrame(t, testKey, "req-1", protocol.RoleHost, 1, msg)
+	good := fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleHost, 1, msg)
 	tests := []struct {
 		name    string
 		m       *nats.Msg
 		wantErr error
 	}{
 		{"not a frame", &nats.Msg{Data: []byte("hello\n")}, protocol.ErrMalformedFrame},
-		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleHost, 1, msg), protocol.ErrBadTag},
-		{"tampered", tamper(good), protocol.ErrBadTag},
-		{"worker role", mustFrame(t, testKey, "req-1", protocol.RoleWorker, 1, msg), protocol.ErrWrongRole},
-		{"other session", mustFrame(t, testKey, "req-2", protocol.RoleHost, 1, msg), protocol.ErrInvalidSession},
-		{"seq of attempt 2", mustFrame(t, testKey, "req-1", protocol.RoleHost, 3, msg), protocol.ErrSequence},
-		{"cancel seq", mustFrame(t, testKey, "req-1", protocol.RoleHost, 2, msg), protocol.ErrSequence},
-		{"cancel as invoke", mustFrame(t, testKey, "req-1", protocol.RoleHost, 1,
+		{"wrong key", fabrictest.Frame(t, fabrictest.OtherKey, "req-1", protocol.RoleHost, 1, msg), protocol.ErrBadTag},
+		{"tampered", fabrictest.Tamper(good), protocol.ErrBadTag},
+		{"worker role", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleWorker, 1, msg), protocol.ErrWrongRole},
+		{"other session", fabrictest.Frame(t, fabrictest.Key, "req-2", protocol.RoleHost, 1, msg), protocol.ErrInvalidSession},
+		{"seq of attempt 2", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleHost, 3, msg), protocol.ErrSequence},
+		{"cancel seq", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleHost, 2, msg), protocol.ErrSequence},
+		{"cancel as invoke", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleHost, 1,
 			protocol.CancelMessage(protocol.Cancel{RequestID: "req-1", Tool: "t", Attempt: 1, IdempotencyKey: "k"})), protocol.ErrInvalidMessage},
 	}
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	if _, err := c.OpenInvoke(good.Header, good.Data); err != nil {
 		t.Fatalf("good frame: %v", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := c.OpenInvoke(tt.m.Header, tt.m.Data)
-			wantErrIs(t, err, fabric.ErrForged, tt.wantErr)
+			fabrictest.WantErrIs(t, err, fabric.ErrForged, tt.wantErr)
 		})
 	}
 }
 
 func TestOpenCancelRejectsInvokeSequence(t *testing.T) {
 	cancel := protocol.Cancel{RequestID: "req-1", Tool: "t", Attempt: 1, IdempotencyKey: "k"}
-	m := mustFrame(t, testKey, "req-1", protocol.RoleHost, 1, protocol.CancelMessage(cancel))
-	_, err := newCodec(t, testKey).OpenCancel(m.Header, m.Data)
-	wantErrIs(t, err, fabric.ErrForged, protocol.ErrSequence)
+	m := fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleHost, 1, protocol.CancelMessage(cancel))
+	_, err := fabrictest.NewCodec(t, fabrictest.Key).OpenCancel(m.Header, m.Data)
+	fabrictest.WantErrIs(t, err, fabric.ErrForged, protocol.ErrSequence)
 }
 
 func TestOpenWorkerRejects(t *testing.T) {
-	res := protocol.ResultMessage(validResult("req-1", 2))
+	res := protocol.ResultMessage(fabrictest.Result("req-1", 2))
 	seq := fabric.WorkerSeq(2, 1)
 	tests := []struct {
 		name    string
 		m       *nats.Msg
 		wantErr error
 	}{
-		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleWorker, seq, res), protocol.ErrBadTag},
-		{"host role", mustFrame(t, testKey, "req-1", protocol.RoleHost, seq, res), protocol.ErrWrongRole},
-		{"other session", mustFrame(t, testKey, "req-9", protocol.RoleWorker, seq, res), protocol.ErrInvalidSession},
-		{"attempt mismatch", mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), res), protocol.ErrSequence},
-		{"k zero", mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(2, 0), res), protocol.ErrSequence},
-		{"attempt zero", mustFrame(t, testKey, "req-1", protocol.RoleWorker, 5, res), protocol.ErrSequence},
-		{"invoke from worker", mustFrame(t, testKey, "req-1", protocol.RoleWorker, seq, protocol.InvokeMessage(validInvoke("req-1", 1))), protocol.ErrInvalidMessage},
+		{"wrong key", fabrictest.Frame(t, fabrictest.OtherKey, "req-1", protocol.RoleWorker, seq, res), protocol.ErrBadTag},
+		{"host role", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleHost, seq, res), protocol.ErrWrongRole},
+		{"other session", fabrictest.Frame(t, fabrictest.Key, "req-9", protocol.RoleWorker, seq, res), protocol.ErrInvalidSession},
+		{"attempt mismatch", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), res), protocol.ErrSequence},
+		{"k zero", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleWorker, fabric.WorkerSeq(2, 0), res), protocol.ErrSequence},
+		{"attempt zero", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleWorker, 5, res), protocol.ErrSequence},
+		{"invoke from worker", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleWorker, seq, protocol.InvokeMessage(fabrictest.Invoke("req-1", 1))), protocol.ErrInvalidMessage},
 	}
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := c.OpenWorker(tt.m.Header, tt.m.Data)
-			wantErrIs(t, err, fabric.ErrForged, tt.wantErr)
+			fabrictest.WantErrIs(t, err, fabric.ErrForged, tt.wantErr)
 		})
 	}
 }
 
 func TestSealWorkerRefusesMismatchedBinding(t *testing.T) {
-	c := newCodec(t, testKey)
-	res := protocol.ResultMessage(validResult("req-1", 2))
+	c := fabrictest.NewCodec(t, fabrictest.Key)
+	res := protocol.ResultMessage(fabrictest.Result("req-1", 2))
 	tests := []struct {
 		name    string
 		req     string
@@ -150,29 +133,29 @@ func TestSealWorkerRefusesMismatchedBinding(t *testing.T) {
 		{"other attempt", "req-1", 3, 1, res, fabric.ErrInvalidAttempt},
 		{"k zero", "req-1", 2, 0, res, fabric.ErrInvalidAttempt},
 		{"attempt zero", "req-1", 0, 1, res, fabric.ErrInvalidAttempt},
-		{"host kind", "req-1", 1, 1, protocol.InvokeMessage(validInvoke("req-1", 1)), protocol.ErrInvalidMessage},
+		{"host kind", "req-1", 1, 1, protocol.InvokeMessage(fabrictest.Invoke("req-1", 1)), protocol.ErrInvalidMessage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := c.SealWorker(tt.req, tt.attempt, tt.k, tt.msg)
-			wantErrIs(t, err, tt.wantErr)
+			fabrictest.WantErrIs(t, err, tt.wantErr)
 		})
 	}
 }
 
 func TestNewCodecRefusesZeroKey(t *testing.T) {
 	_, err := fabric.NewCodec(protocol.SessionKey{})
-	wantErrIs(t, err, protocol.ErrInvalidKey)
+	fabrictest.WantErrIs(t, err, protocol.ErrInvalidKey)
 }
 
 func TestCodecIsSafeForConcurrentUse(t *testing.T) {
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 200 {
-				inv := validInvoke("req", uint32(i%3+1))
+				inv := fabrictest.Invoke("req", uint32(i%3+1))
 				inv.Input = protocol.TextPayload(string(rune('a' + g)))
 				data, err := c.SealInvoke(inv)
 				if err == nil {
@@ -197,8 +180,8 @@ func TestCodecIsSafeForConcurrentUse(t *testing.T) {
 }
 
 func BenchmarkCodecInvoke(b *testing.B) {
-	c := newCodec(b, testKey)
-	inv := validInvoke("req-1", 1)
+	c := fabrictest.NewCodec(b, fabrictest.Key)
+	inv := fabrictest.Invoke("req-1", 1)
 	b.ReportAllocs()
 	for b.Loop() {
 		data, err := c.SealInvoke(inv)
@@ -214,7 +197,7 @@ func BenchmarkCodecInvoke(b *testing.B) {
 // A host's control frames reach a running call on one subject: a cancel or
 // a stream denial, each bound to its request and attempt.
 func TestOpenControl(t *testing.T) {
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	denied := protocol.StreamDenied{RequestID: "req-1", Tool: "t", Attempt: 2, Reason: "spent"}
 	data, err := c.SealStreamDenied(denied)
 	if err != nil {
@@ -238,15 +221,15 @@ func TestOpenControl(t *testing.T) {
 		m       *nats.Msg
 		wantErr error
 	}{
-		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleHost, fabric.StreamDeniedSeq(2), dm), protocol.ErrBadTag},
-		{"worker role", mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.StreamDeniedSeq(2), dm), protocol.ErrWrongRole},
-		{"other session", mustFrame(t, testKey, "req-9", protocol.RoleHost, fabric.StreamDeniedSeq(2), dm), protocol.ErrInvalidSession},
-		{"another attempt's number", mustFrame(t, testKey, "req-1", protocol.RoleHost, fabric.StreamDeniedSeq(1), dm), protocol.ErrSequence},
-		{"an invoke", mustFrame(t, testKey, "req-1", protocol.RoleHost, fabric.InvokeSeq(1), protocol.InvokeMessage(validInvoke("req-1", 1))), protocol.ErrInvalidMessage},
+		{"wrong key", fabrictest.Frame(t, fabrictest.OtherKey, "req-1", protocol.RoleHost, fabric.StreamDeniedSeq(2), dm), protocol.ErrBadTag},
+		{"worker role", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleWorker, fabric.StreamDeniedSeq(2), dm), protocol.ErrWrongRole},
+		{"other session", fabrictest.Frame(t, fabrictest.Key, "req-9", protocol.RoleHost, fabric.StreamDeniedSeq(2), dm), protocol.ErrInvalidSession},
+		{"another attempt's number", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleHost, fabric.StreamDeniedSeq(1), dm), protocol.ErrSequence},
+		{"an invoke", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleHost, fabric.InvokeSeq(1), protocol.InvokeMessage(fabrictest.Invoke("req-1", 1))), protocol.ErrInvalidMessage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.OpenControl(tc.m.Header, tc.m.Data)
-			wantErrIs(t, err, fabric.ErrForged, tc.wantErr)
+			fabrictest.WantErrIs(t, err, fabric.ErrForged, tc.wantErr)
 		})
 	}
 }

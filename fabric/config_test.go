@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -33,7 +34,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := fabric.DefaultConfig()
 			tt.mutate(&cfg)
-			wantErrIs(t, cfg.Validate(), tt.wantErr)
+			fabrictest.WantErrIs(t, cfg.Validate(), tt.wantErr)
 		})
 	}
 }

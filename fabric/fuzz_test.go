@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -15,10 +16,10 @@ import (
 // whatever it accepts is a valid worker event bound to the frame's
 // session.
 func FuzzOpenWorker(f *testing.F) {
-	c := newCodec(f, testKey)
+	c := fabrictest.NewCodec(f, fabrictest.Key)
 	for k, msg := range []protocol.WorkerMessage{
 		protocol.ChunkMessage(protocol.Chunk{RequestID: "req-1", Sequence: 1, Text: "c"}),
-		protocol.ResultMessage(validResult("req-1", 2)),
+		protocol.ResultMessage(fabrictest.Result("req-1", 2)),
 	} {
 		m, err := c.SealWorker("req-1", 2, uint32(k+1), msg)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/recordauth"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -17,37 +18,37 @@ import (
 // and a codec that lacks the named key refuses the frame as
 // ErrUnknownKey, without trying its own keys.
 func TestCodecVerifiesWithTheNamedKey(t *testing.T) {
-	old := newCodec(t, testKey)
-	rotated, err := testKey.Ring().Rotate(otherKey)
+	old := fabrictest.NewCodec(t, fabrictest.Key)
+	rotated, err := fabrictest.Key.Ring().Rotate(fabrictest.OtherKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := newCodec(t, rotated)
-	if now.KeyID() != protocol.KeyIDOf(otherKey) || !now.HasKey(protocol.KeyIDOf(testKey)) {
+	now := fabrictest.NewCodec(t, rotated)
+	if now.KeyID() != protocol.KeyIDOf(fabrictest.OtherKey) || !now.HasKey(protocol.KeyIDOf(fabrictest.Key)) {
 		t.Fatalf("rotated codec seals with %s", now.KeyID())
 	}
 
-	sealedOld, err := old.SealInvoke(validInvoke("req-1", 1))
+	sealedOld, err := old.SealInvoke(fabrictest.Invoke("req-1", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sealedOld.Header.Get(fabric.HeaderKey); got != protocol.KeyIDOf(testKey) {
+	if got := sealedOld.Header.Get(fabric.HeaderKey); got != protocol.KeyIDOf(fabrictest.Key) {
 		t.Fatalf("%s = %q", fabric.HeaderKey, got)
 	}
 	if _, err := now.OpenInvoke(sealedOld.Header, sealedOld.Data); err != nil {
 		t.Fatalf("a retired key's frame: %v", err)
 	}
-	sealedNew, err := now.SealInvoke(validInvoke("req-2", 1))
+	sealedNew, err := now.SealInvoke(fabrictest.Invoke("req-2", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = old.OpenInvoke(sealedNew.Header, sealedNew.Data)
-	wantErrIs(t, err, fabric.ErrForged, fabric.ErrUnknownKey, protocol.ErrBadTag)
+	fabrictest.WantErrIs(t, err, fabric.ErrForged, fabric.ErrUnknownKey, protocol.ErrBadTag)
 
 	// A frame naming the wrong key of the ring fails its tag.
-	sealedNew.Header.Set(fabric.HeaderKey, protocol.KeyIDOf(testKey))
+	sealedNew.Header.Set(fabric.HeaderKey, protocol.KeyIDOf(fabrictest.Key))
 	_, err = now.OpenInvoke(sealedNew.Header, sealedNew.Data)
-	wantErrIs(t, err, fabric.ErrForged, protocol.ErrBadTag)
+	fabrictest.WantErrIs(t, err, fabric.ErrForged, protocol.ErrBadTag)
 
 	// A frame naming no key is tried under each key of the ring.
 	sealedNew.Header.Del(fabric.HeaderKey)
@@ -57,7 +58,7 @@ func TestCodecVerifiesWithTheNamedKey(t *testing.T) {
 	for _, bad := range [][]string{{"a", "b"}, {"has.dot"}, {""}} {
 		sealedNew.Header[fabric.HeaderKey] = bad
 		_, err = now.OpenInvoke(sealedNew.Header, sealedNew.Data)
-		wantErrIs(t, err, fabric.ErrForged, protocol.ErrMalformedFrame)
+		fabrictest.WantErrIs(t, err, fabric.ErrForged, protocol.ErrMalformedFrame)
 	}
 
 	// Cancel records name their key too.
@@ -74,24 +75,24 @@ func TestCodecVerifiesWithTheNamedKey(t *testing.T) {
 // ledger's records (not its tombstones), the latest value of each bucket
 // key (not deleted ones), every journal bucket, and the events' key ids.
 func TestCountKeyUse(t *testing.T) {
-	e := newEnv(t)
-	ctx := testCtx(t)
-	a, b := protocol.KeyIDOf(testKey), protocol.KeyIDOf(otherKey)
-	ledgerKey, err := recordauth.Derive(testKey, recordauth.StoreLedger)
+	e := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
+	a, b := protocol.KeyIDOf(fabrictest.Key), protocol.KeyIDOf(fabrictest.OtherKey)
+	ledgerKey, err := recordauth.Derive(fabrictest.Key, recordauth.StoreLedger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sessionKey, err := recordauth.Derive(otherKey, recordauth.StoreSessions)
+	sessionKey, err := recordauth.Derive(fabrictest.OtherKey, recordauth.StoreSessions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	journalKey, err := recordauth.Derive(otherKey, recordauth.StoreJournal)
+	journalKey, err := recordauth.Derive(fabrictest.OtherKey, recordauth.StoreJournal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	publish := func(subject string, data []byte, h nats.Header) {
 		t.Helper()
-		if _, err := e.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data, Header: h}); err != nil {
+		if _, err := e.JS.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data, Header: h}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,7 +100,7 @@ func TestCountKeyUse(t *testing.T) {
 	publish(fabric.LedgerSubject("s1"), ledgerKey.Seal("s1", []byte("{}")), nil)
 	publish(fabric.LedgerSubject("s2"), nil, nats.Header{"Splash-Ledger-Removed": {"1"}})
 
-	sessions, err := e.js.KeyValue(ctx, fabric.BucketSessions)
+	sessions, err := e.JS.KeyValue(ctx, fabric.BucketSessions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,11 +116,11 @@ func TestCountKeyUse(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cancels, err := e.js.KeyValue(ctx, fabric.BucketCancel)
+	cancels, err := e.JS.KeyValue(ctx, fabric.BucketCancel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := newCodec(t, testKey).SealCancelRecord(protocol.Cancel{RequestID: "r", Tool: "t", Attempt: 1, IdempotencyKey: "k"})
+	rec, err := fabrictest.NewCodec(t, fabrictest.Key).SealCancelRecord(protocol.Cancel{RequestID: "r", Tool: "t", Attempt: 1, IdempotencyKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestCountKeyUse(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	journal, err := e.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: fabric.JournalBucketPrefix + "_pool_x"})
+	journal, err := e.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: fabric.JournalBucketPrefix + "_pool_x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +136,13 @@ func TestCountKeyUse(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	answer, err := newCodec(t, otherKey).SealWorker("req", 1, 1, protocol.ResultMessage(protocol.Result{RequestID: "req", Attempt: 1, Status: protocol.ResultFailed, Error: "x"}))
+	answer, err := fabrictest.NewCodec(t, fabrictest.OtherKey).SealWorker("req", 1, 1, protocol.ResultMessage(protocol.Result{RequestID: "req", Attempt: 1, Status: protocol.ResultFailed, Error: "x"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	publish(fabric.EventsSubject("h1", "t"), answer.Data, answer.Header)
 
-	use, err := fabric.CountKeyUse(ctx, e.js)
+	use, err := fabric.CountKeyUse(ctx, e.JS)
 	if err != nil {
 		t.Fatal(err)
 	}

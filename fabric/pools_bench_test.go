@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -33,7 +34,7 @@ func BenchmarkAnswerPath(b *testing.B) {
 	result := protocol.ResultMessage(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultSucceeded, Payload: &payload})
 
 	b.Run("shared_key", func(b *testing.B) {
-		c := newCodec(b, testKey)
+		c := fabrictest.NewCodec(b, fabrictest.Key)
 		b.ReportAllocs()
 		for b.Loop() {
 			m, err := c.SealInvoke(inv)
@@ -70,11 +71,11 @@ func BenchmarkAnswerPath(b *testing.B) {
 		rings[name] = ring
 		poolOf["tool"+strconv.Itoa(i)] = name
 		if i == 3 {
-			worker = newCodec(b, ring)
+			worker = fabrictest.NewCodec(b, ring)
 		}
 	}
 	poolOf[inv.Tool] = "pool3"
-	host, err := fabric.NewPoolCodecs(testKey, rings, func(tool string) string { return poolOf[tool] })
+	host, err := fabric.NewPoolCodecs(fabrictest.Key, rings, func(tool string) string { return poolOf[tool] })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -32,29 +33,29 @@ func TestPoolNames(t *testing.T) {
 // open under another's.
 func TestPoolCodecs(t *testing.T) {
 	poolOf := map[string]string{"demo.upper": "text", "demo.echo": "demo"}
-	pc, err := fabric.NewPoolCodecs(testKey, map[string]protocol.Keys{"text": otherKey}, func(tool string) string { return poolOf[tool] })
+	pc, err := fabric.NewPoolCodecs(fabrictest.Key, map[string]protocol.Keys{"text": fabrictest.OtherKey}, func(tool string) string { return poolOf[tool] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pc.Pool("demo.upper") != "text" || pc.Pool("lone.tool") != "lone.tool" {
 		t.Fatalf("pools %q, %q", pc.Pool("demo.upper"), pc.Pool("lone.tool"))
 	}
-	if pc.ForTool("demo.upper").KeyID() != protocol.KeyIDOf(otherKey) || pc.ForTool("demo.echo").KeyID() != protocol.KeyIDOf(testKey) {
+	if pc.ForTool("demo.upper").KeyID() != protocol.KeyIDOf(fabrictest.OtherKey) || pc.ForTool("demo.echo").KeyID() != protocol.KeyIDOf(fabrictest.Key) {
 		t.Fatal("a tool's frames are not sealed under its pool's ring")
 	}
-	m, err := pc.ForTool("demo.upper").SealWorker("r", 1, 1, protocol.ResultMessage(validResult("r", 1)))
+	m, err := pc.ForTool("demo.upper").SealWorker("r", 1, 1, protocol.ResultMessage(fabrictest.Result("r", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = pc.ForTool("demo.echo").OpenWorker(m.Header, m.Data)
-	wantErrIs(t, err, fabric.ErrForged, fabric.ErrUnknownKey)
+	fabrictest.WantErrIs(t, err, fabric.ErrForged, fabric.ErrUnknownKey)
 	if !pc.Own("text") || pc.Own("demo") {
 		t.Fatal("Own")
 	}
-	if _, err := fabric.NewPoolCodecs(testKey, map[string]protocol.Keys{"bad pool": otherKey}, nil); !errors.Is(err, protocol.ErrInvalidKey) {
+	if _, err := fabric.NewPoolCodecs(fabrictest.Key, map[string]protocol.Keys{"bad pool": fabrictest.OtherKey}, nil); !errors.Is(err, protocol.ErrInvalidKey) {
 		t.Fatalf("an illegal pool name: %v", err)
 	}
-	if _, err := fabric.NewPoolCodecs(testKey, map[string]protocol.Keys{"p": protocol.SessionKey{}}, nil); !errors.Is(err, protocol.ErrInvalidKey) {
+	if _, err := fabric.NewPoolCodecs(fabrictest.Key, map[string]protocol.Keys{"p": protocol.SessionKey{}}, nil); !errors.Is(err, protocol.ErrInvalidKey) {
 		t.Fatalf("a zero ring: %v", err)
 	}
 }
@@ -63,7 +64,7 @@ func TestPoolCodecs(t *testing.T) {
 // deduplicated, and differ under another ring, so no pool can take the
 // id of another pool's answer.
 func TestEventMsgIDsAreKeyed(t *testing.T) {
-	a, b := newCodec(t, testKey), newCodec(t, otherKey)
+	a, b := fabrictest.NewCodec(t, fabrictest.Key), fabrictest.NewCodec(t, fabrictest.OtherKey)
 	id := a.EventMsgID("r1", 1, protocol.KindResult)
 	if id != a.EventMsgID("r1", 1, protocol.KindResult) {
 		t.Fatal("an event's id changed")

@@ -8,24 +8,25 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
 func TestProvisionIsIdempotentAndFollowsConfig(t *testing.T) {
-	env := newEnv(t) // provisioned once with the default
-	ctx := testCtx(t)
-	if err := fabric.Provision(ctx, env.js, env.cfg); err != nil {
+	env := fabrictest.NewEnv(t) // provisioned once with the default
+	ctx := fabrictest.Ctx(t)
+	if err := fabric.Provision(ctx, env.JS, env.Cfg); err != nil {
 		t.Fatalf("second Provision: %v", err)
 	}
-	if _, err := fabric.EnsureToolConsumer(ctx, env.js, env.cfg, "text.remote"); err != nil {
+	if _, err := fabric.EnsureToolConsumer(ctx, env.JS, env.Cfg, "text.remote"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fabric.EnsureToolConsumer(ctx, env.js, env.cfg, "text.remote"); err != nil {
+	if _, err := fabric.EnsureToolConsumer(ctx, env.JS, env.Cfg, "text.remote"); err != nil {
 		t.Fatalf("second EnsureToolConsumer: %v", err)
 	}
 
-	changed := env.cfg
+	changed := env.Cfg
 	changed.DuplicateWindow = time.Minute
 	changed.MaxMsgSize = 64 << 10
 	changed.EventsMaxAge = 30 * time.Second // below the duplicate window
@@ -33,24 +34,24 @@ func TestProvisionIsIdempotentAndFollowsConfig(t *testing.T) {
 	changed.AckWait = 7 * time.Second
 	changed.MaxDeliver = 9
 	changed.MaxAckPending = 77
-	if err := fabric.Provision(ctx, env.js, changed); err != nil {
+	if err := fabric.Provision(ctx, env.JS, changed); err != nil {
 		t.Fatalf("Provision with changed config: %v", err)
 	}
-	cons, err := fabric.EnsureToolConsumer(ctx, env.js, changed, "text.remote")
+	cons, err := fabric.EnsureToolConsumer(ctx, env.JS, changed, "text.remote")
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	inv := streamConfig(t, env.js, fabric.StreamInvoke)
+	inv := streamConfig(t, env.JS, fabric.StreamInvoke)
 	if inv.Retention != jetstream.WorkQueuePolicy || inv.Duplicates != time.Minute || inv.MaxMsgSize != 64<<10 ||
 		inv.Storage != jetstream.FileStorage || len(inv.Subjects) != 1 || inv.Subjects[0] != "splash.invoke.>" {
 		t.Fatalf("%s config = %+v", fabric.StreamInvoke, inv)
 	}
-	ev := streamConfig(t, env.js, fabric.StreamEvents)
+	ev := streamConfig(t, env.JS, fabric.StreamEvents)
 	if ev.Retention != jetstream.LimitsPolicy || ev.MaxAge != 30*time.Second || ev.Duplicates != 30*time.Second {
 		t.Fatalf("%s config = %+v", fabric.StreamEvents, ev)
 	}
-	kv, err := env.js.KeyValue(ctx, fabric.BucketCancel)
+	kv, err := env.JS.KeyValue(ctx, fabric.BucketCancel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestProvisionIsIdempotentAndFollowsConfig(t *testing.T) {
 
 func streamConfig(t *testing.T, js jetstream.JetStream, name string) jetstream.StreamConfig {
 	t.Helper()
-	s, err := js.Stream(testCtx(t), name)
+	s, err := js.Stream(fabrictest.Ctx(t), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,14 +86,14 @@ func TestProvisionRejectsInvalidConfigAndCreatesNothing(t *testing.T) {
 	}
 	cfg := fabric.DefaultConfig()
 	cfg.Replicas = 0
-	wantErrIs(t, fabric.Provision(testCtx(t), js, cfg), fabric.ErrInvalidConfig)
-	if _, err := js.Stream(testCtx(t), fabric.StreamInvoke); !errors.Is(err, jetstream.ErrStreamNotFound) {
+	fabrictest.WantErrIs(t, fabric.Provision(fabrictest.Ctx(t), js, cfg), fabric.ErrInvalidConfig)
+	if _, err := js.Stream(fabrictest.Ctx(t), fabric.StreamInvoke); !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Fatalf("stream after rejected Provision: %v", err)
 	}
 }
 
 func TestEnsureToolConsumerRejectsInvalidToolNames(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tests := []struct {
 		tool    string
 		wantErr error
@@ -106,15 +107,15 @@ func TestEnsureToolConsumerRejectsInvalidToolNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool, func(t *testing.T) {
-			_, err := fabric.EnsureToolConsumer(testCtx(t), env.js, env.cfg, tt.tool)
-			wantErrIs(t, err, tt.wantErr)
+			_, err := fabric.EnsureToolConsumer(fabrictest.Ctx(t), env.JS, env.Cfg, tt.tool)
+			fabrictest.WantErrIs(t, err, tt.wantErr)
 		})
 	}
-	s, err := env.js.Stream(testCtx(t), fabric.StreamInvoke)
+	s, err := env.JS.Stream(fabrictest.Ctx(t), fabric.StreamInvoke)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(testCtx(t))
+	info, err := s.Info(fabrictest.Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,25 +125,25 @@ func TestEnsureToolConsumerRejectsInvalidToolNames(t *testing.T) {
 }
 
 func TestToolsWithDottedNamesGetSeparateQueues(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
 	for _, tool := range []string{"text", "text.remote", "text_remote"} {
-		if _, err := fabric.EnsureToolConsumer(ctx, env.js, env.cfg, tool); err != nil {
+		if _, err := fabric.EnsureToolConsumer(ctx, env.JS, env.Cfg, tool); err != nil {
 			t.Fatalf("%s: %v", tool, err)
 		}
 	}
 }
 
 func TestProvisionCreatesTheSessionBucket(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
-	changed := env.cfg
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
+	changed := env.Cfg
 	changed.SessionRetention = time.Hour
 	changed.MaxMsgSize = 16 << 10
-	if err := fabric.Provision(ctx, env.js, changed); err != nil {
+	if err := fabric.Provision(ctx, env.JS, changed); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
+	kv, err := env.JS.KeyValue(ctx, fabric.BucketSessions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,20 +162,20 @@ func TestProvisionCreatesTheSessionBucket(t *testing.T) {
 // from each append, so a session waiting on a slow tool lost its history)
 // lifts it.
 func TestProvisionKeepsLedgersWithoutAge(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
-	if got := streamConfig(t, env.js, fabric.StreamLedger).MaxAge; got != 0 {
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
+	if got := streamConfig(t, env.JS, fabric.StreamLedger).MaxAge; got != 0 {
 		t.Fatalf("%s MaxAge = %v, want none", fabric.StreamLedger, got)
 	}
-	aged := streamConfig(t, env.js, fabric.StreamLedger)
+	aged := streamConfig(t, env.JS, fabric.StreamLedger)
 	aged.MaxAge = 7 * 24 * time.Hour
-	if _, err := env.js.UpdateStream(ctx, aged); err != nil {
+	if _, err := env.JS.UpdateStream(ctx, aged); err != nil {
 		t.Fatal(err)
 	}
-	if err := fabric.Provision(ctx, env.js, env.cfg); err != nil {
+	if err := fabric.Provision(ctx, env.JS, env.Cfg); err != nil {
 		t.Fatal(err)
 	}
-	if got := streamConfig(t, env.js, fabric.StreamLedger).MaxAge; got != 0 {
+	if got := streamConfig(t, env.JS, fabric.StreamLedger).MaxAge; got != 0 {
 		t.Fatalf("after provisioning an aged stream, MaxAge = %v, want none", got)
 	}
 }

@@ -4,30 +4,15 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
-
-// sealAnswer seals status as the worker's answer to req under key.
-func sealAnswer(t *testing.T, key protocol.SessionKey, req protocol.OperationReconcileRequest, status protocol.OperationStatus) *nats.Msg {
-	t.Helper()
-	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := newCodec(t, key).SealReconciled(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 // TestReconcileCodecBinding: a request opens only as what it is, and each
 // end refuses the other's frames and an operation's.
 func TestReconcileCodecBinding(t *testing.T) {
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	req, err := fabric.NewReconcileRequest("session-1", "text.remote", "op-a")
 	if err != nil {
 		t.Fatal(err)
@@ -40,11 +25,11 @@ func TestReconcileCodecBinding(t *testing.T) {
 	if err != nil || got != req {
 		t.Fatalf("OpenReconcile = %+v, %v", got, err)
 	}
-	inv, err := c.SealInvoke(validInvoke("req-1", 1))
+	inv, err := c.SealInvoke(fabrictest.Invoke("req-1", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer := sealAnswer(t, testKey, req, protocol.StatusUnknown())
+	answer := fabrictest.SealReconciled(t, fabrictest.Key, req, protocol.StatusUnknown())
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -57,7 +42,7 @@ func TestReconcileCodecBinding(t *testing.T) {
 		{"a request as a control frame", func() error { _, err := c.OpenControl(data.Header, data.Data); return err }(), protocol.ErrInvalidMessage},
 		{"an answer as a worker event", func() error { _, _, err := c.OpenWorker(answer.Header, answer.Data); return err }(), protocol.ErrInvalidMessage},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantErrIs(t, tc.err, fabric.ErrForged, tc.want) })
+		t.Run(tc.name, func(t *testing.T) { fabrictest.WantErrIs(t, tc.err, fabric.ErrForged, tc.want) })
 	}
 	if _, err := c.SealReconcile(protocol.OperationReconcileRequest{}); !errors.Is(err, protocol.ErrInvalidMessage) {
 		t.Fatalf("SealReconcile(zero) = %v", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -31,7 +32,7 @@ func TestInvokeSubject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.tool, func(t *testing.T) {
 			got, err := fabric.InvokeSubject(tt.tool)
-			wantErrIs(t, err, tt.wantErr)
+			fabrictest.WantErrIs(t, err, tt.wantErr)
 			if got != tt.want {
 				t.Fatalf("InvokeSubject(%q) = %q, want %q", tt.tool, got, tt.want)
 			}
@@ -74,7 +75,7 @@ func TestValidateHostID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			wantErrIs(t, fabric.ValidateHostID(tt.id), tt.wantErr)
+			fabrictest.WantErrIs(t, fabric.ValidateHostID(tt.id), tt.wantErr)
 		})
 	}
 }

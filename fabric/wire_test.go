@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -30,8 +31,8 @@ func withHeader(m *nats.Msg, key string, values ...string) *nats.Msg {
 // within its bound and in its one spelling, and the body within the frame
 // limit, before any MAC is computed.
 func TestOpenRefusesMalformedHeaders(t *testing.T) {
-	c := newCodec(t, testKey)
-	good, err := c.SealInvoke(validInvoke("req-1", 1))
+	c := fabrictest.NewCodec(t, fabrictest.Key)
+	good, err := c.SealInvoke(fabrictest.Invoke("req-1", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestOpenRefusesMalformedHeaders(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := c.OpenInvoke(tt.m.Header, tt.m.Data)
-			wantErrIs(t, err, fabric.ErrForged, tt.wantErr)
+			fabrictest.WantErrIs(t, err, fabric.ErrForged, tt.wantErr)
 		})
 	}
 }
@@ -75,33 +76,33 @@ func TestOpenRefusesMalformedHeaders(t *testing.T) {
 // break and lose leading blanks, so such a session id is refused at
 // sealing instead of failing at the other end.
 func TestSealRefusesSessionsHeadersCannotCarry(t *testing.T) {
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	for _, id := range []string{"req\n1", "req\r1", "req\x001", " req-1", "\treq-1", "req\x7f"} {
-		_, err := c.SealInvoke(validInvoke(id, 1))
-		wantErrIs(t, err, protocol.ErrInvalidSession)
+		_, err := c.SealInvoke(fabrictest.Invoke(id, 1))
+		fabrictest.WantErrIs(t, err, protocol.ErrInvalidSession)
 	}
 }
 
 // TestFrameHeadersSurviveTheServer sends a sealed frame through a real
 // server: headers and body arrive as sealed and the frame opens.
 func TestFrameHeadersSurviveTheServer(t *testing.T) {
-	env := newEnv(t)
-	c := newCodec(t, testKey)
-	sub, err := env.nc.SubscribeSync("wire.test")
+	env := fabrictest.NewEnv(t)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
+	sub, err := env.NC.SubscribeSync("wire.test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := validInvoke("01JD8Y3ZK4R6W2N9Q5T7V0X1C3 é", 2)
+	inv := fabrictest.Invoke("01JD8Y3ZK4R6W2N9Q5T7V0X1C3 é", 2)
 	inv.Input = protocol.TextPayload("line one\nline <two> \"quoted\" \u2028")
 	m, err := c.SealInvoke(inv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Subject = "wire.test"
-	if err := env.nc.PublishMsg(m); err != nil {
+	if err := env.NC.PublishMsg(m); err != nil {
 		t.Fatal(err)
 	}
-	got, err := sub.NextMsgWithContext(testCtx(t))
+	got, err := sub.NextMsgWithContext(fabrictest.Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestFrameHeadersSurviveTheServer(t *testing.T) {
 // TestCancelRecordRoundTrip: a cancel record, which a KV value carries
 // without headers, is one JSON line and opens only as a cancel record.
 func TestCancelRecordRoundTrip(t *testing.T) {
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	cancel := protocol.Cancel{RequestID: "req-1", Tool: "t", Attempt: 2, IdempotencyKey: "k"}
 	data, err := c.SealCancelRecord(cancel)
 	if err != nil {
@@ -123,17 +124,17 @@ func TestCancelRecordRoundTrip(t *testing.T) {
 	if got, err := c.OpenCancelRecord(data); err != nil || got != cancel {
 		t.Fatalf("OpenCancelRecord = %+v, %v", got, err)
 	}
-	if _, err := newCodec(t, otherKey).OpenCancelRecord(data); err == nil {
+	if _, err := fabrictest.NewCodec(t, fabrictest.OtherKey).OpenCancelRecord(data); err == nil {
 		t.Fatal("a record opened under another key")
 	}
 	_, err = c.OpenCancelRecord(append([]byte(c.KeyID()+" "), bytes.Repeat([]byte{'{'}, protocol.DefaultMaxFrameBytes+1)...))
-	wantErrIs(t, err, fabric.ErrForged, protocol.ErrFrameTooLarge)
+	fabrictest.WantErrIs(t, err, fabric.ErrForged, protocol.ErrFrameTooLarge)
 	_, err = c.OpenCancelRecord(bytes.Repeat([]byte{' '}, protocol.DefaultMaxFrameBytes+protocol.MaxKeyIDBytes+3))
-	wantErrIs(t, err, fabric.ErrForged, protocol.ErrFrameTooLarge)
-	inv, err := c.SealInvoke(validInvoke("req-1", 1))
+	fabrictest.WantErrIs(t, err, fabric.ErrForged, protocol.ErrFrameTooLarge)
+	inv, err := c.SealInvoke(fabrictest.Invoke("req-1", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.OpenCancelRecord(inv.Data)
-	wantErrIs(t, err, fabric.ErrForged, protocol.ErrMalformedFrame)
+	fabrictest.WantErrIs(t, err, fabric.ErrForged, protocol.ErrMalformedFrame)
 }

@@ -9,22 +9,23 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // oldEventsConsumer creates durable as a host of earlier versions did:
 // one filter, narrower than today's (one tool's events subject of host).
-func oldEventsConsumer(t *testing.T, env *fabricEnv, durable, host string) jetstream.Consumer {
+func oldEventsConsumer(t *testing.T, env *fabrictest.Env, durable, host string) jetstream.Consumer {
 	t.Helper()
-	cons, err := env.js.CreateOrUpdateConsumer(testCtx(t), fabric.StreamEvents, jetstream.ConsumerConfig{
+	cons, err := env.JS.CreateOrUpdateConsumer(fabrictest.Ctx(t), fabric.StreamEvents, jetstream.ConsumerConfig{
 		Durable:       durable,
-		FilterSubject: fabric.EventsSubject(host, testTool),
+		FilterSubject: fabric.EventsSubject(host, fabrictest.Tool),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       env.cfg.AckWait,
+		AckWait:       env.Cfg.AckWait,
 		MaxDeliver:    -1,
-		MaxAckPending: env.cfg.MaxAckPending,
+		MaxAckPending: env.Cfg.MaxAckPending,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -32,9 +33,9 @@ func oldEventsConsumer(t *testing.T, env *fabricEnv, durable, host string) jetst
 	return cons
 }
 
-func wantFilters(t *testing.T, env *fabricEnv, durable, host string) {
+func wantFilters(t *testing.T, env *fabrictest.Env, durable, host string) {
 	t.Helper()
-	cons, err := env.js.Consumer(testCtx(t), fabric.StreamEvents, durable)
+	cons, err := env.JS.Consumer(fabrictest.Ctx(t), fabric.StreamEvents, durable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +47,11 @@ func wantFilters(t *testing.T, env *fabricEnv, durable, host string) {
 
 // publishAnswer JetStream-publishes frame on the answer subject of key
 // under host, as a worker answering an Idempotent call would.
-func publishAnswer(t *testing.T, env *fabricEnv, host, key string, frame *nats.Msg) {
+func publishAnswer(t *testing.T, env *fabrictest.Env, host, key string, frame *nats.Msg) {
 	t.Helper()
-	frame.Subject = fabric.AnswerSubject(host, testTool, key)
-	frame.Header.Set(fabric.HeaderTool, testTool)
-	if _, err := env.js.PublishMsg(testCtx(t), frame); err != nil {
+	frame.Subject = fabric.AnswerSubject(host, fabrictest.Tool, key)
+	frame.Header.Set(fabric.HeaderTool, fabrictest.Tool)
+	if _, err := env.JS.PublishMsg(fabrictest.Ctx(t), frame); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -60,17 +61,17 @@ func publishAnswer(t *testing.T, env *fabricEnv, host, key string, frame *nats.M
 // host reads a call's chunk from its events subject and then the answer
 // from the operation's answer subject, in stream order.
 func TestEventsConsumerReadsAnswerSubjects(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	oldEventsConsumer(t, env, "host_h1", "h1")
 	tr := newTransport(t, env, "h1")
 	wantFilters(t, env, "host_h1", "h1")
 
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	chunk, err := c.SealWorker("req-1", 1, 1, protocol.ChunkMessage(protocol.Chunk{RequestID: "req-1", Sequence: 1, Text: "c"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	publishEvent(t, env, "h1", newCodec(t, testKey).ChunkMsgID("req-1", 1, 1), chunk)
+	publishEvent(t, env, "h1", fabrictest.NewCodec(t, fabrictest.Key).ChunkMsgID("req-1", 1, 1), chunk)
 	publishAnswer(t, env, "h1", "key-req-1", sealResult(t, "req-1", 1, 2))
 	if ev := testwait.Receive(t, 0, "chunk", tr.Events()); ev.Message.Chunk == nil {
 		t.Fatalf("first event = %+v, want the chunk", ev)
@@ -85,23 +86,23 @@ func TestEventsConsumerReadsAnswerSubjects(t *testing.T) {
 // of its own, keeps that position and gets both filters in place; answers
 // on the adopted host's answer subjects reach the adopter.
 func TestAdoptedEventsReadAnswerSubjects(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	// The adopted host's own durable has acked a first event, so the
 	// adopter's config starts past it, which an existing durable refuses
 	// to change to.
 	own := oldEventsConsumer(t, env, "host_h0", "h0")
-	publishEvent(t, env, "h0", newCodec(t, testKey).EventMsgID("req-0", 1, protocol.KindResult), sealResult(t, "req-0", 1, 1))
+	publishEvent(t, env, "h0", fabrictest.NewCodec(t, fabrictest.Key).EventMsgID("req-0", 1, protocol.KindResult), sealResult(t, "req-0", 1, 1))
 	m, err := own.Next(jetstream.FetchMaxWait(10 * time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.DoubleAck(testCtx(t)); err != nil {
+	if err := m.DoubleAck(fabrictest.Ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	oldEventsConsumer(t, env, "adopt_h0_by_h1", "h0")
 
 	tr := newTransport(t, env, "h1")
-	if err := tr.AdoptEvents(testCtx(t), "h0"); err != nil {
+	if err := tr.AdoptEvents(fabrictest.Ctx(t), "h0"); err != nil {
 		t.Fatal(err)
 	}
 	wantFilters(t, env, "adopt_h0_by_h1", "h0")

@@ -9,6 +9,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -25,20 +26,20 @@ type workerFrame struct {
 // and then its result, all published asynchronously on one connection as
 // fast as the client allows, the way workeragent does. It returns the
 // frames in publish order.
-func publishCalls(t *testing.T, env *fabricEnv, hostID string, requests, n int) []workerFrame {
+func publishCalls(t *testing.T, env *fabrictest.Env, hostID string, requests, n int) []workerFrame {
 	t.Helper()
-	wnc := env.srv.Connect()
+	wnc := env.Srv.Connect()
 	js, err := jetstream.New(wnc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	var sent []workerFrame
 	for r := range requests {
 		req := fmt.Sprintf("req-%d", r+1)
 		for k := uint32(1); k <= uint32(n)+1; k++ {
 			chunk := k <= uint32(n)
-			msg := protocol.ResultMessage(validResult(req, 1))
+			msg := protocol.ResultMessage(fabrictest.Result(req, 1))
 			id := c.EventMsgID(req, 1, protocol.KindResult)
 			if chunk {
 				msg = protocol.ChunkMessage(protocol.Chunk{RequestID: req, Sequence: uint64(k), Text: fmt.Sprint("c", k)})
@@ -48,8 +49,8 @@ func publishCalls(t *testing.T, env *fabricEnv, hostID string, requests, n int) 
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Subject = fabric.EventsSubject(hostID, testTool)
-			m.Header.Set(fabric.HeaderTool, testTool)
+			m.Subject = fabric.EventsSubject(hostID, fabrictest.Tool)
+			m.Header.Set(fabric.HeaderTool, fabrictest.Tool)
 			m.Header.Set(fabric.HeaderMsgID, id)
 			if _, err := js.PublishMsgAsync(m); err != nil {
 				t.Fatal(err)
@@ -59,7 +60,7 @@ func publishCalls(t *testing.T, env *fabricEnv, hostID string, requests, n int) 
 	}
 	select {
 	case <-js.PublishAsyncComplete():
-	case <-testCtx(t).Done():
+	case <-fabrictest.Ctx(t).Done():
 		t.Fatal("publishes not acknowledged")
 	}
 	return sent
@@ -92,14 +93,14 @@ func expectFrames(t *testing.T, tr *hostnats.HostTransport, want []workerFrame) 
 }
 
 func TestChunksArriveBeforeTheirResult(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
 	sent := publishCalls(t, env, "h1", 50, 8)
 	expectFrames(t, tr, sent)
 }
 
 func TestChunksWaitForAnAbsentHost(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	first := newTransport(t, env, "h1")
 	if err := first.Close(); err != nil {
 		t.Fatal(err)

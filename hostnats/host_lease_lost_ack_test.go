@@ -6,6 +6,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
@@ -13,17 +14,17 @@ import (
 // host its lease: the next renewal finds the key moved on by its own
 // record, renews from there, and the lease stays held and renewed.
 func TestHostLeaseRenewalOutlivesALostAcknowledgement(t *testing.T) {
-	env := newEnv(t)
-	p := env.srv.StartCutProxy(t)
+	env := fabrictest.NewEnv(t)
+	p := env.Srv.StartCutProxy(t)
 	nc := p.Connect(t)
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	const lease = 900 * time.Millisecond
-	leases, err := hostnats.NewHostLeases(ctx, nc, env.cfg, testKey, lease)
+	leases, err := hostnats.NewHostLeases(ctx, nc, env.Cfg, fabrictest.Key, lease)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { leases.Close() })
-	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
+	kv, err := env.JS.KeyValue(ctx, fabric.BucketSessions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +49,10 @@ func TestHostLeaseRenewalOutlivesALostAcknowledgement(t *testing.T) {
 // A renewal that finds another holder's record gives the lease up: the
 // read that saves a lost acknowledgement never takes back a lease taken.
 func TestHostLeaseRenewalYieldsToAnotherHolder(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
 	const lease = 900 * time.Millisecond
-	first, err := hostnats.NewHostLeases(ctx, env.nc, env.cfg, testKey, lease)
+	first, err := hostnats.NewHostLeases(ctx, env.NC, env.Cfg, fabrictest.Key, lease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestHostLeaseRenewalYieldsToAnotherHolder(t *testing.T) {
 	if err := first.Take(ctx, inc, "h1-2"); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := env.js.KeyValue(ctx, fabric.BucketSessions)
+	kv, err := env.JS.KeyValue(ctx, fabric.BucketSessions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestHostLeaseRenewalYieldsToAnotherHolder(t *testing.T) {
 	if _, err := kv.Put(ctx, "l."+inc, []byte("not a lease")); err != nil {
 		t.Fatal(err)
 	}
-	second, err := hostnats.NewHostLeases(ctx, env.nc, env.cfg, testKey, lease)
+	second, err := hostnats.NewHostLeases(ctx, env.NC, env.Cfg, fabrictest.Key, lease)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,14 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
-func newTransport(t *testing.T, env *fabricEnv, hostID string, opts ...hostnats.Option) *hostnats.HostTransport {
+func newTransport(t *testing.T, env *fabrictest.Env, hostID string, opts ...hostnats.Option) *hostnats.HostTransport {
 	t.Helper()
-	tr, err := hostnats.NewHostTransport(testCtx(t), env.nc, env.cfg, hostID, testKey, opts...)
+	tr, err := hostnats.NewHostTransport(fabrictest.Ctx(t), env.NC, env.Cfg, hostID, fabrictest.Key, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,24 +29,24 @@ func newTransport(t *testing.T, env *fabricEnv, hostID string, opts ...hostnats.
 
 // publishEvent JetStream-publishes frame to host's events subject as a
 // worker would, and waits for it to be stored.
-func publishEvent(t *testing.T, env *fabricEnv, hostID, msgID string, frame *nats.Msg) {
+func publishEvent(t *testing.T, env *fabrictest.Env, hostID, msgID string, frame *nats.Msg) {
 	t.Helper()
-	m := nats.NewMsg(fabric.EventsSubject(hostID, testTool))
+	m := nats.NewMsg(fabric.EventsSubject(hostID, fabrictest.Tool))
 	for k, v := range frame.Header {
 		m.Header[k] = v
 	}
-	m.Header.Set(fabric.HeaderTool, testTool)
+	m.Header.Set(fabric.HeaderTool, fabrictest.Tool)
 	m.Data = frame.Data
 	m.Header.Set(fabric.HeaderMsgID, msgID)
 	m.Header.Set(fabric.HeaderWorker, "w1")
-	if _, err := env.js.PublishMsg(testCtx(t), m); err != nil {
+	if _, err := env.JS.PublishMsg(fabrictest.Ctx(t), m); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func sealResult(t *testing.T, req string, attempt, k uint32) *nats.Msg {
 	t.Helper()
-	data, err := newCodec(t, testKey).SealWorker(req, attempt, k, protocol.ResultMessage(validResult(req, attempt)))
+	data, err := fabrictest.NewCodec(t, fabrictest.Key).SealWorker(req, attempt, k, protocol.ResultMessage(fabrictest.Result(req, attempt)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,14 +54,14 @@ func sealResult(t *testing.T, req string, attempt, k uint32) *nats.Msg {
 }
 
 func TestPublishStoresSealedInvocationWithHeaders(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
-	cons, err := fabric.EnsureToolConsumer(testCtx(t), env.js, env.cfg, "text.remote")
+	cons, err := fabric.EnsureToolConsumer(fabrictest.Ctx(t), env.JS, env.Cfg, "text.remote")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := validInvoke("req-1", 1)
-	if err := tr.Publish(testCtx(t), inv); err != nil {
+	inv := fabrictest.Invoke("req-1", 1)
+	if err := tr.Publish(fabrictest.Ctx(t), inv); err != nil {
 		t.Fatal(err)
 	}
 	m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
@@ -73,7 +74,7 @@ func TestPublishStoresSealedInvocationWithHeaders(t *testing.T) {
 	if got := m.Headers().Get(fabric.HeaderHost); got != "h1" {
 		t.Fatalf("Splash-Host = %q", got)
 	}
-	got, err := newCodec(t, testKey).OpenInvoke(m.Headers(), m.Data())
+	got, err := fabrictest.NewCodec(t, fabrictest.Key).OpenInvoke(m.Headers(), m.Data())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,20 +87,20 @@ func TestPublishStoresSealedInvocationWithHeaders(t *testing.T) {
 }
 
 func TestRepublishOfSameAttemptIsDeduplicated(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	for _, attempt := range []uint32{1, 1, 2, 2} {
-		if err := tr.Publish(ctx, validInvoke("req-1", attempt)); err != nil {
+		if err := tr.Publish(ctx, fabrictest.Invoke("req-1", attempt)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The server handles one connection's publishes in order, so once a
 	// later synchronous publish is stored, the four above are decided.
-	if _, err := env.js.Publish(ctx, "splash.invoke.sentinel", []byte("x")); err != nil {
+	if _, err := env.JS.Publish(ctx, "splash.invoke.sentinel", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := env.js.Stream(ctx, fabric.StreamInvoke)
+	s, err := env.JS.Stream(ctx, fabric.StreamInvoke)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestRepublishOfSameAttemptIsDeduplicated(t *testing.T) {
 }
 
 func TestPublishRejectsBadInvocationsAndSendsNothing(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
 	tests := []struct {
 		name    string
@@ -127,13 +128,13 @@ func TestPublishRejectsBadInvocationsAndSendsNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inv := validInvoke("req-1", 1)
+			inv := fabrictest.Invoke("req-1", 1)
 			tt.mutate(&inv)
-			wantErrIs(t, tr.Publish(testCtx(t), inv), tt.wantErr)
+			fabrictest.WantErrIs(t, tr.Publish(fabrictest.Ctx(t), inv), tt.wantErr)
 		})
 	}
-	s, _ := env.js.Stream(testCtx(t), fabric.StreamInvoke)
-	info, err := s.Info(testCtx(t))
+	s, _ := env.JS.Stream(fabrictest.Ctx(t), fabric.StreamInvoke)
+	info, err := s.Info(fabrictest.Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,13 +144,13 @@ func TestPublishRejectsBadInvocationsAndSendsNothing(t *testing.T) {
 }
 
 func TestPublishFailureComesBackAsEvent(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
-	if err := env.js.DeleteStream(testCtx(t), fabric.StreamInvoke); err != nil {
+	if err := env.JS.DeleteStream(fabrictest.Ctx(t), fabric.StreamInvoke); err != nil {
 		t.Fatal(err)
 	}
-	inv := validInvoke("req-1", 1)
-	if err := tr.Publish(testCtx(t), inv); err != nil {
+	inv := fabrictest.Invoke("req-1", 1)
+	if err := tr.Publish(fabrictest.Ctx(t), inv); err != nil {
 		t.Fatal(err)
 	}
 	ev := testwait.Receive(t, 0, "publish failure", tr.Events())
@@ -159,15 +160,15 @@ func TestPublishFailureComesBackAsEvent(t *testing.T) {
 }
 
 func TestWorkerEventsAndChunksReachEvents(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	for k := uint32(1); k <= 3; k++ {
 		data, err := c.SealWorker("req-1", 1, k, protocol.ChunkMessage(protocol.Chunk{RequestID: "req-1", Sequence: uint64(k), Text: "c"}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		publishEvent(t, env, "h1", newCodec(t, testKey).ChunkMsgID("req-1", 1, k), data)
+		publishEvent(t, env, "h1", fabrictest.NewCodec(t, fabrictest.Key).ChunkMsgID("req-1", 1, k), data)
 	}
 	for k := uint64(1); k <= 3; k++ {
 		ev := testwait.Receive(t, 0, "chunk", tr.Events())
@@ -175,7 +176,7 @@ func TestWorkerEventsAndChunksReachEvents(t *testing.T) {
 			t.Fatalf("event %d = %+v", k, ev)
 		}
 	}
-	publishEvent(t, env, "h1", newCodec(t, testKey).EventMsgID("req-1", 1, protocol.KindResult), sealResult(t, "req-1", 1, 4))
+	publishEvent(t, env, "h1", fabrictest.NewCodec(t, fabrictest.Key).EventMsgID("req-1", 1, protocol.KindResult), sealResult(t, "req-1", 1, 4))
 	ev := testwait.Receive(t, 0, "result", tr.Events())
 	if ev.Message.Result == nil || ev.Worker != "w1" {
 		t.Fatalf("event = %+v", ev)
@@ -183,7 +184,7 @@ func TestWorkerEventsAndChunksReachEvents(t *testing.T) {
 }
 
 func TestForgedFramesAreRejectedAndCounted(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	var mu sync.Mutex
 	hooked := map[string]int{}
 	tr := newTransport(t, env, "h1", hostnats.WithRejectHandler(func(reason, _ string, err error) {
@@ -194,7 +195,7 @@ func TestForgedFramesAreRejectedAndCounted(t *testing.T) {
 		hooked[reason]++
 		mu.Unlock()
 	}))
-	res := protocol.ResultMessage(validResult("req-1", 1))
+	res := protocol.ResultMessage(fabrictest.Result("req-1", 1))
 	chunk := protocol.ChunkMessage(protocol.Chunk{RequestID: "req-1", Sequence: 1, Text: "c"})
 	good := sealResult(t, "req-1", 1, 2)
 	events := []struct {
@@ -203,13 +204,13 @@ func TestForgedFramesAreRejectedAndCounted(t *testing.T) {
 	}{
 		{"no tag", fabric.FrameMsg(protocol.Frame{SessionID: "req-1", Role: protocol.RoleWorker, Sequence: 4294967297, Message: []byte(`{"kind":"result"}`)})},
 		{"garbage", &nats.Msg{Data: []byte("not json")}},
-		{"wrong key", mustFrame(t, otherKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), res)},
-		{"host role", mustFrame(t, testKey, "req-1", protocol.RoleHost, fabric.WorkerSeq(1, 1), res)},
-		{"tampered", tamper(mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1),
+		{"wrong key", fabrictest.Frame(t, fabrictest.OtherKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), res)},
+		{"host role", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleHost, fabric.WorkerSeq(1, 1), res)},
+		{"tampered", fabrictest.Tamper(fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1),
 			protocol.ResultMessage(protocol.Result{RequestID: "req-1", Attempt: 1, Status: protocol.ResultFailed, Error: "hello"})))},
 		{"good", good},
 		{"replayed", good},
-		{"chunk after its result", mustFrame(t, testKey, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), chunk)},
+		{"chunk after its result", fabrictest.Frame(t, fabrictest.Key, "req-1", protocol.RoleWorker, fabric.WorkerSeq(1, 1), chunk)},
 	}
 	for i, e := range events {
 		publishEvent(t, env, "h1", "forged-"+string(rune('a'+i)), e.data)
@@ -246,12 +247,12 @@ func TestForgedFramesAreRejectedAndCounted(t *testing.T) {
 	default:
 	}
 	// Rejected frames were taken off the stream: none waits for redelivery.
-	cons, err := env.js.Consumer(testCtx(t), fabric.StreamEvents, "host_h1")
+	cons, err := env.JS.Consumer(fabrictest.Ctx(t), fabric.StreamEvents, "host_h1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	testwait.Until(t, 0, "events acked", func() bool {
-		info, err := cons.Info(testCtx(t))
+		info, err := cons.Info(fabrictest.Ctx(t))
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})
 }
@@ -265,7 +266,7 @@ func total(m map[string]uint64) uint64 {
 }
 
 func TestEventPublishedWhileHostAwayIsDeliveredOnReturn(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	first := newTransport(t, env, "h1")
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
@@ -289,42 +290,42 @@ func TestEventPublishedWhileHostAwayIsDeliveredOnReturn(t *testing.T) {
 }
 
 func TestCancelStoresRecordThenBroadcasts(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
-	sub, err := env.nc.SubscribeSync(fabric.CancelSubject("text.remote"))
+	sub, err := env.NC.SubscribeSync(fabric.CancelSubject("text.remote"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := validInvoke("req-1", 1)
+	inv := fabrictest.Invoke("req-1", 1)
 	cancel := protocol.Cancel{RequestID: "req-1", Tool: inv.Tool, Attempt: 1, IdempotencyKey: inv.IdempotencyKey}
-	if err := tr.Cancel(testCtx(t), cancel); err != nil {
+	if err := tr.Cancel(fabrictest.Ctx(t), cancel); err != nil {
 		t.Fatal(err)
 	}
 	m, err := sub.NextMsg(10 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCodec(t, testKey)
+	c := fabrictest.NewCodec(t, fabrictest.Key)
 	if got, err := c.OpenCancel(m.Header, m.Data); err != nil || got != cancel {
 		t.Fatalf("broadcast = %+v, %v", got, err)
 	}
-	kv, err := fabric.CancelBucket(testCtx(t), env.js)
+	kv, err := fabric.CancelBucket(fabrictest.Ctx(t), env.JS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := fabric.LookupCancel(testCtx(t), kv, c, inv.Tool, inv)
+	got, ok, err := fabric.LookupCancel(fabrictest.Ctx(t), kv, c, inv.Tool, inv)
 	if err != nil || !ok || got != cancel {
 		t.Fatalf("LookupCancel = %+v, %v, %v", got, ok, err)
 	}
-	_, ok, err = fabric.LookupCancel(testCtx(t), kv, c, inv.Tool, validInvoke("req-2", 1))
+	_, ok, err = fabric.LookupCancel(fabrictest.Ctx(t), kv, c, inv.Tool, fabrictest.Invoke("req-2", 1))
 	if err != nil || ok {
 		t.Fatalf("LookupCancel of another request = %v, %v", ok, err)
 	}
-	wantErrIs(t, tr.Cancel(testCtx(t), protocol.Cancel{RequestID: "r", Tool: "a..b", Attempt: 1, IdempotencyKey: "k"}), protocol.ErrInvalidToolName)
+	fabrictest.WantErrIs(t, tr.Cancel(fabrictest.Ctx(t), protocol.Cancel{RequestID: "r", Tool: "a..b", Attempt: 1, IdempotencyKey: "k"}), protocol.ErrInvalidToolName)
 }
 
 func TestClosedTransportRefusesWork(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
@@ -332,13 +333,13 @@ func TestClosedTransportRefusesWork(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	wantErrIs(t, tr.Publish(testCtx(t), validInvoke("req-1", 1)), hostnats.ErrClosed)
-	wantErrIs(t, tr.Cancel(testCtx(t), protocol.Cancel{RequestID: "r", Tool: "t", Attempt: 1, IdempotencyKey: "k"}), hostnats.ErrClosed)
+	fabrictest.WantErrIs(t, tr.Publish(fabrictest.Ctx(t), fabrictest.Invoke("req-1", 1)), hostnats.ErrClosed)
+	fabrictest.WantErrIs(t, tr.Cancel(fabrictest.Ctx(t), protocol.Cancel{RequestID: "r", Tool: "t", Attempt: 1, IdempotencyKey: "k"}), hostnats.ErrClosed)
 }
 
 func TestNewHostTransportRejectsBadInput(t *testing.T) {
-	env := newEnv(t)
-	bad := env.cfg
+	env := fabrictest.NewEnv(t)
+	bad := env.Cfg
 	bad.AckWait = 0
 	tests := []struct {
 		name    string
@@ -348,15 +349,15 @@ func TestNewHostTransportRejectsBadInput(t *testing.T) {
 		opts    []hostnats.Option
 		wantErr error
 	}{
-		{"bad config", bad, "h1", testKey, nil, fabric.ErrInvalidConfig},
-		{"bad host id", env.cfg, "h.1", testKey, nil, fabric.ErrInvalidHostID},
-		{"zero key", env.cfg, "h1", protocol.SessionKey{}, nil, protocol.ErrInvalidKey},
-		{"bad option", env.cfg, "h1", testKey, []hostnats.Option{hostnats.WithMaxPending(0)}, fabric.ErrInvalidConfig},
+		{"bad config", bad, "h1", fabrictest.Key, nil, fabric.ErrInvalidConfig},
+		{"bad host id", env.Cfg, "h.1", fabrictest.Key, nil, fabric.ErrInvalidHostID},
+		{"zero key", env.Cfg, "h1", protocol.SessionKey{}, nil, protocol.ErrInvalidKey},
+		{"bad option", env.Cfg, "h1", fabrictest.Key, []hostnats.Option{hostnats.WithMaxPending(0)}, fabric.ErrInvalidConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := hostnats.NewHostTransport(testCtx(t), env.nc, tt.cfg, tt.hostID, tt.key, tt.opts...)
-			wantErrIs(t, err, tt.wantErr)
+			_, err := hostnats.NewHostTransport(fabrictest.Ctx(t), env.NC, tt.cfg, tt.hostID, tt.key, tt.opts...)
+			fabrictest.WantErrIs(t, err, tt.wantErr)
 		})
 	}
 }

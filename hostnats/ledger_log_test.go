@@ -12,6 +12,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workflow"
 	"github.com/splashfabric/splashfabric/workflow/logtest"
@@ -19,9 +20,9 @@ import (
 
 var ledgerT0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func newLedgerLog(t *testing.T, env *fabricEnv) *hostnats.LedgerLog {
+func newLedgerLog(t *testing.T, env *fabrictest.Env) *hostnats.LedgerLog {
 	t.Helper()
-	l, err := hostnats.NewLedgerLog(testCtx(t), env.nc, env.cfg, testKey)
+	l, err := hostnats.NewLedgerLog(fabrictest.Ctx(t), env.NC, env.Cfg, fabrictest.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,14 +35,14 @@ func newLedgerLog(t *testing.T, env *fabricEnv) *hostnats.LedgerLog {
 // the writer's second try.
 func TestLedgerLogConformance(t *testing.T) {
 	logtest.RunConformance(t, func(t *testing.T) func() workflow.Log {
-		env := newEnv(t)
+		env := fabrictest.NewEnv(t)
 		return func() workflow.Log { return newLedgerLog(t, env) }
 	})
 }
 
 func TestLedgerLogRoundTripsAndFencesWriters(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
 	a, b := newLedgerLog(t, env), newLedgerLog(t, env)
 	all := logtest.Entries(5)
 	must := func(err error) {
@@ -100,7 +101,7 @@ func TestLedgerLogRoundTripsAndFencesWriters(t *testing.T) {
 // wantLedgers checks Has(session) and Sessions against want.
 func wantLedgers(t *testing.T, l *hostnats.LedgerLog, session string, has bool, want ...string) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	if got, err := l.Has(ctx, session); err != nil || got != has {
 		t.Fatalf("Has(%s) = %v, %v; want %v", session, got, err, has)
 	}
@@ -118,13 +119,13 @@ func wantLedgers(t *testing.T, l *hostnats.LedgerLog, session string, has bool, 
 // tombstone that drops the ledger's messages at once and expires by its
 // own TTL, leaving the subject empty, with no purge request.
 func TestLedgerRemovalIsOneMessageThatExpires(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
 	l := newLedgerLog(t, env)
 	if err := l.Append(ctx, "s-h1-1", 0, logtest.Entries(3)); err != nil {
 		t.Fatal(err)
 	}
-	stream, err := env.js.Stream(ctx, fabric.StreamLedger)
+	stream, err := env.JS.Stream(ctx, fabric.StreamLedger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,11 +156,11 @@ func TestLedgerRemovalIsOneMessageThatExpires(t *testing.T) {
 }
 
 func TestLedgerLogSplitsALargeAppend(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
 	l := newLedgerLog(t, env)
 	big := logtest.Entries(1)
-	chunk := strings.Repeat("x", int(env.cfg.MaxMsgSize)/3)
+	chunk := strings.Repeat("x", int(env.Cfg.MaxMsgSize)/3)
 	for i := 1; i <= 6; i++ {
 		big = append(big, workflow.Entry{At: ledgerT0, Applied: &workflow.Applied{Kind: workflow.InputSucceeded, Op: 1, Output: chunk}})
 	}
@@ -173,13 +174,13 @@ func TestLedgerLogSplitsALargeAppend(t *testing.T) {
 }
 
 func TestLedgerLogRefusesForgedRecords(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
 	l := newLedgerLog(t, env)
 	if err := l.Append(ctx, "s-a", 0, logtest.Entries(2)); err != nil {
 		t.Fatal(err)
 	}
-	other, err := hostnats.NewLedgerLog(ctx, env.nc, env.cfg, otherKey)
+	other, err := hostnats.NewLedgerLog(ctx, env.NC, env.Cfg, fabrictest.OtherKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestLedgerLogRefusesForgedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A record copied from one session's ledger to another's.
-	msg, err := env.js.Stream(ctx, fabric.StreamLedger)
+	msg, err := env.JS.Stream(ctx, fabric.StreamLedger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestLedgerLogRefusesForgedRecords(t *testing.T) {
 	}
 	copied := nats.NewMsg("splash.ledger.s-c")
 	copied.Data, copied.Header = last.Data, last.Header
-	if _, err := env.js.PublishMsg(ctx, copied); err != nil {
+	if _, err := env.JS.PublishMsg(ctx, copied); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct{ name, session string }{

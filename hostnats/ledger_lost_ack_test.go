@@ -9,6 +9,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workflow"
 	"github.com/splashfabric/splashfabric/workflow/logtest"
@@ -46,11 +47,11 @@ func TestLedgerWriteOutlivesALostAcknowledgement(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newEnv(t)
-			p := env.srv.StartCutProxy(t)
+			env := fabrictest.NewEnv(t)
+			p := env.Srv.StartCutProxy(t)
 			nc := p.Connect(t)
-			ctx := testCtx(t)
-			log, err := hostnats.NewLedgerLog(ctx, nc, env.cfg, testKey)
+			ctx := fabrictest.Ctx(t)
+			log, err := hostnats.NewLedgerLog(ctx, nc, env.Cfg, fabrictest.Key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +60,7 @@ func TestLedgerWriteOutlivesALostAcknowledgement(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			stream, err := env.js.Stream(ctx, fabric.StreamLedger)
+			stream, err := env.JS.Stream(ctx, fabric.StreamLedger)
 			if err != nil {
 				t.Fatal(err)
 			}

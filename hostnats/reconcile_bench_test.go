@@ -5,11 +5,10 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostnats"
-	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -17,24 +16,16 @@ import (
 // server: seal, request, a worker that opens the request and seals a
 // succeeded answer, and the host's checks of it.
 func BenchmarkReconcile(b *testing.B) {
-	srv := natstest.Start(b)
-	nc := srv.Connect()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	env := fabrictest.NewEnv(b)
+	srv, nc, cfg := env.Srv, env.NC, env.Cfg
 	ctx := context.Background()
-	cfg := fabric.DefaultConfig()
-	if err := fabric.Provision(ctx, js, cfg); err != nil {
-		b.Fatal(err)
-	}
-	tr, err := hostnats.NewHostTransport(ctx, nc, cfg, "h1", testKey)
+	tr, err := hostnats.NewHostTransport(ctx, nc, cfg, "h1", fabrictest.Key)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = tr.Close() }()
 	worker := srv.Connect()
-	codec := newCodec(b, testKey)
+	codec := fabrictest.NewCodec(b, fabrictest.Key)
 	payload := protocol.TextPayload("done")
 	sub, err := worker.QueueSubscribe(fabric.ReconcileSubject(reconcileTool), "workers", func(m *nats.Msg) {
 		req, err := codec.OpenReconcile(m.Header, m.Data)

@@ -13,6 +13,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -24,10 +25,10 @@ const reconcileTool = "text.remote"
 // (acceptingHost), and handed to answer, which returns the frames to reply
 // with, in order (none: it stays silent); raw is the request's frame as
 // the host sent it. Requests that fail to open are reported on the test.
-func respond(t *testing.T, env *fabricEnv, tool string, answer func(req protocol.OperationReconcileRequest, raw *nats.Msg) []*nats.Msg) {
+func respond(t *testing.T, env *fabrictest.Env, tool string, answer func(req protocol.OperationReconcileRequest, raw *nats.Msg) []*nats.Msg) {
 	t.Helper()
-	codec := newCodec(t, testKey)
-	sub, err := env.nc.QueueSubscribe(fabric.ReconcileSubject(tool), "workers", func(m *nats.Msg) {
+	codec := fabrictest.NewCodec(t, fabrictest.Key)
+	sub, err := env.NC.QueueSubscribe(fabric.ReconcileSubject(tool), "workers", func(m *nats.Msg) {
 		req, err := codec.OpenReconcile(m.Header, m.Data)
 		if err != nil {
 			t.Errorf("reconcile request: %v", err)
@@ -45,28 +46,14 @@ func respond(t *testing.T, env *fabricEnv, tool string, answer func(req protocol
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.nc.Flush(); err != nil {
+	if err := env.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 }
 
-// sealAnswer seals status as the worker's answer to req under key.
-func sealAnswer(t *testing.T, key protocol.SessionKey, req protocol.OperationReconcileRequest, status protocol.OperationStatus) *nats.Msg {
-	t.Helper()
-	res, err := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, status)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := newCodec(t, key).SealReconciled(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 func TestReconcileAnswersEachStatus(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
 	cases := []struct {
 		key    string
@@ -83,12 +70,12 @@ func TestReconcileAnswersEachStatus(t *testing.T) {
 		byKey[tc.key] = tc.status
 	}
 	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, _ *nats.Msg) []*nats.Msg {
-		return []*nats.Msg{sealAnswer(t, testKey, req, byKey[req.OperationKey])}
+		return []*nats.Msg{fabrictest.SealReconciled(t, fabrictest.Key, req, byKey[req.OperationKey])}
 	})
 	seen := map[string]bool{}
 	for _, tc := range cases {
 		t.Run(string(tc.status.State), func(t *testing.T) {
-			res, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, tc.key)
+			res, err := tr.Reconcile(fabrictest.Ctx(t), "session-1", reconcileTool, tc.key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +100,7 @@ func TestReconcileAnswersEachStatus(t *testing.T) {
 }
 
 func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1", hostnats.WithReconcileTimeout(300*time.Millisecond))
 	succeeded := protocol.StatusSucceeded(protocol.TextPayload("done"))
 
@@ -122,7 +109,7 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 	type answerFunc = func(req protocol.OperationReconcileRequest, raw *nats.Msg) *nats.Msg
 	var mode atomic.Pointer[answerFunc]
 	honest := answerFunc(func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
-		return sealAnswer(t, testKey, req, succeeded)
+		return fabrictest.SealReconciled(t, fabrictest.Key, req, succeeded)
 	})
 	mode.Store(&honest)
 	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, raw *nats.Msg) []*nats.Msg {
@@ -132,7 +119,7 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 		}
 		return []*nats.Msg{data}
 	})
-	if _, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a"); err != nil {
+	if _, err := tr.Reconcile(fabrictest.Ctx(t), "session-1", reconcileTool, "op-a"); err != nil {
 		t.Fatal(err)
 	}
 	replayed := captured.Load()
@@ -153,7 +140,7 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 			change(&res)
 			// Sealed under the request's own session, so only the
 			// message's binding is wrong.
-			return sealRaw(testKey, req.RequestID, fabric.ReconcileSeq, protocol.ReconciledMessage(res))
+			return sealRaw(fabrictest.Key, req.RequestID, fabric.ReconcileSeq, protocol.ReconciledMessage(res))
 		}
 	}
 	cases := []struct {
@@ -163,11 +150,11 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 		reason string
 	}{
 		{"forged: another key", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
-			return sealAnswer(t, otherKey, req, succeeded)
+			return fabrictest.SealReconciled(t, fabrictest.OtherKey, req, succeeded)
 		}, []error{fabric.ErrForged, fabric.ErrUnknownKey, protocol.ErrBadTag}, hostnats.RejectUnknownKey},
 		{"forged: another key under this ring's key id", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
-			m := sealAnswer(t, otherKey, req, succeeded)
-			m.Header.Set(fabric.HeaderKey, protocol.KeyIDOf(testKey))
+			m := fabrictest.SealReconciled(t, fabrictest.OtherKey, req, succeeded)
+			m.Header.Set(fabric.HeaderKey, protocol.KeyIDOf(fabrictest.Key))
 			return m
 		}, []error{fabric.ErrForged, protocol.ErrBadTag}, hostnats.RejectBadTag},
 		{"forged: garbage", func(protocol.OperationReconcileRequest, *nats.Msg) *nats.Msg {
@@ -177,7 +164,7 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 			return raw
 		}, []error{fabric.ErrForged, protocol.ErrWrongRole}, hostnats.RejectWrongRole},
 		{"forged: an operation's result frame", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
-			data, err := newCodec(t, testKey).SealWorker(req.RequestID, 1, 1, protocol.ResultMessage(validResult(req.RequestID, 1)))
+			data, err := fabrictest.NewCodec(t, fabrictest.Key).SealWorker(req.RequestID, 1, 1, protocol.ResultMessage(fabrictest.Result(req.RequestID, 1)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,11 +172,11 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 		}, []error{fabric.ErrForged, protocol.ErrInvalidMessage}, hostnats.RejectInvalid},
 		{"forged: an operation's sequence", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
 			res, _ := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
-			return sealRaw(testKey, req.RequestID, fabric.WorkerSeq(1, 1), protocol.ReconciledMessage(res))
+			return sealRaw(fabrictest.Key, req.RequestID, fabric.WorkerSeq(1, 1), protocol.ReconciledMessage(res))
 		}, []error{fabric.ErrForged, protocol.ErrSequence}, hostnats.RejectSequence},
 		{"forged: sealed for another session", func(req protocol.OperationReconcileRequest, _ *nats.Msg) *nats.Msg {
 			res, _ := protocol.NewOperationReconcileResult(req.SessionID, req.RequestID, req.Tool, req.OperationKey, succeeded)
-			return sealRaw(testKey, "rc-other", fabric.ReconcileSeq, protocol.ReconciledMessage(res))
+			return sealRaw(fabrictest.Key, "rc-other", fabric.ReconcileSeq, protocol.ReconciledMessage(res))
 		}, []error{fabric.ErrForged, protocol.ErrInvalidSession}, hostnats.RejectSession},
 		{"replayed: the answer to an earlier request", func(protocol.OperationReconcileRequest, *nats.Msg) *nats.Msg {
 			return &nats.Msg{Header: replayed.Header, Data: replayed.Data}
@@ -207,11 +194,11 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tr.Rejected()[tc.reason]
 			mode.Store(&tc.answer)
-			res, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-b")
+			res, err := tr.Reconcile(fabrictest.Ctx(t), "session-1", reconcileTool, "op-b")
 			if err == nil {
 				t.Fatalf("accepted %+v", res)
 			}
-			wantErrIs(t, err, append([]error{hostnats.ErrNoReconcileAnswer}, tc.want...)...)
+			fabrictest.WantErrIs(t, err, append([]error{hostnats.ErrNoReconcileAnswer}, tc.want...)...)
 			if got := tr.Rejected()[tc.reason]; got != before+1 {
 				t.Fatalf("rejected[%s] = %d, want %d (all: %v)", tc.reason, got, before+1, tr.Rejected())
 			}
@@ -222,15 +209,15 @@ func TestReconcileRefusesForgedReplayedAndMismatchedAnswers(t *testing.T) {
 // TestReconcileForgeryDoesNotHideTheAnswer: a refused answer that arrives
 // first leaves the request open, and the real one is taken.
 func TestReconcileForgeryDoesNotHideTheAnswer(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
 	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, _ *nats.Msg) []*nats.Msg {
 		return []*nats.Msg{
-			sealAnswer(t, otherKey, req, protocol.StatusUnknown()),
-			sealAnswer(t, testKey, req, protocol.StatusCancelled()),
+			fabrictest.SealReconciled(t, fabrictest.OtherKey, req, protocol.StatusUnknown()),
+			fabrictest.SealReconciled(t, fabrictest.Key, req, protocol.StatusCancelled()),
 		}
 	})
-	res, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
+	res, err := tr.Reconcile(fabrictest.Ctx(t), "session-1", reconcileTool, "op-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,12 +230,12 @@ func TestReconcileForgeryDoesNotHideTheAnswer(t *testing.T) {
 }
 
 func TestReconcileWithoutAnAnswer(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	const timeout = 200 * time.Millisecond
 	tr := newTransport(t, env, "h1", hostnats.WithReconcileTimeout(timeout))
 	t.Run("no worker listens", func(t *testing.T) {
-		_, err := tr.Reconcile(testCtx(t), "session-1", "text.nobody", "op-a")
-		wantErrIs(t, err, hostnats.ErrNoReconcileAnswer)
+		_, err := tr.Reconcile(fabrictest.Ctx(t), "session-1", "text.nobody", "op-a")
+		fabrictest.WantErrIs(t, err, hostnats.ErrNoReconcileAnswer)
 	})
 	t.Run("the worker stays silent", func(t *testing.T) {
 		heard := make(chan struct{}, 1)
@@ -257,8 +244,8 @@ func TestReconcileWithoutAnAnswer(t *testing.T) {
 			return nil
 		})
 		start := time.Now()
-		_, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
-		wantErrIs(t, err, hostnats.ErrNoReconcileAnswer)
+		_, err := tr.Reconcile(fabrictest.Ctx(t), "session-1", reconcileTool, "op-a")
+		fabrictest.WantErrIs(t, err, hostnats.ErrNoReconcileAnswer)
 		if waited := time.Since(start); waited < timeout {
 			t.Fatalf("gave up after %v, before the timeout %v", waited, timeout)
 		}
@@ -270,7 +257,7 @@ func TestReconcileWithoutAnAnswer(t *testing.T) {
 // caller's context does (the error says so) or when the transport closes,
 // not at the timeout.
 func TestReconcileEndsWithItsCallerOrTransport(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1", hostnats.WithReconcileTimeout(time.Minute))
 	heard := make(chan struct{}, 4)
 	respond(t, env, reconcileTool, func(protocol.OperationReconcileRequest, *nats.Msg) []*nats.Msg {
@@ -278,31 +265,31 @@ func TestReconcileEndsWithItsCallerOrTransport(t *testing.T) {
 		return nil
 	})
 	ended := make(chan error, 1)
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(fabrictest.Ctx(t))
 	go func() {
 		_, err := tr.Reconcile(ctx, "session-1", reconcileTool, "op-a")
 		ended <- err
 	}()
 	testwait.Receive(t, 0, "the request", heard)
 	cancel()
-	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), hostnats.ErrNoReconcileAnswer, context.Canceled)
+	fabrictest.WantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), hostnats.ErrNoReconcileAnswer, context.Canceled)
 
 	go func() {
-		_, err := tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
+		_, err := tr.Reconcile(fabrictest.Ctx(t), "session-1", reconcileTool, "op-a")
 		ended <- err
 	}()
 	testwait.Receive(t, 0, "the request", heard)
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	wantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), hostnats.ErrClosed)
+	fabrictest.WantErrIs(t, testwait.Receive(t, 0, "Reconcile to return", ended), hostnats.ErrClosed)
 }
 
 func TestReconcileRefusesBadInputAndSendsNothing(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
 	sent := make(chan *nats.Msg, 8)
-	sub, err := env.nc.ChanSubscribe("splash.reconcile.>", sent)
+	sub, err := env.NC.ChanSubscribe("splash.reconcile.>", sent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,19 +306,19 @@ func TestReconcileRefusesBadInputAndSendsNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tr.Reconcile(testCtx(t), tc.session, tc.tool, tc.operation)
-			wantErrIs(t, err, tc.want)
+			_, err := tr.Reconcile(fabrictest.Ctx(t), tc.session, tc.tool, tc.operation)
+			fabrictest.WantErrIs(t, err, tc.want)
 		})
 	}
-	if err := env.nc.Flush(); err != nil {
+	if err := env.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if len(sent) != 0 {
 		t.Fatalf("%d requests sent for bad input", len(sent))
 	}
 	_ = tr.Close()
-	_, err = tr.Reconcile(testCtx(t), "session-1", reconcileTool, "op-a")
-	wantErrIs(t, err, hostnats.ErrClosed)
+	_, err = tr.Reconcile(fabrictest.Ctx(t), "session-1", reconcileTool, "op-a")
+	fabrictest.WantErrIs(t, err, hostnats.ErrClosed)
 	if !errors.Is(hostnats.WithReconcileTimeout(0)(nil), fabric.ErrInvalidConfig) {
 		t.Fatal("a zero reconcile timeout was accepted")
 	}
@@ -351,18 +338,18 @@ func acceptingHost(session string) string {
 // names the accepting host in its reconciliation requests: that host's
 // answer subjects are where a worker finds the call's stored answer.
 func TestReconcileNamesTheSessionsAcceptingHost(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	tr := newTransport(t, env, "h1")
 	hosts := make(chan string, 2)
 	respond(t, env, reconcileTool, func(req protocol.OperationReconcileRequest, raw *nats.Msg) []*nats.Msg {
 		hosts <- raw.Header.Get(fabric.HeaderHost)
-		return []*nats.Msg{sealAnswer(t, testKey, req, protocol.StatusUnknown())}
+		return []*nats.Msg{fabrictest.SealReconciled(t, fabrictest.Key, req, protocol.StatusUnknown())}
 	})
 	for _, tc := range []struct{ session, want string }{
 		{"s-h0-0123456789ab-7", "h0"},
 		{"session-1", "h1"},
 	} {
-		if _, err := tr.Reconcile(testCtx(t), tc.session, reconcileTool, "op-1"); err != nil {
+		if _, err := tr.Reconcile(fabrictest.Ctx(t), tc.session, reconcileTool, "op-1"); err != nil {
 			t.Fatalf("%s: %v", tc.session, err)
 		}
 		if got := testwait.Receive(t, 0, "the request's host", hosts); got != tc.want {

@@ -9,6 +9,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -35,8 +36,8 @@ func (r *rejectLog) snapshot() []string {
 // unrestricted NATS user): whatever it writes, the archive refuses to
 // answer from it, says why, and reports it.
 func TestSessionArchiveRefusesForgedRecords(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
 	rejects := &rejectLog{}
 	a := newArchive(t, env, hostnats.WithRecordRejectHandler(rejects.add))
 	kv := sessionBucket(t, env)
@@ -57,11 +58,11 @@ func TestSessionArchiveRefusesForgedRecords(t *testing.T) {
 	sealed := e.Value()
 	altered := append([]byte(nil), sealed...)
 	altered[len(altered)-20] ^= 0x01
-	otherKey, err := protocol.GenerateSessionKey(nil)
+	strangerKey, err := protocol.GenerateSessionKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := hostnats.NewSessionArchive(ctx, env.nc, env.cfg, otherKey)
+	stranger, err := hostnats.NewSessionArchive(ctx, env.NC, env.Cfg, strangerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +126,8 @@ func TestSessionArchiveRefusesForgedRecords(t *testing.T) {
 // is an error (ErrArchiveUnavailable wrapping ErrRecordRejected), never a
 // status, for a finished session and for a lost one alike.
 func TestLoopDoesNotServeAForgedRecord(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
 	a := newArchive(t, env)
 	l, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: hostloop.NewMemTransport(1), HostID: "h1", Archive: a,
@@ -156,7 +157,7 @@ func TestLoopDoesNotServeAForgedRecord(t *testing.T) {
 }
 
 func TestNewSessionArchiveNeedsAKey(t *testing.T) {
-	env := newEnv(t)
-	_, err := hostnats.NewSessionArchive(testCtx(t), env.nc, env.cfg, protocol.SessionKey{})
-	wantErrIs(t, err, fabric.ErrInvalidConfig)
+	env := fabrictest.NewEnv(t)
+	_, err := hostnats.NewSessionArchive(fabrictest.Ctx(t), env.NC, env.Cfg, protocol.SessionKey{})
+	fabrictest.WantErrIs(t, err, fabric.ErrInvalidConfig)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
@@ -37,9 +38,9 @@ func (e *errorLog) count() int {
 	return len(e.errs)
 }
 
-func newArchive(t *testing.T, env *fabricEnv, opts ...hostnats.Option) *hostnats.SessionArchive {
+func newArchive(t *testing.T, env *fabrictest.Env, opts ...hostnats.Option) *hostnats.SessionArchive {
 	t.Helper()
-	a, err := hostnats.NewSessionArchive(testCtx(t), env.nc, env.cfg, testKey, opts...)
+	a, err := hostnats.NewSessionArchive(fabrictest.Ctx(t), env.NC, env.Cfg, fabrictest.Key, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,18 +49,18 @@ func newArchive(t *testing.T, env *fabricEnv, opts ...hostnats.Option) *hostnats
 }
 
 // sessionBucket opens the archive's bucket directly, to see what it stores.
-func sessionBucket(t *testing.T, env *fabricEnv) jetstream.KeyValue {
+func sessionBucket(t *testing.T, env *fabrictest.Env) jetstream.KeyValue {
 	t.Helper()
-	kv, err := env.js.KeyValue(testCtx(t), fabric.BucketSessions)
+	kv, err := env.JS.KeyValue(fabrictest.Ctx(t), fabric.BucketSessions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return kv
 }
 
-func sessionBucketStatus(t *testing.T, env *fabricEnv) jetstream.KeyValueStatus {
+func sessionBucketStatus(t *testing.T, env *fabrictest.Env) jetstream.KeyValueStatus {
 	t.Helper()
-	st, err := sessionBucket(t, env).Status(testCtx(t))
+	st, err := sessionBucket(t, env).Status(fabrictest.Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,9 +70,9 @@ func sessionBucketStatus(t *testing.T, env *fabricEnv) jetstream.KeyValueStatus 
 var created = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func TestSessionArchiveStoresAndAnswers(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	a := newArchive(t, env)
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	inc := hostloop.Incarnation{ID: "h1-0123456789ab", HostID: "h1", Started: created}
 	if err := a.Register(ctx, inc); err != nil {
 		t.Fatal(err)
@@ -126,9 +127,9 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 }
 
 func TestSessionArchiveTruncatesToTheBucketBound(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	a := newArchive(t, env)
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	long := strings.Repeat("ä", 100<<10) // 200 KiB of two-byte runes
 	tests := []struct {
 		name string
@@ -181,9 +182,9 @@ func TestSessionArchiveTruncatesToTheBucketBound(t *testing.T) {
 // and in the same write: all of it when it fits, else its newest events,
 // never at the expense of the outcome.
 func TestSessionArchiveKeepsTheAudit(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	a := newArchive(t, env)
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	audit := func(n int) []host.AuditEvent {
 		out := make([]host.AuditEvent, n)
 		for i := range out {
@@ -234,10 +235,10 @@ func TestSessionArchiveKeepsTheAudit(t *testing.T) {
 }
 
 func TestSessionArchiveRefusesBadIDs(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	errs := &errorLog{}
 	a := newArchive(t, env, hostnats.WithErrorHandler(errs.add))
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	bad := []string{"", "s.x", "s-*", "s->", "a b", "s-h1\x00", "s-ü", strings.Repeat("s", 300)}
 	for _, id := range bad {
 		t.Run(id[:min(len(id), 8)], func(t *testing.T) {
@@ -266,13 +267,13 @@ func TestSessionArchiveRefusesBadIDs(t *testing.T) {
 }
 
 func TestSessionArchiveRefreshesItsIncarnations(t *testing.T) {
-	env := newEnv(t)
-	env.cfg.SessionRetention = 4 * time.Second
-	if err := fabric.Provision(testCtx(t), env.js, env.cfg); err != nil {
+	env := fabrictest.NewEnv(t)
+	env.Cfg.SessionRetention = 4 * time.Second
+	if err := fabric.Provision(fabrictest.Ctx(t), env.JS, env.Cfg); err != nil {
 		t.Fatal(err)
 	}
 	a := newArchive(t, env)
-	ctx := testCtx(t)
+	ctx := fabrictest.Ctx(t)
 	if err := a.Register(ctx, hostloop.Incarnation{ID: "h1-0123456789ab", HostID: "h1", Started: created}); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestSessionArchiveRefreshesItsIncarnations(t *testing.T) {
 }
 
 func TestSessionArchiveAfterClose(t *testing.T) {
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	errs := &errorLog{}
 	a := newArchive(t, env, hostnats.WithErrorHandler(errs.add))
 	_ = a.Close()
@@ -298,19 +299,19 @@ func TestSessionArchiveAfterClose(t *testing.T) {
 	if st := a.Stats(); st.Dropped != 1 || errs.count() != 1 {
 		t.Fatalf("stats %+v, %d errors", st, errs.count())
 	}
-	wantErrIs(t, a.Flush(testCtx(t)), nil)
-	wantErrIs(t, a.Register(testCtx(t), hostloop.Incarnation{ID: "h1-0123456789ab"}), hostnats.ErrClosed)
+	fabrictest.WantErrIs(t, a.Flush(fabrictest.Ctx(t)), nil)
+	fabrictest.WantErrIs(t, a.Register(fabrictest.Ctx(t), hostloop.Incarnation{ID: "h1-0123456789ab"}), hostnats.ErrClosed)
 }
 
 func TestNewSessionArchiveNeedsTheBucket(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := srv.Connect()
-	_, err := hostnats.NewSessionArchive(testCtx(t), nc, fabric.DefaultConfig(), testKey)
-	wantErrIs(t, err, jetstream.ErrBucketNotFound)
+	_, err := hostnats.NewSessionArchive(fabrictest.Ctx(t), nc, fabric.DefaultConfig(), fabrictest.Key)
+	fabrictest.WantErrIs(t, err, jetstream.ErrBucketNotFound)
 	bad := fabric.DefaultConfig()
 	bad.SessionRetention = 0
-	_, err = hostnats.NewSessionArchive(testCtx(t), nc, bad, testKey)
-	wantErrIs(t, err, fabric.ErrInvalidConfig)
+	_, err = hostnats.NewSessionArchive(fabrictest.Ctx(t), nc, bad, fabrictest.Key)
+	fabrictest.WantErrIs(t, err, fabric.ErrInvalidConfig)
 }
 
 // TestSessionArchiveAcrossLoops runs host loops over the real transport and
@@ -318,14 +319,14 @@ func TestNewSessionArchiveNeedsTheBucket(t *testing.T) {
 // host_stopped in the next, one left by a process that lost its archive (as
 // a killed one does) answers host_restarted.
 func TestSessionArchiveAcrossLoops(t *testing.T) {
-	env := newEnv(t)
-	ctx := testCtx(t)
+	env := fabrictest.NewEnv(t)
+	ctx := fabrictest.Ctx(t)
 	start := func() (*hostloop.Loop, *hostnats.SessionArchive, func()) {
-		tr, err := hostnats.NewHostTransport(ctx, env.nc, env.cfg, "h1", testKey)
+		tr, err := hostnats.NewHostTransport(ctx, env.NC, env.Cfg, "h1", fabrictest.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := hostnats.NewSessionArchive(ctx, env.nc, env.cfg, testKey)
+		a, err := hostnats.NewSessionArchive(ctx, env.NC, env.Cfg, fabrictest.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +378,7 @@ func TestSessionArchiveAcrossLoops(t *testing.T) {
 // be stored before it queues the next, within its ArchiveTimeout.
 func TestLoopStopArchivesEverySuspendedSession(t *testing.T) {
 	const sessions = 600
-	env := newEnv(t)
+	env := fabrictest.NewEnv(t)
 	a := newArchive(t, env, hostnats.WithMaxPending(64))
 	l, err := hostloop.StartLoop(hostloop.LoopConfig{
 		// Nobody answers: every session stays suspended.
@@ -390,7 +391,7 @@ func TestLoopStopArchivesEverySuspendedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range sessions {
-		if _, err := l.Submit(testCtx(t), hostloop.Submission{Source: `await tool.start("t", "x")`}); err != nil {
+		if _, err := l.Submit(fabrictest.Ctx(t), hostloop.Submission{Source: `await tool.start("t", "x")`}); err != nil {
 			t.Fatal(err)
 		}
 	}
