@@ -67,7 +67,8 @@ func (a *Agent) HandleTool(t *toolspec.Tool, h Handler, opts ...ToolOption) erro
 // configuration.
 func (a *Agent) processConfig(cfg *toolproc.Config) {
 	p := a.cfg.Processes
-	cfg.Logger = a.log.With("tool", cfg.Tool)
+	// The supervisor names the tool on its own lines.
+	cfg.Logger = a.log
 	cfg.Observer = a.obs
 	cfg.MaxRuntime = p.MaxRuntime
 	cfg.Protected = p.Protected

@@ -308,7 +308,7 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 		identity := fabric.PoolIdentity(p.name)
 		for i := 1; i <= c.workers; i++ {
 			id := fmt.Sprintf("dev-%s-%d", p.name, i)
-			wlog := log.With("component", "worker", "worker_id", id, "pool", p.name)
+			wlog := log.With("component", "worker", "worker", id, "pool", p.name)
 			nc, err := nats.Connect(natsURL, nats.Name("splash "+id), nats.MaxReconnects(-1), auth,
 				nats.CustomInboxPrefix(fabric.InboxPrefix(identity)), permissionWatch(identity, wlog, natsMetrics).Option())
 			if err != nil {

@@ -111,7 +111,7 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := a.log.With("component", "worker", "worker_id", c.workerID, "pool", pool)
+	log := a.log.With("component", "worker", "worker", c.workerID, "pool", pool)
 	reg := metrics.NewRegistry()
 	m := metrics.NewWorker(reg, metrics.WithTools(names...))
 	var srv *http.Server

@@ -120,11 +120,70 @@ func startSplash(t *testing.T, args ...string) *proc {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
+		// Every record of the host, its workers and the NATS node names
+		// each attribute once.
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			if keys := repeatedKeys([]byte(line)); len(keys) > 0 {
+				t.Errorf("a log record repeats %q: %s", keys, line)
+			}
+		}
 		if t.Failed() {
 			t.Logf("splash %s stderr:\n%s", strings.Join(args, " "), p.stderr.String())
 		}
 	})
 	return p
+}
+
+// repeatedKeys lists the keys a JSON log record has twice at one level;
+// a line that is not a JSON object has none.
+func repeatedKeys(line []byte) []string {
+	if !bytes.HasPrefix(line, []byte("{")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	var repeated []string
+	var object func() bool
+	var value func() bool
+	object = func() bool {
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return false
+			}
+			key, _ := tok.(string)
+			if seen[key] {
+				repeated = append(repeated, key)
+			}
+			seen[key] = true
+			if !value() {
+				return false
+			}
+		}
+		_, err := dec.Token() // }
+		return err == nil
+	}
+	value = func() bool {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'):
+			return object()
+		case json.Delim('['):
+			for dec.More() {
+				if !value() {
+					return false
+				}
+			}
+			_, err := dec.Token() // ]
+			return err == nil
+		}
+		return true
+	}
+	value()
+	return repeated
 }
 
 // waitRecord waits for a JSON log record with the given message and returns

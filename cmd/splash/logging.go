@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/splashfabric/splashfabric/internal/logattr"
 )
 
 // logFlags are the flags every command has: how it logs.
@@ -18,7 +20,9 @@ func (l *logFlags) register(fs *flagSet) {
 }
 
 // logger builds the process logger. Logs go to stderr so that stdout stays
-// the command's output (a script's chunks, a version string) for pipes.
+// the command's output (a script's chunks, a version string) for pipes. A
+// key is written once a record: the command, the worker agent and a tool's
+// supervisor each name what they log for.
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
@@ -27,9 +31,9 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch l.format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(logattr.Unique(slog.NewTextHandler(w, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(logattr.Unique(slog.NewJSONHandler(w, opts))), nil
 	default:
 		return nil, fmt.Errorf("%w: --log-format %q, want text or json", errUsage, l.format)
 	}
