@@ -48,7 +48,7 @@ func newFabricEnv(t *testing.T) *fabricEnv {
 	codec := fabrictest.NewCodec(t, key)
 	e := &fabricEnv{t: t, js: js, nc: nc, codec: codec,
 		chunks: make(chan protocol.Chunk, 64), results: make(chan protocol.Result, 16)}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Scale(10*time.Second))
 	defer cancel()
 	cons, err := js.OrderedConsumer(ctx, fabric.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: fabric.HostEventsSubjects(testHostID),

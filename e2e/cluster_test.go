@@ -82,7 +82,7 @@ func TestClusterNATS(t *testing.T) {
 	s.mustCompose("stop", "--timeout", "5", "n3")
 	publish := func(what string) {
 		t.Helper()
-		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+		pctx, pcancel := context.WithTimeout(ctx, testwait.Scale(20*time.Second))
 		defer pcancel()
 		for {
 			_, err := hjs.Publish(pctx, "splash.invoke.e2e.probe", []byte(what))

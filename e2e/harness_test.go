@@ -25,6 +25,8 @@ import (
 	"github.com/splashfabric/splashfabric/internal/pooltest"
 	"github.com/splashfabric/splashfabric/internal/recordauth"
 	"github.com/splashfabric/splashfabric/protocol"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 // image is the image every service runs.
@@ -68,7 +70,7 @@ func requireDocker(t *testing.T) {
 		t.Skip("e2e: the compose scenarios run with SPLASH_E2E=1 (skip when no Docker engine answers) or SPLASH_E2E=require (fail then); see scripts/e2e.sh")
 	}
 	dockerOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(30*time.Second))
 		defer cancel()
 		if out, err := exec.CommandContext(ctx, "docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
 			dockerErr = fmt.Errorf("no Docker engine answers (docker info: %v: %s)", err, bytes.TrimSpace(out))
@@ -416,7 +418,7 @@ func (s *stack) inspect(ids ...string) []containerState {
 // healthy, failing fast when one has exited or turned unhealthy.
 func (s *stack) waitHealthy(timeout time.Duration) {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(testwait.Scale(timeout))
 	// Docker offers no event to wait on for health, so poll it.
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

@@ -80,7 +80,7 @@ func TestScenarioIntruderTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+	rctx, rcancel := context.WithTimeout(ctx, testwait.Scale(5*time.Second))
 	_, err = wjs.KeyValue(rctx, fabric.BucketSessions)
 	rcancel()
 	if err == nil {

@@ -160,7 +160,7 @@ const permHostID = "perm-host"
 
 func newFabricRig(t *testing.T, srv *natstest.Server, pools map[string]*pooltest.Pool) *fabricRig {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Scale(30*time.Second))
 	defer cancel()
 	key, err := protocol.GenerateSessionKey(rand.Reader)
 	if err != nil {
@@ -249,7 +249,7 @@ func newFabricRig(t *testing.T, srv *natstest.Server, pools map[string]*pooltest
 		case <-agent.Ready():
 		case <-done:
 			t.Fatalf("pool %s Run: %v (violations %q)", name, runErr, wv.Snapshot())
-		case <-time.After(30 * time.Second):
+		case <-time.After(testwait.Scale(30 * time.Second)):
 			t.Fatalf("pool %s not ready (violations %q)", name, wv.Snapshot())
 		}
 		rig.agents[name] = agent
@@ -276,7 +276,7 @@ func invocation(n int, tool, input string) protocol.Invoke {
 // matches.
 func awaitEvent(t *testing.T, tr *hostnats.HostTransport, what string, match func(hostloop.Event) bool) hostloop.Event {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(testwait.Scale(30 * time.Second))
 	for {
 		select {
 		case ev, ok := <-tr.Events():
@@ -480,7 +480,7 @@ func TestNATSConfigConfinesRoles(t *testing.T) {
 func TestNATSConfigWorkerWaitsForTheHost(t *testing.T) {
 	pools := demoPools(t)
 	srv := startConfiguredNode(t, pools)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Scale(30*time.Second))
 	defer cancel()
 	demo := pools["demo"]
 	wnc, wv := connectPool(t, srv, demo)

@@ -23,6 +23,8 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/certs"
 	"github.com/splashfabric/splashfabric/internal/natstest"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 // setDeployTLSEnv sets the variables deploy/nats/splash.conf reads for TLS
@@ -126,7 +128,7 @@ func TestNATSConfigTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), testwait.Scale(10*time.Second))
 		defer cancel()
 		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "at_rest", Storage: jetstream.FileStorage})
 		if err != nil {

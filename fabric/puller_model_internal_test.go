@@ -43,7 +43,7 @@ func TestPullerAccountingRandomized(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(20*time.Second))
 	defer cancel()
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PULLMODEL", Subjects: []string{"pullmodel.>"}, Storage: jetstream.MemoryStorage})
 	if err != nil {
@@ -52,7 +52,7 @@ func TestPullerAccountingRandomized(t *testing.T) {
 	for _, seed := range testwait.Seeds(pullerFixedSeeds, *pullerSeeds, *pullerSeed) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			// A context per seed: -puller.seeds runs thousands of them.
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(20*time.Second))
 			defer cancel()
 			name := "c" + strconv.FormatUint(seed, 10)
 			cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy})

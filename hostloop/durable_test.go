@@ -494,7 +494,7 @@ func (m *durableModel) step() {
 		// submission never answers it.
 		m.left++
 		tag := fmt.Sprintf("s%d", m.left)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(5*time.Second))
 		s, err := m.l.Submit(ctx, Submission{Source: modelScript(tag)})
 		cancel()
 		switch {

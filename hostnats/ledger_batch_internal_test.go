@@ -15,6 +15,8 @@ import (
 	"github.com/splashfabric/splashfabric/protocol"
 
 	"github.com/splashfabric/splashfabric/workflow"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 // TestEncodedBatchIsTheBatchsJSON holds encode to what json.Marshal writes
@@ -61,7 +63,7 @@ func TestAppendBatchIsOneAtomicBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(30*time.Second))
 	defer cancel()
 	cfg := fabric.DefaultConfig()
 	if err := fabric.Provision(ctx, js, cfg); err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/idempotency/journaltest"
 	"github.com/splashfabric/splashfabric/internal/natstest"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 func TestMemoryConformance(t *testing.T) {
@@ -47,7 +49,7 @@ func newJetStream(t testing.TB, srv *natstest.Server) jetstream.JetStream {
 
 func newKV(t testing.TB, js jetstream.JetStream, cfg idempotency.KVConfig) *idempotency.KVJournal {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	j, err := idempotency.NewKV(ctx, js, cfg)
 	if err != nil {

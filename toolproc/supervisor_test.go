@@ -293,7 +293,7 @@ func TestDeadlineMetByResultDisarmsWatchdog(t *testing.T) {
 	// The process is started first, so its start (slow under -race on a
 	// busy machine) does not eat the deadline.
 	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("echo:warm")}), "warm")
-	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("echo:quick"), Deadline: time.Now().Add(time.Second)}), "quick")
+	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("echo:quick"), Deadline: time.Now().Add(testwait.Scale(time.Second))}), "quick")
 	// A call that outlives the first one's deadline runs in the same
 	// process: the timer was stopped at the result.
 	wantText(t, call(t, s, toolproc.Request{Invoke: invoke("sleep:1200ms")}), "slept")

@@ -22,7 +22,7 @@ func (e *env) storeAnswer(t *testing.T, c *fabric.Codec, inv protocol.Invoke, ms
 	m.Subject = fabric.AnswerSubject(e.hostID, inv.Tool, inv.IdempotencyKey)
 	m.Header.Set(fabric.HeaderTool, inv.Tool)
 	m.Header.Set(fabric.HeaderMsgID, c.EventMsgID(inv.RequestID, inv.Attempt, msg.Kind))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	_, err = e.js.PublishMsg(ctx, m)
 	must(t, err)
@@ -40,7 +40,7 @@ func succeeded(inv protocol.Invoke, text string) protocol.WorkerMessage {
 func TestIdempotentRedeliveryReplaysStoredAnswer(t *testing.T) {
 	e := newEnv(t)
 	results := e.allResults(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(20*time.Second))
 	defer cancel()
 	// The lost worker: it pulls the invocation and never acks it.
 	cons, err := fabric.EnsureToolConsumer(ctx, e.js, e.fcfg, "idem")

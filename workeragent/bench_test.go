@@ -142,7 +142,7 @@ func benchRoundTrip(b *testing.B, journalKind string, idempotent bool, window in
 	for got := 0; got < b.N; got++ {
 		select {
 		case <-answers:
-		case <-time.After(30 * time.Second):
+		case <-time.After(testwait.Scale(30 * time.Second)):
 			b.Fatalf("answer %d of %d missing", got, b.N)
 		}
 		if sent < b.N {

@@ -99,7 +99,7 @@ func TestLostEndOfClaimIsWrittenAgain(t *testing.T) {
 			if second.Status != protocol.ResultSucceeded || second.Payload.Text != "ONCE" {
 				t.Fatalf("results = %+v, then %+v", first, second)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 			defer cancel()
 			rec, err := j.Get(ctx, inv.IdempotencyKey)
 			must(t, err)

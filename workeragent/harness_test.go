@@ -65,7 +65,7 @@ func newEnv(t *testing.T) *env {
 	}
 	e.codec, err = fabric.NewCodec(key)
 	must(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	must(t, fabric.Provision(ctx, js, e.fcfg))
 
@@ -105,7 +105,7 @@ func testFabricConfig() fabric.Config {
 // takes the whole worker down as a crash would.
 func (e *env) config(id string, nc *nats.Conn) workeragent.Config {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	js, err := jetstream.New(nc)
 	must(e.t, err)
@@ -165,7 +165,7 @@ func (e *env) start(id string, nc *nats.Conn, mutate func(*workeragent.Config), 
 		select {
 		case err := <-r.done:
 			r.done <- err
-		case <-time.After(30 * time.Second):
+		case <-time.After(testwait.Scale(30 * time.Second)):
 			e.t.Errorf("agent %s did not stop", id)
 		}
 	})
@@ -218,7 +218,7 @@ func (e *env) publishForged(inv protocol.Invoke) {
 	must(e.t, err)
 	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s/%d", inv.IdempotencyKey, inv.Attempt))
 	m.Header.Set(fabric.HeaderHost, e.hostID)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	_, err = e.js.PublishMsg(ctx, m)
 	must(e.t, err)
@@ -234,7 +234,7 @@ func (e *env) publishSealed(c *fabric.Codec, inv protocol.Invoke, msgID string) 
 	m.Subject = subject
 	m.Header.Set(jetstream.MsgIDHeader, msgID)
 	m.Header.Set(fabric.HeaderHost, e.hostID)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	_, err = e.js.PublishMsg(ctx, m)
 	must(e.t, err)
@@ -247,7 +247,7 @@ func (e *env) cancel(inv protocol.Invoke, record bool) {
 	c := protocol.Cancel{RequestID: inv.RequestID, Tool: inv.Tool, Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey}
 	m, err := e.codec.SealCancel(c)
 	must(e.t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	if record {
 		data, err := e.codec.SealCancelRecord(c)
@@ -275,7 +275,7 @@ func (e *env) disposition(t *testing.T) protocol.CancelReply {
 // pending counts the tool's invocations still in the work queue.
 func (e *env) pending(t *testing.T, tool string) uint64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	s, err := e.js.Stream(ctx, fabric.StreamInvoke)
 	must(t, err)

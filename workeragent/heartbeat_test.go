@@ -84,7 +84,7 @@ func TestLeaseLostStopsHandler(t *testing.T) {
 	inv := e.newInvoke("work", "x")
 	e.publish(inv)
 	testwait.Receive(t, 0, "start", started)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	other, err := idempotency.NewKV(ctx, e.js, idempotency.KVConfig{})
 	must(t, err)

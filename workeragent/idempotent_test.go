@@ -198,7 +198,7 @@ func TestJournalWritesPerCall(t *testing.T) {
 
 func (e *env) journalSeq(t *testing.T) uint64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	return streamLastSeq(t, ctx, e.js, "KV_"+idempotency.BucketName)
 }

@@ -213,7 +213,7 @@ func runJournalFaultModel(t *testing.T, seed uint64) {
 		}
 	}
 	testwait.Until(t, 0, "every call acked", func() bool { return e.pending(t, "ledger") == 0 })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	for key, c := range calls {
 		rec, err := j.Journal.Get(ctx, key)

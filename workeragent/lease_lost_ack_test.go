@@ -42,7 +42,7 @@ func TestRenewalOutlivesALostAcknowledgement(t *testing.T) {
 	e.publish(inv)
 	testwait.Receive(t, 0, "start", started)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(20*time.Second))
 	defer cancel()
 	journal, err := idempotency.NewKV(ctx, e.js, idempotency.KVConfig{})
 	must(t, err)

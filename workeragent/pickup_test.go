@@ -10,6 +10,8 @@ import (
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 // errAnswerLost stands for a journal write whose answer never came back:
@@ -75,7 +77,7 @@ func TestLostClaimAnswerIsResumed(t *testing.T) {
 			if got := effects.Load(); got != 1 {
 				t.Fatalf("effects = %d, want 1", got)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 			defer cancel()
 			rec, err := j.Get(ctx, inv.IdempotencyKey)
 			must(t, err)
@@ -107,7 +109,7 @@ func TestResumedTakeoverIsIndeterminate(t *testing.T) {
 		must(t, a.Handle("ledger", upper(&effects)))
 	})
 	inv := e.newInvoke("ledger", "x")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	// A crashed holder's claim, expired by the time the worker reads it.
 	if _, err := j.Journal.Begin(ctx, inv.IdempotencyKey, "crashed/1", time.Nanosecond); err != nil {

@@ -21,7 +21,7 @@ import (
 // test's key.
 func (e *env) hostTransport(t *testing.T, opts ...hostnats.Option) *hostnats.HostTransport {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	tr, err := hostnats.NewHostTransport(ctx, e.srv.Connect(), e.fcfg, e.hostID, e.key, opts...)
 	must(t, err)
@@ -33,7 +33,7 @@ func (e *env) hostTransport(t *testing.T, opts ...hostnats.Option) *hostnats.Hos
 // write the records a test reconciles.
 func (e *env) journal(t *testing.T) idempotency.Journal {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	j, err := idempotency.NewKV(ctx, e.js, idempotency.KVConfig{})
 	must(t, err)
@@ -41,7 +41,7 @@ func (e *env) journal(t *testing.T) idempotency.Journal {
 }
 
 func reconcileCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(20*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }

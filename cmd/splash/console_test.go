@@ -144,7 +144,7 @@ func (tb *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 }
 
 func (tb *tab) pageText() string {
-	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(tb.ctx, testwait.Scale(5*time.Second))
 	defer cancel()
 	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
 	return s

@@ -89,7 +89,7 @@ func TestNatsNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PROBE", Subjects: []string{"probe.>"}}); err != nil {
 		t.Fatalf("create stream: %v", err)
@@ -148,7 +148,7 @@ func TestNatsCluster(t *testing.T) {
 		_, err := jsA.CreateStream(ctx, jetstream.StreamConfig{Name: "SHARED", Subjects: []string{"shared.>"}, Replicas: 1})
 		return err == nil
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	if _, err := jsB.Publish(ctx, "shared.x", []byte("through b")); err != nil {
 		t.Fatalf("publish through b: %v", err)

@@ -201,7 +201,7 @@ func TestConnectNATSUsesTLSFlags(t *testing.T) {
 	if _, err := fs.parse(nil, mapEnv(map[string]string{envNatsURL: srv.ClientURL(), envNatsCA: filepath.Join(dir, certs.CAFile)})); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Scale(20*time.Second))
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	nc, err := connectNATS(ctx, f, "tls-test", log)
@@ -312,7 +312,7 @@ func TestNatsTLSCluster(t *testing.T) {
 		_, err := jsA.CreateStream(ctx, jetstream.StreamConfig{Name: "SHARED", Subjects: []string{"shared.>"}, Replicas: 2})
 		return err == nil
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Scale(10*time.Second))
 	defer cancel()
 	if _, err := jsB.Publish(ctx, "shared.x", []byte("through b")); err != nil {
 		t.Fatalf("publish through b: %v", err)

@@ -31,7 +31,7 @@ import (
 // reconcile subjects, so it cannot stand in for a worker.
 func TestReconcileUnderTheDeployedPermissions(t *testing.T) {
 	srv, pw, pools := startDevNATS(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Scale(30*time.Second))
 	defer cancel()
 	demo := pool(t, pools, "demo")
 	key, err := protocol.GenerateSessionKey(rand.Reader)

@@ -9,6 +9,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/internal/natstest"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 // TestStartServerSecurity checks each protection a runner's server can
@@ -44,7 +46,7 @@ func TestStartServerSecurity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), testwait.Scale(10*time.Second))
 			defer cancel()
 			kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "at_rest", Storage: jetstream.FileStorage})
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/natstest"
+	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -31,7 +32,7 @@ const Tool = "text.remote"
 // Ctx is a context for one test's calls to the server, ended with it.
 func Ctx(t testing.TB) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(20*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -240,7 +240,7 @@ func (c *cluster) startWorker(id string, register func(*workeragent.Agent)) *wor
 		stop()
 		select {
 		case <-w.done:
-		case <-time.After(30 * time.Second):
+		case <-time.After(testwait.Scale(30 * time.Second)):
 			c.t.Errorf("worker %s did not stop", id)
 		}
 	})

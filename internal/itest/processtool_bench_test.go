@@ -10,6 +10,8 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 // BenchmarkToolCall measures one script call through the whole fabric
@@ -79,7 +81,7 @@ func benchToolCall(b *testing.B, kind string, inflight int) {
 					b.Fatalf("session %s (%v)", s.State, s.Err)
 				}
 				finished++
-			case <-time.After(30 * time.Second):
+			case <-time.After(testwait.Scale(30 * time.Second)):
 				b.Fatalf("%d of %d calls finished", finished, n)
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/internal/natstest"
+
+	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
 func TestRestartKeepsStreams(t *testing.T) {
@@ -17,7 +19,7 @@ func TestRestartKeepsStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}}); err != nil {
 		t.Fatal(err)
