@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,17 +80,18 @@ func TestDevAnswersForSessionsOfAnEarlierProcess(t *testing.T) {
 }
 
 // TestDevKilledMidCallRunsTheCallAgain kills `splash dev` (SIGKILL: its
-// workers die with it) while a script waits on a six-second sleep, and
-// starts it again on the same data directory: the call, whose worker is
+// workers die with it) while 200 scripts wait on six-second sleeps (four
+// workers: room for them all at once, as in production), and
+// starts it again on the same data directory: each call, whose worker is
 // gone, is delivered again within dev's ack wait and, the tool being
-// idempotent, runs again, so the script completes, well before the
-// call's 30s deadline would have ended it timed out.
+// idempotent, runs again, so every script completes, well before the
+// calls' 30s deadline would have ended them timed out.
 func TestDevKilledMidCallRunsTheCallAgain(t *testing.T) {
-	const token = "test-token"
+	const token, scripts = "test-token", 200
 	dir := t.TempDir()
 	start := func() (*proc, *apiclient.Client) {
 		dev := startSplash(t, "dev", "--log-format", "json", "--data-dir", dir,
-			"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "1")
+			"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "4")
 		rec := dev.waitRecord(t, "dev ready")
 		c, err := apiclient.New(rec["api_url"].(string), token)
 		if err != nil {
@@ -99,12 +101,16 @@ func TestDevKilledMidCallRunsTheCallAgain(t *testing.T) {
 	}
 	dev, c := start()
 	ctx := t.Context()
-	s, err := c.Submit(ctx, apiclient.SubmitRequest{Source: `await tool.start("demo.sleep", "6s"); return "slept"`})
-	if err != nil || s.State != apiclient.StateSuspended {
-		t.Fatalf("submit: %+v, %v", s, err)
+	ids := make([]string, scripts)
+	for i := range ids {
+		s, err := c.Submit(ctx, apiclient.SubmitRequest{Source: fmt.Sprintf(`await tool.start("demo.sleep", "6s"); return "slept %d"`, i)})
+		if err != nil || s.State != apiclient.StateSuspended {
+			t.Fatalf("submit %d: %+v, %v", i, s, err)
+		}
+		ids[i] = s.ID
 	}
-	testwait.Until(t, 0, "the sleep claimed", func() bool {
-		got, err := c.Session(ctx, s.ID)
+	testwait.Until(t, 0, "every sleep claimed", func() bool {
+		got, err := c.Session(ctx, ids[len(ids)-1])
 		return err == nil && len(got.Operations) == 1 && got.Operations[0].State == "claimed"
 	})
 	if err := dev.cmd.Process.Kill(); err != nil {
@@ -118,13 +124,16 @@ func TestDevKilledMidCallRunsTheCallAgain(t *testing.T) {
 			t.Errorf("dev exit: %v", err)
 		}
 	}()
-	var got apiclient.Session
-	testwait.Until(t, time.Minute, "the session to end", func() bool {
-		got, err = c.Session(ctx, s.ID)
-		return err == nil && got.Terminal()
-	})
-	if got.State != apiclient.StateCompleted || got.Value == nil || *got.Value != "slept" {
-		t.Fatalf("after a kill mid-call: %s %q (%s)", got.State, valueOf(got), got.Error)
+	for i, id := range ids {
+		var got apiclient.Session
+		var err error
+		testwait.Until(t, time.Minute, "session "+id+" to end", func() bool {
+			got, err = c.Session(ctx, id)
+			return err == nil && got.Terminal()
+		})
+		if want := fmt.Sprintf("slept %d", i); got.State != apiclient.StateCompleted || valueOf(got) != want {
+			t.Fatalf("script %d after a kill mid-call: %s %q (%s)", i, got.State, valueOf(got), got.Error)
+		}
 	}
 }
 
