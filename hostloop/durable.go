@@ -45,6 +45,7 @@ func newSubmitted(at time.Time, cfg host.Config, rt *host.Runtime, sub Submissio
 		Seed:            rt.RandomSeed(),
 		Restart:         workflow.RestartResume,
 		MaxLifetime:     sub.MaxLifetime,
+		Trace:           sub.Trace,
 	})
 }
 

@@ -35,6 +35,12 @@ type Submission struct {
 	// cancelled, as an operator's cancel does. Zero: it lives as long as
 	// its script waits.
 	MaxLifetime time.Duration
+	// Trace is the W3C traceparent of whatever submitted the session
+	// (an API request's span), or "". The loop does not read it: it keeps
+	// it with the session, reports it in SessionStatus.Trace and records
+	// it in a durable session's ledger, so the session's spans join its
+	// submitter's trace in this process and in any that resumes it.
+	Trace string
 }
 
 // SessionState is where a session's script stands.
@@ -71,6 +77,13 @@ type SessionStatus struct {
 	Truncated bool
 	// Operations lists the session's live (not yet terminal) operations.
 	Operations []OperationStatus
+	// Trace is the session's Submission.Trace, as submitted or as its
+	// ledger kept it.
+	Trace string
+	// Resumed: this process brought the session back from its ledger
+	// (after a restart, or adopting another host's); the audit events
+	// reported for it before its first status are its replay.
+	Resumed bool
 	// Audit is set only on the status of a finished session as it is
 	// recorded (SessionArchive.Record keeps what fits of it, newest
 	// first, beside the outcome) and as an archive reads it back; Status
@@ -130,7 +143,7 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if err != nil {
 		return SessionStatus{}, err
 	}
-	n.lifetime = sub.MaxLifetime
+	n.lifetime, n.trace = sub.MaxLifetime, sub.Trace
 	if l.cfg.durable(policy) {
 		n.ledger = newSubmitted(n.clock.own, n.cfg, n.rt, sub)
 	}
@@ -225,9 +238,12 @@ type newSession struct {
 	// id. A new session gets a core and the next id of this loop.
 	core *workflow.Session
 	id   SessionID
-	// lifetime is the submission's MaxLifetime (a durable session's is
-	// in its ledger).
+	// lifetime and trace are the submission's MaxLifetime and Trace (a
+	// durable session's are in its ledger).
 	lifetime time.Duration
+	trace    string
+	// resumed: core was rebuilt from its ledger by this process.
+	resumed bool
 }
 
 // prepareSession builds a session's runtime from the loop's template and
@@ -308,6 +324,8 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 		clock:   n.clock,
 		created: st.now,
 		ops:     make(map[host.ExternalToolID]*dispatched),
+		trace:   n.trace,
+		resumed: n.resumed,
 	}
 	if s.id == "" {
 		st.nextSession++
@@ -318,13 +336,16 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 	}
 	lifetime := n.lifetime
 	if l := s.core.Ledger(); l != nil {
-		s.created, lifetime = l.Entries(0)[0].At, l.Submitted().MaxLifetime
+		s.created, lifetime, s.trace = l.Entries(0)[0].At, l.Submitted().MaxLifetime, l.Submitted().Trace
 	}
 	if lifetime > 0 {
 		st.timers.push(timerEntry{at: s.created.Add(lifetime), kind: timerLifetime, s: s})
 	}
 	st.sessions[s.id] = s
 	st.takeResult(s)
+	if o, ok := st.cfg.Observer.(StartObserver); ok {
+		o.SessionStarted(summaryOf(s))
+	}
 	st.touch(s)
 	// Counted until it is done; one that finished at once is done at
 	// this step's flush.
@@ -362,7 +383,7 @@ func (st *loopState) status(s *session) SessionStatus {
 // since a finished session's live operations (dropped promises) belong to
 // this process only.
 func summaryOf(s *session) SessionStatus {
-	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended, Truncated: s.truncated}
+	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended, Truncated: s.truncated, Trace: s.trace, Resumed: s.resumed}
 	if r := s.result; r != nil {
 		switch {
 		case r.Err != nil && errors.Is(r.Err, workflow.ErrSessionCancelled):

@@ -40,6 +40,9 @@ type Submitted struct {
 	// MaxLifetime, when set, ends the session (ErrMaxLifetime) once it
 	// has lived that long since At, however long its calls wait.
 	MaxLifetime time.Duration `json:"max_lifetime,omitempty"`
+	// Trace is the W3C traceparent of the submission, so a resumed
+	// session's spans continue its trace. Only tracing reads it.
+	Trace string `json:"trace,omitempty"`
 }
 
 // Nonce is a session's capability nonce, kept as 32 hex digits.
