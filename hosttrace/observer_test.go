@@ -303,4 +303,3 @@ func TestResumedSessionKeepsItsSpans(t *testing.T) {
 		t.Errorf("operation outcome %q", attr(ops[0], "splash.outcome"))
 	}
 }
-
