@@ -98,9 +98,10 @@ func (o *Observer) SessionStarted(s hostloop.SessionStatus) {
 		return
 	}
 	ctx := context.Background()
+	var id trace.SpanID
 	if sc, err := tracing.ParseTraceParent(s.Trace); err == nil {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
-		ctx = tracing.WithSpanID(ctx, tracing.DerivedSpanID(sc.TraceID(), "session/"+string(s.ID)))
+		id = tracing.DerivedSpanID(sc.TraceID(), "session/"+string(s.ID))
 	}
 	start := s.Created
 	if start.IsZero() {
@@ -110,7 +111,7 @@ func (o *Observer) SessionStarted(s hostloop.SessionStatus) {
 	if s.Resumed {
 		attrs = append(attrs, AttrResumed.Bool(true))
 	}
-	ctx, span := o.tracer.Start(ctx, "session", trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	ctx, span := tracing.StartWithID(ctx, o.tracer, id, "session", trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	o.sessions[s.ID] = &sessionSpan{id: s.ID, ctx: ctx, span: span, replay: s.Resumed, ops: make(map[host.ExternalToolID]*opSpan)}
 }
 
@@ -219,11 +220,11 @@ func (o *Observer) openOp(ss *sessionSpan, id host.ExternalToolID, tool string, 
 	if op := ss.ops[id]; op != nil {
 		return op
 	}
-	ctx := ss.ctx
+	var sid trace.SpanID
 	if sc := ss.span.SpanContext(); sc.IsValid() {
-		ctx = tracing.WithSpanID(ctx, tracing.DerivedSpanID(sc.TraceID(), "operation/"+string(ss.id)+"/"+id.String()))
+		sid = tracing.DerivedSpanID(sc.TraceID(), "operation/"+string(ss.id)+"/"+id.String())
 	}
-	ctx, span := o.tracer.Start(ctx, "operation "+tool, trace.WithTimestamp(at), trace.WithAttributes(
+	ctx, span := tracing.StartWithID(ss.ctx, o.tracer, sid, "operation "+tool, trace.WithTimestamp(at), trace.WithAttributes(
 		AttrSession.String(string(ss.id)), AttrOperation.String(id.String()), AttrTool.String(tool), AttrCallIndex.Int64(int64(call))))
 	op := &opSpan{tool: tool, ctx: ctx, span: span}
 	ss.ops[id] = op

@@ -174,6 +174,13 @@ func TestSpanTreeOfRetriedStreamedCancelledCall(t *testing.T) {
 		t.Fatalf("%d attempt spans", len(attempts))
 	}
 	byAttempt := map[string]sdktrace.ReadOnlySpan{}
+	seen := map[trace.SpanID]string{}
+	for _, s := range rec.Ended() {
+		if other, dup := seen[s.SpanContext().SpanID()]; dup {
+			t.Errorf("spans %q and %q share the id %s", other, s.Name(), s.SpanContext().SpanID())
+		}
+		seen[s.SpanContext().SpanID()] = s.Name()
+	}
 	for _, a := range attempts {
 		if a.Parent().SpanID() != op.SpanContext().SpanID() || a.SpanKind() != trace.SpanKindProducer {
 			t.Errorf("attempt %s: parent %s kind %s", attr(a, "splash.attempt"), a.Parent().SpanID(), a.SpanKind())

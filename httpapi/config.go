@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 )
 
@@ -148,6 +150,17 @@ type Config struct {
 	// write timeouts, since a call's answer streams for as long as the
 	// call runs.
 	MCP http.Handler
+	// Tracer, if set, traces each submission (POST /v1/sessions): its
+	// span joins the trace the request's traceparent header names, if
+	// any, and the session's spans go under it (Submission.Trace). Nil
+	// traces nothing.
+	Tracer trace.TracerProvider
+	// TraceURL, if set, is where an operator looks at a session's trace:
+	// "{trace_id}" in it is replaced by the session's trace id, and the
+	// result is the session's trace_url (Jaeger's UI:
+	// http://jaeger:16686/trace/{trace_id}). It must be an http or https
+	// URL.
+	TraceURL string
 }
 
 func (c Config) withDefaults() Config {

@@ -13,11 +13,20 @@ import (
 // spanIDKey carries a span id the next span started with the context takes.
 type spanIDKey struct{}
 
-// WithSpanID returns ctx carrying id: the next span started with it under
-// a provider using NewIDGenerator takes id instead of a random one. Under
-// any other provider the id is ignored and the span gets its own.
+// WithSpanID returns ctx carrying id: a span started with it under a
+// provider using NewIDGenerator takes id instead of a random one. Under
+// any other provider the id is ignored and the span gets its own. The
+// context Start returns still carries it; StartWithID does not.
 func WithSpanID(ctx context.Context, id trace.SpanID) context.Context {
 	return context.WithValue(ctx, spanIDKey{}, id)
+}
+
+// StartWithID starts a span named name whose id is id (see WithSpanID),
+// and returns a context holding it in which later spans take ids of their
+// own.
+func StartWithID(ctx context.Context, tracer trace.Tracer, id trace.SpanID, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	ctx, span := tracer.Start(WithSpanID(ctx, id), name, opts...)
+	return context.WithValue(ctx, spanIDKey{}, nil), span
 }
 
 // DerivedSpanID is the span id of name within the trace traceID: the same

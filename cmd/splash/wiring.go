@@ -25,12 +25,14 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/hostobs"
+	"github.com/splashfabric/splashfabric/hosttrace"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/internal/ratelog"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
+	"github.com/splashfabric/splashfabric/tracing"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
@@ -217,6 +219,8 @@ type hostParts struct {
 	limits  hostLimits
 	http    httpLimits
 	mcp     mcpFlags
+	// tracing traces the host's sessions when it is on.
+	tracing *tracing.Provider
 }
 
 // runningHost is a host's loop, transport and HTTP servers.
@@ -308,13 +312,17 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	h.stopCatalog = stopCatalog
 	h.events = httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
 	index := httpapi.NewSessionIndex(httpapi.IndexConfig{})
+	observers := []hostloop.Observer{h.events, obs, index, newResumeLog(p.log)}
+	if p.tracing.Enabled() {
+		observers = append(observers, hosttrace.New(p.tracing.TracerProvider()))
+	}
 	h.loop, err = startLoop(ctx, hostloop.LoopConfig{
 		Transport: h.transport,
 		HostID:    p.hostID,
 		// Each session registers the catalog as it is when the session
 		// starts, and keeps it: a change reaches new sessions only.
 		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
-		Observer: httpapi.Tee(h.events, obs, index, newResumeLog(p.log)),
+		Observer: httpapi.Tee(observers...),
 		Archive:  h.archive,
 		Ledger:   ledger,
 		Leases:   h.leases,
@@ -361,6 +369,9 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		PublicMetrics: true,
 	}
 	p.http.apply(&apiCfg)
+	if p.tracing.Enabled() {
+		apiCfg.Tracer = p.tracing.TracerProvider()
+	}
 	if err := h.mountMCP(&apiCfg, live, p); err != nil {
 		h.stop()
 		h.events.Close()
