@@ -1,9 +1,9 @@
 package main
 
 import (
-	"go.opentelemetry.io/otel/trace"
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net/http"
 	"sync"
