@@ -250,7 +250,7 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 		// Someone else holds the key now and answers for it.
 		e.outcome = OutcomeHandedBack
 		e.endHandlerSpan("lease_lost")
-		a.obs.HandlerDone(e.t.name, OutcomeHandedBack, time.Since(began))
+		a.handlerDone(e, OutcomeHandedBack, time.Since(began))
 		a.log.Warn("lease lost while running", "request", inv.RequestID)
 		_ = e.msg.Nak()
 		return
@@ -263,7 +263,7 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 	}
 	e.outcome = v.label()
 	e.endHandlerSpan(e.outcome)
-	a.obs.HandlerDone(e.t.name, v.label(), time.Since(began))
+	a.handlerDone(e, v.label(), time.Since(began))
 	_, aspan := e.child("answer", attrOutcome.String(e.outcome))
 	defer aspan.End()
 	tooLate := e.tooLate(cancelAsked && !unsupported)

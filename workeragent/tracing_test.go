@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -54,7 +56,10 @@ func TestInvocationSpansJoinTheHostsTrace(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
 	handlerTrace := make(chan trace.SpanContext, 1)
-	e.startAgentWith("w1", func(c *workeragent.Config) { c.Tracer = tp }, func(a *workeragent.Agent) {
+	reg := prometheus.NewRegistry()
+	e.startAgentWith("w1", func(c *workeragent.Config) {
+		c.Tracer, c.Observer = tp, metrics.NewWorker(reg)
+	}, func(a *workeragent.Agent) {
 		must(t, a.Handle("t.trace", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			handlerTrace <- trace.SpanContextFromContext(ctx)
 			_ = call.Stream.Write("one")
@@ -100,6 +105,25 @@ func TestInvocationSpansJoinTheHostsTrace(t *testing.T) {
 		if string(a.Key) == "splash.outcome" && a.Value.AsString() != workeragent.OutcomeSucceeded {
 			t.Errorf("invocation outcome %q", a.Value.AsString())
 		}
+	}
+	// The run's duration links to its trace.
+	families, err := reg.Gather()
+	must(t, err)
+	var ex []string
+	for _, f := range families {
+		if f.GetName() != "splash_worker_handler_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, b := range m.GetHistogram().GetBucket() {
+				for _, l := range b.GetExemplar().GetLabel() {
+					ex = append(ex, l.GetName()+"="+l.GetValue())
+				}
+			}
+		}
+	}
+	if want := "trace_id=" + attempt.SpanContext().TraceID().String(); len(ex) != 1 || ex[0] != want {
+		t.Errorf("handler duration exemplars %v, want [%s]", ex, want)
 	}
 }
 
