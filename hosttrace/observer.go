@@ -196,7 +196,7 @@ func (o *Observer) audit(ss *sessionSpan, e host.AuditEvent) {
 		}
 		o.endAttempt(op, "retry", e.At, attribute.String("splash.retry.class", class))
 		_, op.backoff = o.tracer.Start(op.ctx, "retry backoff", at, trace.WithAttributes(
-			AttrTool.String(op.tool), AttrAttempt.Int64(int64(e.Attempt)+1), attribute.String("splash.retry.class", class)))
+			AttrTool.String(op.tool), AttrAttempt.Int64(int64(e.Attempt)), attribute.String("splash.retry.class", class)))
 	case host.AuditStreamDenied:
 		if op.att != nil {
 			op.att.AddEvent("chunk denied", at, trace.WithAttributes(AttrBytes.Int(e.Bytes)))

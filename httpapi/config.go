@@ -150,6 +150,14 @@ type Config struct {
 	// write timeouts, since a call's answer streams for as long as the
 	// call runs.
 	MCP http.Handler
+	// Series, if set, answers GET /v1/metrics/tools, the per-tool
+	// series the console charts (*metrics.Series over the host's
+	// registry); nil answers it with 501.
+	Series SeriesSource
+	// Timelines, if set, answers GET /v1/sessions/{id}/timeline. It
+	// must be the loop's observer (through Tee). Nil answers it with
+	// 501.
+	Timelines *Timelines
 	// Tracer, if set, traces each submission (POST /v1/sessions): its
 	// span joins the trace the request's traceparent header names, if
 	// any, and the session's spans go under it (Submission.Trace). Nil

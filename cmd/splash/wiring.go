@@ -238,6 +238,9 @@ type runningHost struct {
 	stopCatalog func()
 	// closeMCP ends the open MCP sessions at shutdown; nil without /mcp.
 	closeMCP func()
+	// stopSeries ends the sampling of the console's series and waits
+	// for it.
+	stopSeries func()
 }
 
 // startHost provisions the streams and starts the transport, the loop
@@ -312,7 +315,8 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	h.stopCatalog = stopCatalog
 	h.events = httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
 	index := httpapi.NewSessionIndex(httpapi.IndexConfig{})
-	observers := []hostloop.Observer{h.events, obs, index, newResumeLog(p.log)}
+	timelines := httpapi.NewTimelines(httpapi.TimelineConfig{})
+	observers := []hostloop.Observer{h.events, obs, index, timelines, newResumeLog(p.log)}
 	if p.tracing.Enabled() {
 		observers = append(observers, hosttrace.New(p.tracing.TracerProvider()))
 	}
@@ -358,6 +362,8 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		Resuming: h.loop.Resuming,
 		// The console and what it reads beyond the loop.
 		Index:         index,
+		Timelines:     timelines,
+		Series:        h.startSeries(p.reg),
 		Waiting:       h.transport,
 		Tools:         toolSource{live: live, transport: h.transport},
 		UI:            console.Handler(),
@@ -493,9 +499,29 @@ func (h *runningHost) serve(l net.Listener, handler http.Handler, cfg httpapi.Se
 // stop shuts the HTTP servers down (ending event streams), then the loop,
 // then the archive and the transport; the caller closes the connection
 // afterwards.
+// startSeries samples the host's own collectors for the console's charts
+// until the host stops.
+func (h *runningHost) startSeries(reg prometheus.Gatherer) *metrics.Series {
+	s := metrics.NewSeries(metrics.SeriesConfig{Gatherer: reg})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	h.stopSeries = func() {
+		cancel()
+		<-done
+	}
+	return s
+}
+
 func (h *runningHost) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
+	if h.stopSeries != nil {
+		h.stopSeries()
+	}
 	for _, srv := range h.servers {
 		if err := srv.Shutdown(ctx); err != nil {
 			h.log.Warn("http shutdown", "err", err)
