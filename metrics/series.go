@@ -24,6 +24,10 @@ type Series struct {
 	// mu guards everything below.
 	mu    sync.Mutex
 	last  map[string]toolSample // the previous sample of each tool
+	// lastAt is when the previous sample was taken: a tool first seen
+	// after it started from zero since then (its series are made at its
+	// first call).
+	lastAt time.Time
 	tools map[string]*ring
 	// window holds each tool's bucket increments of the last
 	// LatencyWindow, for the quantiles.
@@ -179,11 +183,17 @@ func (s *Series) Sample() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	prevAt := s.lastAt
+	s.lastAt = now
 	for tool, ts := range cur {
 		prev, seen := s.last[tool]
 		s.last[tool] = *ts
-		if !seen {
+		switch {
+		case seen:
+		case prevAt.IsZero():
 			continue // rates need two samples
+		default:
+			prev = toolSample{at: prevAt}
 		}
 		secs := ts.at.Sub(prev.at).Seconds()
 		if secs <= 0 {

@@ -47,6 +47,16 @@ func TestSeriesSampleTheHostsCollectors(t *testing.T) {
 		t.Errorf("p50 %v, p99 %v", p.P50, p.P99)
 	}
 
+	// A tool first called after a sample counts from zero.
+	h.OperationStarted("late")
+	now = now.Add(2 * time.Second)
+	s.Sample()
+	for _, ts := range s.Snapshot() {
+		if ts.Tool == "late" && (len(ts.Points) != 1 || ts.Points[0].Calls != 0.5) {
+			t.Errorf("a tool new since the last sample: %+v", ts.Points)
+		}
+	}
+
 	// Quiet intervals keep the window's quantiles until it passes, and
 	// only Keep points stay.
 	for range 6 {
