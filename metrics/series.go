@@ -22,13 +22,13 @@ type Series struct {
 	cfg SeriesConfig
 
 	// mu guards everything below.
-	mu    sync.Mutex
-	last  map[string]toolSample // the previous sample of each tool
+	mu   sync.Mutex
+	last map[string]toolSample // the previous sample of each tool
 	// lastAt is when the previous sample was taken: a tool first seen
 	// after it started from zero since then (its series are made at its
 	// first call).
 	lastAt time.Time
-	tools map[string]*ring
+	tools  map[string]*ring
 	// window holds each tool's bucket increments of the last
 	// LatencyWindow, for the quantiles.
 	window map[string][][]float64
