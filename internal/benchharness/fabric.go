@@ -1,6 +1,10 @@
 package benchharness
 
 import (
+	"go.opentelemetry.io/otel/trace"
+	"github.com/splashfabric/splashfabric/hosttrace"
+	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/tracing"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -43,6 +47,10 @@ type FabricOptions struct {
 	// always run; Durable gives it the ledger besides, so every session
 	// can outlive the host process.
 	Archive, Durable bool
+	// Traced traces every session end to end, sampled at 1.0: a span
+	// for its submission, the host's spans (package hosttrace) and the
+	// worker's, exported over OTLP/HTTP (see tracedProvider).
+	Traced bool
 }
 
 // Fabric is the whole path as a [NewRunner]: each operation is one script
@@ -72,6 +80,8 @@ type fabricRunner struct {
 	ids      map[hostloop.SessionID]uint64
 	early    map[hostloop.SessionID]struct{}
 	complete func(uint64)
+	// tracer, when traced, starts each submission's span.
+	tracer trace.Tracer
 }
 
 const benchHostID = "bench"
@@ -98,6 +108,12 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalToolWithMetadata(policy, meta) },
 		Observer:  (*completions)(r),
 	}
+	var tp trace.TracerProvider
+	if o.Traced {
+		tp = tracedProvider(b)
+		r.tracer = tp.Tracer("github.com/splashfabric/splashfabric/internal/benchharness")
+		cfg.Observer = httpapi.Tee((*completions)(r), hosttrace.New(tp))
+	}
 	var archive *hostnats.SessionArchive
 	if o.Archive || o.Durable {
 		archive, err = hostnats.NewSessionArchive(ctx, hostNC, fcfg, key)
@@ -122,12 +138,12 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 		}
 	})
 	for i := range workers {
-		startFabricWorker(b, srv, fcfg, key, fmt.Sprintf("w%d", i+1), o)
+		startFabricWorker(b, srv, fcfg, key, fmt.Sprintf("w%d", i+1), o, tp)
 	}
 	return r
 }
 
-func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key protocol.SessionKey, id string, o FabricOptions) {
+func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key protocol.SessionKey, id string, o FabricOptions, tp trace.TracerProvider) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	nc := srv.connect()
@@ -135,7 +151,7 @@ func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key p
 	must(b, err)
 	j, err := idempotency.NewKV(ctx, js, idempotency.KVConfig{})
 	must(b, err)
-	a, err := workeragent.New(nc, workeragent.Config{WorkerID: id, Key: key, Fabric: fcfg, Journal: j})
+	a, err := workeragent.New(nc, workeragent.Config{WorkerID: id, Key: key, Fabric: fcfg, Journal: j, Tracer: tp})
 	must(b, err)
 	opts := []workeragent.ToolOption{workeragent.Concurrency(o.Concurrency)}
 	if o.Idempotent {
@@ -163,7 +179,17 @@ func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key p
 }
 
 func (r *fabricRunner) Submit(id uint64) error {
-	s, err := r.loop.Submit(context.Background(), hostloop.Submission{Source: NoopScript})
+	sub := hostloop.Submission{Source: NoopScript}
+	var span trace.Span
+	if r.tracer != nil {
+		// As the API does: the submission is a span, the session's parent.
+		_, span = r.tracer.Start(context.Background(), "POST /v1/sessions", trace.WithSpanKind(trace.SpanKindServer))
+		sub.Trace = tracing.TraceParent(span.SpanContext())
+	}
+	s, err := r.loop.Submit(context.Background(), sub)
+	if span != nil {
+		span.End()
+	}
 	if err != nil {
 		return err
 	}
