@@ -1,13 +1,13 @@
 package benchharness
 
 import (
-	"go.opentelemetry.io/otel/trace"
-	"github.com/splashfabric/splashfabric/hosttrace"
-	"github.com/splashfabric/splashfabric/httpapi"
-	"github.com/splashfabric/splashfabric/tracing"
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/splashfabric/splashfabric/hosttrace"
+	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/tracing"
+	"go.opentelemetry.io/otel/trace"
 	"sync"
 	"testing"
 	"time"
