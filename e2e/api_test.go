@@ -50,6 +50,7 @@ type session struct {
 	Error      string            `json:"error"`
 	ErrorCode  string            `json:"error_code"`
 	Operations []json.RawMessage `json:"operations"`
+	TraceID    string            `json:"trace_id"`
 }
 
 func (s session) terminal() bool { return s.State == "completed" || s.State == "failed" }

@@ -102,7 +102,7 @@ func requireImage(t *testing.T) {
 		if os.Getenv("SPLASH_E2E_SKIP_BUILD") == "1" {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "build-image.sh"), image())
 		cmd.Dir = repoRoot(t)

@@ -46,6 +46,7 @@ func newSubmitted(at time.Time, cfg host.Config, rt *host.Runtime, sub Submissio
 		Restart:         workflow.RestartResume,
 		MaxLifetime:     sub.MaxLifetime,
 		Owner:           sub.Owner,
+		Trace:           sub.Trace,
 	})
 }
 

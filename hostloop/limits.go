@@ -81,6 +81,12 @@ func (l Limits) check(sub Submission) error {
 		return fmt.Errorf("%w: pending limit %d, maximum %d", ErrLimitTooHigh, sub.MaxPending, l.MaxPending)
 	case sub.MaxLifetime < 0:
 		return fmt.Errorf("%w: max lifetime %v", ErrInvalidSubmission, sub.MaxLifetime)
+	case len(sub.Trace) > MaxTraceBytes:
+		return fmt.Errorf("%w: trace of %d bytes, maximum %d", ErrInvalidSubmission, len(sub.Trace), MaxTraceBytes)
 	}
 	return nil
 }
+
+// MaxTraceBytes bounds Submission.Trace, which every durable session's
+// ledger keeps: a W3C traceparent is 55 bytes.
+const MaxTraceBytes = 256

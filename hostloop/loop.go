@@ -123,6 +123,25 @@ type Observer interface {
 	Rejected(reason string, err error)
 }
 
+// PublishObserver is implemented by Observers that carry a trace to the
+// workers. Before the loop hands an attempt to the transport it asks for
+// the context to hand it with, on the loop goroutine; the transport reads
+// the trace from it (hostnats writes it into the invocation's headers)
+// and nothing else. Publishing must not block; it is asked again for an
+// attempt whose send is tried again.
+type PublishObserver interface {
+	Publishing(ctx context.Context, session SessionID, requestID string, inv host.ExternalInvocation) context.Context
+}
+
+// StartObserver is implemented by Observers that must know a session
+// before anything else is reported of it (a tracer, whose spans of its
+// operations need the session's trace): SessionStarted is called on the
+// loop goroutine when the loop takes a session on, new or resumed, before
+// the audit, dispatches and statuses of its first step. It must not block.
+type StartObserver interface {
+	SessionStarted(s SessionStatus)
+}
+
 // Loop is the one goroutine that owns every Runtime of a host process. It
 // selects over transport events, timers (deadlines and scheduled retries)
 // and commands; after each step it claims and publishes everything

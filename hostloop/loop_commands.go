@@ -41,6 +41,12 @@ type Submission struct {
 	// is kept with the session, in its ledger and its archived outcome,
 	// and reported in its status, so any host tells who may reach it.
 	Owner string
+	// Trace is the W3C traceparent of whatever submitted the session
+	// (an API request's span), or "". The loop does not read it: it keeps
+	// it with the session, reports it in SessionStatus.Trace and records
+	// it in a durable session's ledger, so the session's spans join its
+	// submitter's trace in this process and in any that resumes it.
+	Trace string
 }
 
 // SessionState is where a session's script stands.
@@ -79,6 +85,13 @@ type SessionStatus struct {
 	Operations []OperationStatus
 	// Owner is the submission's Owner.
 	Owner string
+	// Trace is the session's Submission.Trace, as submitted or as its
+	// ledger kept it.
+	Trace string
+	// Resumed: this process brought the session back from its ledger
+	// (after a restart, or adopting another host's); the audit events
+	// reported for it before its first status are its replay.
+	Resumed bool
 	// Audit is set only on the status of a finished session as it is
 	// recorded (SessionArchive.Record keeps what fits of it, newest
 	// first, beside the outcome) and as an archive reads it back; Status
@@ -138,7 +151,7 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if err != nil {
 		return SessionStatus{}, err
 	}
-	n.lifetime, n.owner = sub.MaxLifetime, sub.Owner
+	n.lifetime, n.owner, n.trace = sub.MaxLifetime, sub.Owner, sub.Trace
 	if l.cfg.durable(policy) {
 		n.ledger = newSubmitted(n.clock.own, n.cfg, n.rt, sub)
 	}
@@ -233,10 +246,13 @@ type newSession struct {
 	// id. A new session gets a core and the next id of this loop.
 	core *workflow.Session
 	id   SessionID
-	// lifetime and owner are the submission's MaxLifetime and Owner (a
-	// durable session's are in its ledger).
+	// lifetime, owner and trace are the submission's MaxLifetime, Owner
+	// and Trace (a durable session's are in its ledger).
 	lifetime time.Duration
 	owner    string
+	trace    string
+	// resumed: core was rebuilt from its ledger by this process.
+	resumed bool
 }
 
 // prepareSession builds a session's runtime from the loop's template and
@@ -317,6 +333,8 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 		clock:   n.clock,
 		created: st.now,
 		ops:     make(map[host.ExternalToolID]*dispatched),
+		trace:   n.trace,
+		resumed: n.resumed,
 	}
 	if s.id == "" {
 		st.nextSession++
@@ -329,13 +347,16 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 	s.owner = n.owner
 	if l := s.core.Ledger(); l != nil {
 		sub := l.Submitted()
-		s.created, lifetime, s.owner = l.Entries(0)[0].At, sub.MaxLifetime, sub.Owner
+		s.created, lifetime, s.owner, s.trace = l.Entries(0)[0].At, sub.MaxLifetime, sub.Owner, sub.Trace
 	}
 	if lifetime > 0 {
 		st.timers.push(timerEntry{at: s.created.Add(lifetime), kind: timerLifetime, s: s})
 	}
 	st.sessions[s.id] = s
 	st.takeResult(s)
+	if o, ok := st.cfg.Observer.(StartObserver); ok {
+		o.SessionStarted(summaryOf(s))
+	}
 	st.touch(s)
 	// Counted until it is done; one that finished at once is done at
 	// this step's flush.
@@ -373,7 +394,7 @@ func (st *loopState) status(s *session) SessionStatus {
 // since a finished session's live operations (dropped promises) belong to
 // this process only.
 func summaryOf(s *session) SessionStatus {
-	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended, Truncated: s.truncated, Owner: s.owner}
+	out := SessionStatus{ID: s.id, Created: s.created, State: SessionSuspended, Truncated: s.truncated, Owner: s.owner, Trace: s.trace, Resumed: s.resumed}
 	if r := s.result; r != nil {
 		switch {
 		case r.Err != nil && errors.Is(r.Err, workflow.ErrSessionCancelled):

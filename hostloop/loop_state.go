@@ -124,6 +124,10 @@ type session struct {
 	// submitter is that submission, to tell whether its caller left.
 	onAccepted func()
 	submitter  *submitWait
+	// trace is the submission's traceparent (Submission.Trace);
+	// resumed: the session came back from its ledger here.
+	trace   string
+	resumed bool
 }
 
 // dispatched is the loop's bookkeeping of one operation a session claimed:
@@ -406,7 +410,7 @@ func (st *loopState) publish(d *dispatched) {
 	d.dispatched = st.now
 	st.changedOp(d)
 	st.scheduleReconcile(d)
-	if err := st.send(d.s, invokeFor(d.requestID(), inv)); err != nil {
+	if err := st.send(d.s, invokeFor(d.requestID(), inv), inv); err != nil {
 		// A refused publish is retried like a lost one: after a backoff,
 		// with the same message id.
 		st.schedulePublish(d, st.nextDelay(d))
@@ -419,11 +423,15 @@ func (st *loopState) publish(d *dispatched) {
 
 // send publishes msg; an adopted session's answers go to the events of
 // the host that accepted it, where every driver of the session reads.
-func (st *loopState) send(s *session, msg protocol.Invoke) error {
-	if hp, ok := st.cfg.Transport.(HostPublisher); ok && s.host != "" {
-		return hp.PublishFor(context.Background(), s.host, msg)
+func (st *loopState) send(s *session, msg protocol.Invoke, inv host.ExternalInvocation) error {
+	ctx := context.Background()
+	if o, ok := st.cfg.Observer.(PublishObserver); ok {
+		ctx = o.Publishing(ctx, s.id, msg.RequestID, inv)
 	}
-	return st.cfg.Transport.Publish(context.Background(), msg)
+	if hp, ok := st.cfg.Transport.(HostPublisher); ok && s.host != "" {
+		return hp.PublishFor(ctx, s.host, msg)
+	}
+	return st.cfg.Transport.Publish(ctx, msg)
 }
 
 func (st *loopState) nextDelay(d *dispatched) time.Duration {

@@ -477,7 +477,7 @@ func requestIncarnation(req string) string {
 // workers instead. A cancellation an earlier process had asked for is
 // asked again.
 func (st *loopState) resume(r resumable) {
-	s, _ := st.adopt(newSession{core: r.core, clock: r.clock, id: r.id})
+	s, _ := st.adopt(newSession{core: r.core, clock: r.clock, id: r.id, resumed: true})
 	sess := st.sessions[s.ID]
 	sess.host = r.host
 	for _, op := range r.core.Ops() {

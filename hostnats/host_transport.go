@@ -197,7 +197,8 @@ func (t *HostTransport) Forget(requestID string) {
 
 // Publish seals inv and publishes it to its tool's subject with
 // Nats-Msg-Id = fabric.MsgID(inv.IdempotencyKey, inv.Attempt), so a republish of
-// the same attempt is stored once. It returns once the publish is queued;
+// the same attempt is stored once, and with ctx's trace context in the W3C
+// trace headers (fabric.InjectTrace), for tracing only. It returns once the publish is queued;
 // a failure after that arrives on Events as hostloop.EventPublishFailed.
 func (t *HostTransport) Publish(ctx context.Context, inv protocol.Invoke) error {
 	return t.publish(ctx, t.hostID, inv)
@@ -218,6 +219,9 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 	}
 	m.Subject = subject
 	addPublishHeader(m.Header, inv.IdempotencyKey, inv.Attempt, host)
+	// The attempt's span, when the loop's observer traces (see
+	// hostloop.PublishObserver): the worker's spans join its trace.
+	fabric.InjectTrace(ctx, m.Header)
 	t.seqs.published(inv.RequestID, inv.Tool, inv.Attempt, inv.AttemptLimit)
 	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(fabric.StreamInvoke))
 	if err != nil {

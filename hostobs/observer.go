@@ -9,6 +9,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/tracing"
 )
 
 // keepEnded bounds how many ended sessions the Observer remembers, so a
@@ -39,6 +40,9 @@ type opTrack struct {
 	cancelAsked bool
 	// disposition is the last cancel answer counted from a snapshot.
 	disposition string
+	// trace is its session's sampled trace id, the exemplar of its
+	// latencies; "" when not traced.
+	trace string
 }
 
 // Observer feeds a metrics.Host from a host loop. Create it with New.
@@ -54,9 +58,14 @@ type Observer struct {
 	pending    map[string]int
 	claimed    map[string]int
 	dirty      map[string]struct{}
+	// traces holds the sampled trace id of each live session traced.
+	traces map[hostloop.SessionID]string
 }
 
-var _ hostloop.Observer = (*Observer)(nil)
+var (
+	_ hostloop.Observer      = (*Observer)(nil)
+	_ hostloop.StartObserver = (*Observer)(nil)
+)
 
 // New returns an Observer that records into m. A nil m is allowed (every
 // metrics.Host method is a no-op on nil), which leaves only the
@@ -71,6 +80,15 @@ func New(m *metrics.Host) *Observer {
 		pending: make(map[string]int),
 		claimed: make(map[string]int),
 		dirty:   make(map[string]struct{}),
+		traces:  make(map[hostloop.SessionID]string),
+	}
+}
+
+// SessionStarted keeps the session's trace, when it is sampled, for the
+// exemplars of its operations' latencies.
+func (o *Observer) SessionStarted(s hostloop.SessionStatus) {
+	if sc, err := tracing.ParseTraceParent(s.Trace); err == nil && sc.IsSampled() {
+		o.traces[s.ID] = sc.TraceID().String()
 	}
 }
 
@@ -82,7 +100,7 @@ func (o *Observer) track(session hostloop.SessionID, id host.ExternalToolID, too
 	}
 	tr := ops[id]
 	if tr == nil {
-		tr = &opTrack{tool: tool}
+		tr = &opTrack{tool: tool, trace: o.traces[session]}
 		ops[id] = tr
 	}
 	return tr
@@ -144,7 +162,7 @@ func (o *Observer) workerSpoke(tr *opTrack, at time.Time) {
 		return
 	}
 	if !tr.published.IsZero() {
-		o.m.OperationDispatched(tr.tool, at.Sub(tr.published))
+		o.m.OperationDispatchedInTrace(tr.tool, at.Sub(tr.published), tr.trace)
 		tr.published = time.Time{}
 	}
 	o.setState(tr, claimed)
@@ -224,7 +242,7 @@ func (o *Observer) audit(session hostloop.SessionID, e host.AuditEvent) {
 
 func (o *Observer) finish(session hostloop.SessionID, e host.AuditEvent, tr *opTrack) {
 	if tr.counted {
-		o.m.OperationFinished(tr.tool, outcome(e), e.At.Sub(tr.started))
+		o.m.OperationFinishedInTrace(tr.tool, outcome(e), e.At.Sub(tr.started), tr.trace)
 	}
 	o.drop(session, e.ID)
 }
@@ -246,6 +264,7 @@ func (o *Observer) SessionChanged(s hostloop.SessionStatus) {
 	}
 	if isActive && s.State != hostloop.SessionSuspended {
 		delete(o.active, s.ID)
+		delete(o.traces, s.ID)
 		o.remember(s.ID)
 		o.m.SessionFinished(sessionState(s.State))
 		if b := overBudget(s.Err); b != "" {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 )
 
@@ -148,6 +150,25 @@ type Config struct {
 	// write timeouts, since a call's answer streams for as long as the
 	// call runs.
 	MCP http.Handler
+	// Series, if set, answers GET /v1/metrics/tools, the per-tool
+	// series the console charts (*metrics.Series over the host's
+	// registry); nil answers it with 501.
+	Series SeriesSource
+	// Timelines, if set, answers GET /v1/sessions/{id}/timeline. It
+	// must be the loop's observer (through Tee). Nil answers it with
+	// 501.
+	Timelines *Timelines
+	// Tracer, if set, traces each submission (POST /v1/sessions): its
+	// span joins the trace the request's traceparent header names, if
+	// any, and the session's spans go under it (Submission.Trace). Nil
+	// traces nothing.
+	Tracer trace.TracerProvider
+	// TraceURL, if set, is where an operator looks at a session's trace:
+	// "{trace_id}" in it is replaced by the session's trace id, and the
+	// result is the session's trace_url (Jaeger's UI:
+	// http://jaeger:16686/trace/{trace_id}). It must be an http or https
+	// URL.
+	TraceURL string
 }
 
 func (c Config) withDefaults() Config {

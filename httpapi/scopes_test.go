@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/splashfabric/splashfabric/metrics"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -59,11 +61,12 @@ func newScopedEnv(t *testing.T, tokens apitoken.Verifier) *apiEnv {
 	t.Helper()
 	events := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
 	index := httpapi.NewSessionIndex(httpapi.IndexConfig{})
+	timelines := httpapi.NewTimelines(httpapi.TimelineConfig{})
 	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: startMemWorker(t),
 		HostID:    "h1",
 		Catalog:   catalog,
-		Observer:  httpapi.Tee(events, index),
+		Observer:  httpapi.Tee(events, index, timelines),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -82,11 +85,13 @@ func newScopedEnv(t *testing.T, tokens apitoken.Verifier) *apiEnv {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(httpapi.New(loop, httpapi.Config{
-		Tokens: tokens,
-		Events: events,
-		Index:  index,
-		Tools:  fakeTools{set},
-		UI:     http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "<html>") }),
+		Tokens:    tokens,
+		Events:    events,
+		Index:     index,
+		Timelines: timelines,
+		Series:    metrics.NewSeries(metrics.SeriesConfig{Gatherer: prometheus.NewRegistry()}),
+		Tools:     fakeTools{set},
+		UI:        http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "<html>") }),
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, "splash_up 1\n")
 		}),
@@ -170,6 +175,8 @@ func TestEveryEndpointEnforcesItsScope(t *testing.T) {
 		{"POST", "/v1/operations/%[2]s/cancel", "", apitoken.ScopeCancel, 202, true},
 		{"GET", "/v1/tools", "", apitoken.ScopeRead, 200, false},
 		{"GET", "/v1/workers", "", apitoken.ScopeRead, 200, false},
+		{"GET", "/v1/sessions/%[1]s/timeline", "", apitoken.ScopeRead, 200, true},
+		{"GET", "/v1/metrics/tools", "", apitoken.ScopeRead, 200, false},
 		{"POST", "/mcp", `{}`, apitoken.ScopeSubmit, 200, false},
 		{"GET", "/no/such/endpoint", "", any, 404, false},
 		{"DELETE", "/v1/sessions", "", any, 405, false},

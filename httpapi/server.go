@@ -84,6 +84,8 @@ func New(backend Backend, cfg Config) http.Handler {
 	s.route(http.MethodGet, "/v1/sessions/{id}/source", apitoken.ScopeRead, s.source)
 	s.route(http.MethodGet, "/v1/tools", apitoken.ScopeRead, s.tools)
 	s.route(http.MethodGet, "/v1/workers", apitoken.ScopeRead, s.workers)
+	s.route(http.MethodGet, "/v1/sessions/{id}/timeline", apitoken.ScopeRead, s.timeline)
+	s.route(http.MethodGet, "/v1/metrics/tools", apitoken.ScopeRead, s.toolSeries)
 	if cfg.UI != nil {
 		// The console's files are public (they hold no secret); the API
 		// they call is not.

@@ -27,7 +27,9 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	deadline := time.Now().Add(time.Duration(req.WaitMS) * time.Millisecond)
-	st, err := s.backend.Submit(r.Context(), sub)
+	ctx, span := s.traceSubmission(r, &sub)
+	st, err := s.backend.Submit(ctx, sub)
+	endSubmission(span, st, err)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -41,7 +43,7 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Location", "/v1/sessions/"+url.PathEscape(string(st.ID)))
-	writeJSON(w, http.StatusCreated, sessionOf(st))
+	writeJSON(w, http.StatusCreated, s.sessionOf(st))
 }
 
 // submission validates a request against the server's limits. A script
@@ -98,7 +100,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := sessionOf(st)
+	out := s.sessionOf(st)
 	s.markQueued(r.Context(), out.Operations)
 	writeJSON(w, http.StatusOK, out)
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 )
@@ -54,6 +56,30 @@ func (t tee) Dispatched(session hostloop.SessionID, inv host.ExternalInvocation)
 func (t tee) Rejected(reason string, err error) {
 	for _, o := range t {
 		o.Rejected(reason, err)
+	}
+}
+
+var _ hostloop.PublishObserver = tee(nil)
+
+// Publishing hands ctx through every observer that carries a trace to the
+// workers, in order.
+func (t tee) Publishing(ctx context.Context, session hostloop.SessionID, requestID string, inv host.ExternalInvocation) context.Context {
+	for _, o := range t {
+		if p, ok := o.(hostloop.PublishObserver); ok {
+			ctx = p.Publishing(ctx, session, requestID, inv)
+		}
+	}
+	return ctx
+}
+
+var _ hostloop.StartObserver = tee(nil)
+
+// SessionStarted tells every observer that must know a session first.
+func (t tee) SessionStarted(s hostloop.SessionStatus) {
+	for _, o := range t {
+		if so, ok := o.(hostloop.StartObserver); ok {
+			so.SessionStarted(s)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/tracing"
 )
 
 // The wire types are the API's own: host's structs may grow or rename
@@ -59,6 +60,11 @@ type Session struct {
 	// Truncated says the host's archive cut value or error to fit.
 	Truncated  bool        `json:"truncated,omitempty"`
 	Operations []Operation `json:"operations"`
+	// TraceID is the session's trace (32 hex digits) when the host
+	// traced its submission; TraceURL is where to look at it, when the
+	// host was told (Config.TraceURL).
+	TraceID  string `json:"trace_id,omitempty"`
+	TraceURL string `json:"trace_url,omitempty"`
 }
 
 // Terminal reports whether the session's script has ended.
@@ -154,6 +160,9 @@ func sessionOf(s hostloop.SessionStatus) Session {
 	if s.State == hostloop.SessionCompleted {
 		v := s.Value
 		out.Value = &v
+	}
+	if sc, err := tracing.ParseTraceParent(s.Trace); err == nil {
+		out.TraceID = sc.TraceID().String()
 	}
 	return out
 }

@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/tracing"
 )
 
 // cancelTimeout bounds asking the host to cancel a session's operations
@@ -44,6 +49,9 @@ type LoopRunner struct {
 	// with its own session after (following it, cancelling it when the
 	// caller leaves) needs no other scope.
 	Gate *httpapi.Gate
+	// Tracer, if set, traces each call's submission: its span is the
+	// parent of the session's (Submission.Trace). Nil traces nothing.
+	Tracer trace.TracerProvider
 }
 
 var _ Runner = (*LoopRunner)(nil)
@@ -55,9 +63,24 @@ func (r *LoopRunner) Run(ctx context.Context, sub Submission, chunk func(Chunk))
 	if r.Gate != nil {
 		submit = r.Gate.Submit
 	}
-	st, err := submit(sctx, hostloop.Submission{
+	hsub := hostloop.Submission{
 		Source: sub.Source, Grants: sub.Grants, Tools: sub.Tools, ToolCallBudget: sub.ToolCallBudget, MaxPending: sub.MaxPending,
-	})
+	}
+	var span trace.Span
+	if r.Tracer != nil {
+		sctx, span = r.Tracer.Tracer("github.com/splashfabric/splashfabric/mcpserver").Start(sctx, "mcp tools/call",
+			trace.WithSpanKind(trace.SpanKindServer))
+		hsub.Trace = tracing.TraceParent(span.SpanContext())
+	}
+	st, err := submit(sctx, hsub)
+	if span != nil {
+		if err == nil {
+			span.SetAttributes(attribute.String("splash.session.id", string(st.ID)))
+		} else {
+			span.SetStatus(codes.Error, "refused")
+		}
+		span.End()
+	}
 	stop()
 	if err != nil {
 		return Outcome{}, err

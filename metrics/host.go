@@ -125,10 +125,16 @@ func (h *Host) OperationStarted(tool string) {
 // and worker) is recorded as zero rather than dropped, so the count of
 // dispatches stays right.
 func (h *Host) OperationDispatched(tool string, d time.Duration) {
+	h.OperationDispatchedInTrace(tool, d, "")
+}
+
+// OperationDispatchedInTrace is OperationDispatched with the operation's
+// trace id as the observation's exemplar ("" for none).
+func (h *Host) OperationDispatchedInTrace(tool string, d time.Duration, traceID string) {
 	if h == nil {
 		return
 	}
-	h.dispatch.WithLabelValues(h.tools.value(tool)).Observe(seconds(d))
+	observe(h.dispatch.WithLabelValues(h.tools.value(tool)), seconds(d), traceID)
 }
 
 // OperationRetried counts a retry the host scheduled; class is RetryTransient
@@ -143,12 +149,18 @@ func (h *Host) OperationRetried(tool, class string) {
 // OperationFinished counts an operation's terminal outcome (one of the
 // Outcome constants) and records d, the time from OperationStarted to now.
 func (h *Host) OperationFinished(tool, outcome string, d time.Duration) {
+	h.OperationFinishedInTrace(tool, outcome, d, "")
+}
+
+// OperationFinishedInTrace is OperationFinished with the operation's
+// trace id as the duration's exemplar ("" for none).
+func (h *Host) OperationFinishedInTrace(tool, outcome string, d time.Duration, traceID string) {
 	if h == nil {
 		return
 	}
 	t := h.tools.value(tool)
 	h.finished.WithLabelValues(t, oneOf(outcome, outcomes)).Inc()
-	h.duration.WithLabelValues(t).Observe(seconds(d))
+	observe(h.duration.WithLabelValues(t), seconds(d), traceID)
 }
 
 // SetQueue sets the pending and claimed gauges of a tool. The host loop

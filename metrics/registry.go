@@ -23,11 +23,13 @@ func NewRegistry() *prometheus.Registry {
 }
 
 // Handler serves g in the Prometheus exposition format, for mounting at
-// /metrics. A collector that fails mid-scrape does not blank the page: the
-// other series are still served and the error is logged by Prometheus as a
+// /metrics, or in OpenMetrics to a scraper that asks for it, which is the
+// format that carries the latency histograms' exemplars (trace ids). A
+// collector that fails mid-scrape does not blank the page: the other
+// series are still served and the error is logged by Prometheus as a
 // scrape warning.
 func Handler(g prometheus.Gatherer) http.Handler {
-	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
 }
 
 // register adds c to reg. Registering a second set with identical

@@ -116,6 +116,12 @@ func (w *Worker) HandlerStarted(tool string) {
 // gauge and is counted with its outcome (one of the Handler constants) and
 // duration d.
 func (w *Worker) HandlerDone(tool, outcome string, d time.Duration) {
+	w.HandlerDoneInTrace(tool, outcome, d, "")
+}
+
+// HandlerDoneInTrace is HandlerDone with the run's trace id as the
+// duration's exemplar ("" for none).
+func (w *Worker) HandlerDoneInTrace(tool, outcome string, d time.Duration, traceID string) {
 	if w == nil {
 		return
 	}
@@ -123,7 +129,7 @@ func (w *Worker) HandlerDone(tool, outcome string, d time.Duration) {
 	o := oneOf(outcome, handlerResult)
 	w.inFlight.WithLabelValues(t).Dec()
 	w.invocations.WithLabelValues(t, o).Inc()
-	w.handlerDuration.WithLabelValues(t, o).Observe(seconds(d))
+	observe(w.handlerDuration.WithLabelValues(t, o), seconds(d), traceID)
 }
 
 // DedupeHit counts an invocation answered from the journal.

@@ -83,6 +83,13 @@ type Invoke struct {
 	// the tool from one; a worker whose definition differs refuses the
 	// call instead of running it under another contract.
 	Contract *Contract `json:"contract,omitempty"`
+	// TraceParent and TraceState are the W3C trace context of the span
+	// that hands a process tool its call, set only on the way into the
+	// process (over NATS the trace travels in headers): a tool reads
+	// them to put its own spans in its caller's trace, and for nothing
+	// else.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // Contract is what an invocation says of the definition the host called

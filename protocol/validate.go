@@ -144,8 +144,19 @@ func (v Invoke) Validate() error {
 	if c := v.Contract; c != nil && (c.Digest == "" || len(c.Digest) > maxDigestBytes) {
 		return fmt.Errorf("%w: contract digest of %d bytes", ErrInvalidMessage, len(c.Digest))
 	}
+	if len(v.TraceParent) > maxTraceParentBytes || len(v.TraceState) > maxTraceStateBytes {
+		return fmt.Errorf("%w: trace context of %d+%d bytes", ErrInvalidMessage, len(v.TraceParent), len(v.TraceState))
+	}
 	return v.Input.Validate()
 }
+
+// maxTraceParentBytes and maxTraceStateBytes bound an invocation's trace
+// context: a version 00 traceparent is 55 bytes, and a tracestate of more
+// than 512 is dropped by the propagators anyway.
+const (
+	maxTraceParentBytes = 128
+	maxTraceStateBytes  = 512
+)
 
 // maxDigestBytes bounds a contract digest; "sha256:" and 64 hex digits
 // need 71.

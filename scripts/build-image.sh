@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the static splash binary, the splash image and the worker image
-# in one command, and then the compose cluster's Prometheus image.
+# in one command, and then the compose cluster's Prometheus and Jaeger
+# images.
 #
 #   scripts/build-image.sh [tag]     (default tag: splash:dev)
 #
@@ -47,3 +48,5 @@ echo "== $tag: $(docker run --rm "$tag" version)"
 echo "== $worker: $(docker run --rm "$worker" version), $(docker run --rm --entrypoint /usr/bin/python3 "$worker" -c 'import sys, splash_tool; print("python", sys.version.split()[0], "with the SDK")')"
 
 scripts/build-prometheus-image.sh "${SPLASH_PROMETHEUS_IMAGE:-splash-prometheus:dev}"
+
+scripts/build-jaeger-image.sh "${SPLASH_JAEGER_IMAGE:-splash-jaeger:dev}"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,7 @@ type Agent struct {
 	// second; any goroutine.
 	rejectLog *ratelog.Limiter
 	codec     *fabric.Codec
+	tracer    trace.Tracer
 	obs       Observer
 	stats     counters
 	owner     atomic.Uint64 // numbers execution owners; any goroutine
@@ -151,6 +153,7 @@ func New(nc *nats.Conn, cfg Config) (*Agent, error) {
 		codec:     codec,
 		rejectLog: ratelog.New(cfg.Logger.With("worker", cfg.WorkerID), time.Second, rejectLogBurst),
 		obs:       cfg.Observer,
+		tracer:    cfg.Tracer.Tracer(ScopeName),
 		tools:     make(map[string]*tool),
 		running:   make(map[*execution]struct{}),
 		cancels:   newCancelSet(cfg.Fabric.DedupeHorizon),

@@ -68,6 +68,7 @@ func (a *Agent) onStreamDenied(t *tool, d protocol.StreamDenied) {
 // cancelLocked applies one cancellation request to e; a.mu is held.
 func (a *Agent) cancelLocked(e *execution, c protocol.Cancel) {
 	a.stats.cancelRequests.Add(1)
+	e.span.AddEvent("cancellation requested")
 	switch {
 	case !e.started:
 		e.cancelAsked = true

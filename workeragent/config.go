@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -69,6 +72,10 @@ type Config struct {
 	Observer Observer
 	// Processes shapes every process and MCP tool the agent runs.
 	Processes ProcessSettings
+	// Tracer, if set, gives each invocation its spans (the call, its
+	// pickup and dedupe, its handler, a process tool's call, its answer)
+	// in the trace its message's headers name; nil traces nothing.
+	Tracer trace.TracerProvider
 }
 
 // ProcessSettings are the worker's own settings for the tools it runs as
@@ -109,6 +116,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
+	}
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider()
 	}
 	return c
 }

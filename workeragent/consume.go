@@ -70,26 +70,28 @@ func (a *Agent) onMessage(t *tool, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
+	e := &execution{a: a, t: t, msg: m, inv: inv, host: host}
+	e.startSpan(m)
 	select {
 	case <-a.stopCh:
-		_ = m.Nak()
+		e.handBack()
 		return
 	default:
 	}
 	select {
 	case t.slots <- struct{}{}:
 	case <-a.stopCh:
-		_ = m.Nak()
+		e.handBack()
 		return
 	}
 	if !a.admit() {
 		<-t.slots
-		_ = m.Nak()
+		e.handBack()
 		return
 	}
 	a.execute(func() {
 		defer a.release()
-		e := &execution{a: a, t: t, msg: m, inv: inv, host: host}
+		defer e.endSpan()
 		e.process()
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -39,6 +41,18 @@ type execution struct {
 	// effect without a result (Call.TakenOver).
 	takenOver bool
 	slotHeld  bool
+
+	// tctx holds span, the invocation's span, from onMessage on;
+	// hspan is the handler's span while it runs (its chunks are its
+	// events). outcome and pickup say how the call and its pickup
+	// ended, for the spans. Only the execution's goroutine writes them,
+	// before the handler starts (hspan) or after it returned.
+	tctx      context.Context
+	span      trace.Span
+	hspan     trace.Span
+	outcome   string
+	pickup    string
+	pickupCtx context.Context
 
 	// Guarded by a.mu while the execution is in a.running.
 	started         bool // the handler runs (or is about to)
@@ -111,6 +125,7 @@ func (e *execution) process() {
 		a.stats.contractMismatches.Add(1)
 		a.obs.ContractMismatch(e.t.name)
 		a.log.Warn("refused invocation under another definition", "tool", e.t.name, "request", inv.RequestID, "why", why)
+		e.outcome = "contract_mismatch"
 		e.answer(protocol.ResultMessage(protocol.Result{
 			RequestID: inv.RequestID, Attempt: inv.Attempt, Status: protocol.ResultFailed,
 			Error: ErrContractMismatch.Error() + ": " + why,
@@ -122,6 +137,7 @@ func (e *execution) process() {
 	}
 	e.writer = newChunkWriter(inv.Stream, func(c protocol.Chunk, k uint32) error {
 		c.RequestID = inv.RequestID
+		e.chunkEvent(k, len(c.Text))
 		return a.publishChunk(e, c, k)
 	})
 
@@ -140,7 +156,10 @@ func (e *execution) process() {
 	if !e.claimed() {
 		pickup = e.pickupUnclaimed
 	}
+	var pspan trace.Span
+	e.pickupCtx, pspan = e.child("pickup")
 	recorded, proceed := pickup()
+	e.endPickup(pspan, proceed)
 	if !proceed {
 		return
 	}
@@ -162,10 +181,12 @@ func (e *execution) process() {
 		// Nothing ran: acknowledging is true, and storing it makes a
 		// duplicate of this attempt acknowledge too instead of running.
 		a.stats.cancelledBeforeStart.Add(1)
+		e.outcome = OutcomeCancelled
 		e.finish(idempotency.Result{Status: idempotency.StatusCancelled})
 	case !e.deadline.IsZero() && !time.Now().Before(e.deadline):
 		// Nothing ran, so the key stays free; the host has timed the
 		// call out already and only records this answer.
+		e.outcome = OutcomeFailed
 		e.releaseClaim()
 		e.answer(protocol.ResultMessage(protocol.Result{
 			RequestID: inv.RequestID, Attempt: inv.Attempt,
@@ -175,6 +196,7 @@ func (e *execution) process() {
 		// The agent stopped while this call waited on the journal: do not
 		// start work that the drain would only have to hand back.
 		a.stats.givenBack.Add(1)
+		e.outcome = OutcomeHandedBack
 		e.giveBack()
 	default:
 		e.run(hctx, hcancel)
@@ -212,6 +234,8 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 	a.stats.executed.Add(1)
 	a.obs.HandlerStarted(e.t.name)
 	began := time.Now()
+	hctx = trace.ContextWithSpan(hctx, e.span)
+	hctx, e.hspan = a.tracer.Start(hctx, "handler "+e.t.name, trace.WithAttributes(attrTool.String(e.t.name)))
 	hb := e.startHeartbeat(cancel)
 	r := callHandler(hctx, e.t.handler, call)
 	leaseLost := hb.stop()
@@ -224,7 +248,9 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 
 	if leaseLost {
 		// Someone else holds the key now and answers for it.
-		a.obs.HandlerDone(e.t.name, OutcomeHandedBack, time.Since(began))
+		e.outcome = OutcomeHandedBack
+		e.endHandlerSpan("lease_lost")
+		a.handlerDone(e, OutcomeHandedBack, time.Since(began))
 		a.log.Warn("lease lost while running", "request", inv.RequestID)
 		_ = e.msg.Nak()
 		return
@@ -235,7 +261,11 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 		// leave the call without an end.
 		v = verdict{kind: verdictFailed, err: v.err + " (on the last delivery the stream allows)"}
 	}
-	a.obs.HandlerDone(e.t.name, v.label(), time.Since(began))
+	e.outcome = v.label()
+	e.endHandlerSpan(e.outcome)
+	a.handlerDone(e, v.label(), time.Since(began))
+	_, aspan := e.child("answer", attrOutcome.String(e.outcome))
+	defer aspan.End()
 	tooLate := e.tooLate(cancelAsked && !unsupported)
 	switch v.kind {
 	case verdictGiveBack:
@@ -306,4 +336,13 @@ func (e *execution) releaseClaim() {
 func (e *execution) giveBack() {
 	e.releaseClaim()
 	_ = e.msg.Nak()
+}
+
+// endHandlerSpan ends the handler's span with how its run ended.
+func (e *execution) endHandlerSpan(outcome string) {
+	e.hspan.SetAttributes(attrOutcome.String(outcome))
+	if outcome == OutcomeFailed || outcome == OutcomeIndeterminate {
+		e.hspan.SetStatus(codes.Error, outcome)
+	}
+	e.hspan.End()
 }

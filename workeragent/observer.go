@@ -36,6 +36,25 @@ type Observer interface {
 	HandlerDone(tool, outcome string, d time.Duration)
 }
 
+// ExemplarObserver is implemented by Observers that link a handler run's
+// duration to its trace (a Prometheus exemplar): for a run whose trace is
+// sampled the agent calls HandlerDoneInTrace, with the trace's id, in
+// place of HandlerDone. *metrics.Worker implements it.
+type ExemplarObserver interface {
+	HandlerDoneInTrace(tool, outcome string, d time.Duration, traceID string)
+}
+
+// handlerDone reports a handler run's end, with its trace when sampled.
+func (a *Agent) handlerDone(e *execution, outcome string, d time.Duration) {
+	if eo, ok := a.obs.(ExemplarObserver); ok {
+		if sc := e.span.SpanContext(); sc.IsSampled() {
+			eo.HandlerDoneInTrace(e.t.name, outcome, d, sc.TraceID().String())
+			return
+		}
+	}
+	a.obs.HandlerDone(e.t.name, outcome, d)
+}
+
 // The outcomes of a handler run that HandlerDone reports: how the agent
 // answered for it.
 const (

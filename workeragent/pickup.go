@@ -5,6 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/splashfabric/splashfabric/idempotency"
 )
 
@@ -36,7 +39,12 @@ func (e *execution) pickupClaimed() (recorded, proceed bool) {
 			cancelled <- lookup{ok, err}
 		})
 	}
+	_, dspan := e.a.tracer.Start(e.pickupCtx, "dedupe", trace.WithAttributes(attrJournal.String("claim")))
 	claim, err := e.beginClaim()
+	if err == nil {
+		dspan.SetAttributes(attribute.String("splash.claim", claim.Outcome.String()))
+	}
+	dspan.End()
 	var l lookup
 	if cancelled != nil {
 		l = <-cancelled
@@ -66,12 +74,14 @@ func (e *execution) pickupClaimed() (recorded, proceed bool) {
 	switch claim.Outcome {
 	case idempotency.Done:
 		a.dedupeHit(e.t.name)
+		e.pickup = "dedupe_hit"
 		e.replay(claim.Record)
 		return false, false
 	case idempotency.RunningElsewhere:
 		// Another holder runs this key; come back when its lease would
 		// have expired, by which time it has finished or crashed.
 		a.stats.deferred.Add(1)
+		e.pickup = "running_elsewhere"
 		delay := time.Until(claim.Record.LeaseExpiresAt)
 		delay = min(max(delay, a.cfg.HeartbeatInterval), a.cfg.LeaseDuration)
 		_ = e.msg.NakWithDelay(delay)
@@ -84,6 +94,7 @@ func (e *execution) pickupClaimed() (recorded, proceed bool) {
 		// counted here too.)
 		a.stats.takenOver.Add(1)
 		a.stats.indeterminate.Add(1)
+		e.pickup, e.outcome = "taken_over", OutcomeIndeterminate
 		e.finish(idempotency.Result{
 			Status: idempotency.StatusIndeterminate,
 			Error:  "an earlier holder lost its lease without a result; its effect is unknown",
@@ -185,11 +196,15 @@ func (e *execution) pickupUnclaimed() (recorded, proceed bool) {
 		return recorded, true
 	}
 	ctx, cancel := opContext()
+	_, dspan := e.a.tracer.Start(e.pickupCtx, "dedupe", trace.WithAttributes(attrJournal.String("stored_answer")))
 	stored, found, err := a.lookupAnswer(ctx, e.host, inv.Tool, inv.IdempotencyKey)
+	dspan.SetAttributes(attribute.Bool("splash.found", found))
+	dspan.End()
 	cancel()
 	switch {
 	case found:
 		a.dedupeHit(e.t.name)
+		e.pickup = "dedupe_hit"
 		e.answer(e.rebind(stored), replayFrame)
 		return false, false
 	case err != nil:
@@ -215,6 +230,7 @@ func (e *execution) pickupUnclaimed() (recorded, proceed bool) {
 // pickupFailed puts the message back for a later try: the journal or the
 // cancel bucket could not be read, and running blind is not allowed.
 func (e *execution) pickupFailed(err error) {
+	e.pickup = "failed"
 	e.a.log.Warn("pickup failed", "request", e.inv.RequestID, "err", err)
 	_ = e.msg.NakWithDelay(e.a.cfg.HeartbeatInterval)
 }

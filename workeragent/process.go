@@ -7,9 +7,15 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/outcome"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolproc"
+	"github.com/splashfabric/splashfabric/tracing"
 )
 
 // processHandler runs a process tool's calls through its supervisor and
@@ -54,6 +60,14 @@ func (p *processHandler) HandleCall(ctx context.Context, call *Call) (Output, er
 		}
 	})
 	defer stop()
+	// The process's call is a span of its own, and the tool is handed
+	// its traceparent, so a tool's own spans join the trace.
+	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(ScopeName)
+	ctx, span := tracer.Start(ctx, "process call "+inv.Tool, trace.WithAttributes(attrTool.String(inv.Tool)))
+	defer span.End()
+	tc := propagation.MapCarrier{}
+	tracing.Inject(ctx, tc)
+	inv.TraceParent, inv.TraceState = tc.Get(fabric.HeaderTraceParent), tc.Get(fabric.HeaderTraceState)
 	o := p.sup.Call(ctx, toolproc.Request{
 		Invoke:        inv,
 		ServerTool:    p.serverTool,
@@ -67,6 +81,7 @@ func (p *processHandler) HandleCall(ctx context.Context, call *Call) (Output, er
 			}
 		},
 	})
+	span.SetAttributes(attribute.String("splash.process.outcome", o.Kind.String()))
 	return p.answer(ctx, o)
 }
 

@@ -42,6 +42,9 @@ type Submitted struct {
 	MaxLifetime time.Duration `json:"max_lifetime,omitempty"`
 	// Owner names who submitted the session (an API token's owner).
 	Owner string `json:"owner,omitempty"`
+	// Trace is the W3C traceparent of the submission, so a resumed
+	// session's spans continue its trace. Only tracing reads it.
+	Trace string `json:"trace,omitempty"`
 }
 
 // Nonce is a session's capability nonce, kept as 32 hex digits.

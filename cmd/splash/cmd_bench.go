@@ -28,6 +28,7 @@ type benchConfig struct {
 	claimed  bool
 	secure   bool
 	dev      bool
+	traced   bool
 }
 
 func (c *benchConfig) flags(fs *flagSet) {
@@ -36,6 +37,7 @@ func (c *benchConfig) flags(fs *flagSet) {
 	fs.listVar(&c.workers, "workers", "SPLASH_BENCH_WORKERS", []string{"1", "4"}, "comma-separated worker counts, one cell each")
 	fs.boolVar(&c.claimed, "claimed", "SPLASH_BENCH_CLAIMED", false, "also run a tool that is not idempotent (claimed in the journal before it runs)")
 	fs.boolVar(&c.secure, "secure", "SPLASH_BENCH_SECURE", false, "also run (b) and splash over TLS with the JetStream store encrypted, as the compose cluster runs, with ratios to the same runner in plaintext")
+	fs.boolVar(&c.traced, "tracing", "SPLASH_BENCH_TRACING", false, "also run splash with every session traced end to end (sampling 1.0, spans exported over OTLP/HTTP to an endpoint that drops them), with ratios to splash untraced in the same cell")
 	fs.boolVar(&c.dev, "dev", "SPLASH_BENCH_DEV", false, "also run the stack `splash dev` starts, each operation one submit over its HTTP API that waits for the session's end, beside an in-process splash with durable sessions as dev runs them; with ratios of dev to both")
 }
 
@@ -82,6 +84,10 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 			{name: "splash", mk: benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Security: benchharness.Secured})},
 		}
 	}
+	var traced []benchRunner
+	if c.traced {
+		traced = []benchRunner{{name: "splash", mk: benchharness.Fabric(benchharness.FabricOptions{Idempotent: true, Traced: true})}}
+	}
 	var dev []devCase
 	if c.dev {
 		runners = append(runners, benchRunner{name: devDurableRow, submitEach: true,
@@ -108,7 +114,14 @@ func (c *benchConfig) run(ctx context.Context, a *app, args []string) error {
 				}
 			}
 			if len(secured) > 0 {
-				if err := benchSecured(a.stdout, f, w, secured, plain); err != nil {
+				header := fmt.Sprintf("in flight %d, workers %d, over TLS with the store encrypted; ratios against the same runner above", f, w)
+				if err := benchVariant(a.stdout, header, f, w, secured, plain); err != nil {
+					return err
+				}
+			}
+			if len(traced) > 0 {
+				header := fmt.Sprintf("in flight %d, workers %d, every session traced (sampling 1.0, OTLP/HTTP); ratios against the same runner untraced above", f, w)
+				if err := benchVariant(a.stdout, header, f, w, traced, plain); err != nil {
 					return err
 				}
 			}
@@ -151,11 +164,12 @@ func benchCell(w io.Writer, inFlight, workers int, runners []benchRunner) (map[s
 	return results, err
 }
 
-// benchSecured runs the secured runners in the same cell, right after
-// their plaintext twins in plain, and prints each against its twin: the
-// cost of TLS and encryption at rest, measured in one process and run.
-func benchSecured(w io.Writer, inFlight, workers int, runners []benchRunner, plain map[string]testing.BenchmarkResult) error {
-	fmt.Fprintf(w, "in flight %d, workers %d, over TLS with the store encrypted; ratios against the same runner above\n", inFlight, workers)
+// benchVariant runs variants of runners (secured, traced) in the same
+// cell, right after their twins in plain, and prints each against its
+// twin: the cost of TLS and encryption at rest, or of tracing, measured in
+// one process and run.
+func benchVariant(w io.Writer, header string, inFlight, workers int, runners []benchRunner, plain map[string]testing.BenchmarkResult) error {
+	fmt.Fprintln(w, header)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "runner\tops/s\tp50 µs\tp99 µs\tcpu µs/op\tops/s ÷ plain\tp50 ÷ plain\tp99 ÷ plain\tcpu ÷ plain\t")
 	for _, r := range runners {

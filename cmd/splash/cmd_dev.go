@@ -257,6 +257,20 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 		return nil, err
 	}
 	hostLog := log.With("component", "host")
+	// Two services in one process, as in a cluster: the host's spans and
+	// the workers' are told apart in a trace viewer.
+	hostTracing, stopHostTracing, err := startTracing(ctx, "splash-host", hostLog)
+	if err != nil {
+		return nil, err
+	}
+	workerTracing, stopWorkerTracing, err := startTracing(ctx, "splash-worker", log.With("component", "worker"))
+	if err != nil {
+		stopHostTracing()
+		return nil, err
+	}
+	// Closed last (closers run in reverse): the spans the stop ends are
+	// exported.
+	d.closers = append(d.closers, stopHostTracing, stopWorkerTracing)
 	hostWatch := permissionWatch(natsconf.UserHost, hostLog, natsMetrics)
 	hostNC, err := nats.Connect(natsURL, nats.Name("splash dev host"), nats.MaxReconnects(-1),
 		nats.UserInfo(natsconf.UserHost, passwords[natsconf.UserHost]),
@@ -268,6 +282,7 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 	d.host, err = startHost(ctx, hostParts{
 		nc: hostNC, key: key, poolKeys: poolKeys, hostID: devHostID, fabric: fcfg, apiToken: token,
 		api: api, metrics: metricsL, reg: reg, log: hostLog, catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
+		tracing: hostTracing,
 	})
 	if err != nil {
 		return nil, err
@@ -323,6 +338,7 @@ func (c *devConfig) start(ctx context.Context, log *slog.Logger) (_ *devStack, e
 				bindOnly: true, metrics: wm, records: records,
 				log:       wlog,
 				processes: processes,
+				tracer:    workerTracing.TracerProvider(),
 			})
 			if err != nil {
 				return nil, err

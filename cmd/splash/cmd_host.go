@@ -135,6 +135,11 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 		}
 		defer metricsL.Close()
 	}
+	tp, stopTracing, err := startTracing(ctx, "splash-host", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	reg := metrics.NewRegistry()
 	watch := permissionWatch(c.nats.label(), log, metrics.NewNATS(reg))
 	nc, err := connectNATS(ctx, c.nats, "splash host "+c.hostID, log, watch.Option())
@@ -145,6 +150,7 @@ func (c *hostConfig) run(ctx context.Context, a *app, args []string) error {
 	h, err := startHost(ctx, hostParts{
 		nc: nc, key: key, poolKeys: poolKeys, hostID: c.hostID, fabric: cfg, apiToken: c.apiToken, apiTokens: tokens,
 		api: api, metrics: metricsL, reg: reg, log: log, catalog: cat, limits: c.limits, http: c.http, mcp: c.mcp,
+		tracing: tp,
 	})
 	if err != nil {
 		return err

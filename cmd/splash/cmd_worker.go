@@ -112,6 +112,11 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	log := a.log.With("component", "worker", "worker", c.workerID, "pool", pool)
+	tp, stopTracing, err := startTracing(ctx, "splash-worker", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	reg := metrics.NewRegistry()
 	m := metrics.NewWorker(reg, metrics.WithTools(names...))
 	var srv *http.Server
@@ -143,7 +148,7 @@ func (c *workerConfig) run(ctx context.Context, a *app, args []string) error {
 	w, err := newWorker(ctx, workerParts{
 		nc: nc, key: key, workerID: c.workerID, pool: pool, fabric: cfg, tools: tools,
 		concurrency: c.concurrency, drainGrace: c.drainGrace, bindOnly: !c.provision, metrics: m,
-		records: metrics.NewRecords(reg), log: log, processes: processes,
+		records: metrics.NewRecords(reg), log: log, processes: processes, tracer: tp.TracerProvider(),
 	})
 	if err != nil {
 		return err

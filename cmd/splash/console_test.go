@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/splashfabric/splashfabric/internal/otlptest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
@@ -31,6 +32,8 @@ const (
 	// tests look for window.__pwned and for any img element.
 	payload     = `<img src=x onerror=window.__pwned=1>`
 	pollTimeout = 30 * time.Second // stretched by testwait.Slow
+	// consoleTraceURL is where the console's sessions link their traces.
+	consoleTraceURL = "http://127.0.0.1:16686/trace/{trace_id}"
 )
 
 // chromiumPath finds the system's Chromium, or skips (fails under
@@ -71,6 +74,9 @@ type consoleEnv struct {
 	base    string   // the console's URL
 	browser context.Context
 	shots   string
+	// traces receives the spans dev exports: the console's sessions are
+	// traced, and link to their traces.
+	traces *otlptest.Receiver
 }
 
 func startConsoleEnv(t *testing.T) *consoleEnv {
@@ -88,13 +94,15 @@ func startConsoleEnv(t *testing.T) *consoleEnv {
 	addr := l.Addr().String()
 	l.Close()
 	args := []string{"dev", "--log-format", "json", "--data-dir", t.TempDir(),
-		"--api-addr", addr, "--nats-port", "-1", "--api-token", consoleToken, "--workers", "1"}
+		"--api-addr", addr, "--nats-port", "-1", "--api-token", consoleToken, "--workers", "1",
+		"--trace-url", consoleTraceURL}
 	if python {
 		args = append(args, "--catalog", "testdata/console/catalog.yaml")
 	} else if os.Getenv("SPLASH_UI") == "require" {
 		t.Fatal("python3 is needed for the console's streaming tool")
 	}
-	dev := startSplash(t, args...)
+	traces := otlptest.Start(t)
+	dev := startSplashEnv(t, traceEnv(traces), args...)
 	rec := dev.waitRecord(t, "dev ready")
 	base, _ := rec["console_url"].(string)
 	if !strings.HasSuffix(base, "/ui/") {
@@ -117,7 +125,7 @@ func startConsoleEnv(t *testing.T) *consoleEnv {
 		cancelBrowser()
 		cancelAlloc()
 	})
-	return &consoleEnv{dev: dev, args: args, base: base, browser: browser, shots: shotsDir(t)}
+	return &consoleEnv{dev: dev, args: args, base: base, browser: browser, shots: shotsDir(t), traces: traces}
 }
 
 // tab is one browser tab of a subtest.
@@ -424,6 +432,7 @@ func TestConsoleInABrowser(t *testing.T) {
 					{"session", "#/sessions/" + id, `document.querySelectorAll("#chunks .chunk").length === 3`},
 					{"operations", "#/operations", `document.querySelectorAll(".op-row").length >= 3`},
 					{"tools", "#/tools", `document.querySelectorAll(".tool").length > 0`},
+					{"charts", "#/charts", `document.querySelectorAll(".chart-card canvas").length > 0`},
 					{"run", "#/run", `document.querySelector("#run-source") !== null`},
 				}
 				for _, p := range pages {
@@ -438,6 +447,77 @@ func TestConsoleInABrowser(t *testing.T) {
 				}
 			})
 		}
+	})
+
+	t.Run("timeline and charts", func(t *testing.T) {
+		tb := env.tab(t, 1280, 900)
+		tb.login(consoleToken)
+		tb.until("signed in", `document.querySelector("#session-filter") !== null`)
+		// A call retried once, a call that streams, a call cancelled.
+		id := tb.run(`const f = await tool.start("demo.flaky", "1");
+			const s = await tool.start("demo.stream", "4");
+			try { await tool.start("demo.sleep", "25s") } catch (e) { return f + "; " + s + "; " + e.message }`)
+		tb.until("op-3 held by a worker", `(document.querySelector('#ops tr[data-op="op-3"]') || {dataset: {}}).dataset.state === "claimed"`)
+		tb.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#ops tr[data-op="op-3"] button.cancel').click()`))
+		tb.untilState("completed")
+		tb.until("the timeline of the ended session", `document.querySelector("#timeline-note").textContent === "" &&
+			document.querySelectorAll('#timeline g.tl-op').length === 3`)
+		checks := []struct{ what, expr string }{
+			{"op-1 ran twice", `document.querySelectorAll('#timeline g[data-op="op-1"] rect[data-phase="running"]').length === 2`},
+			{"op-1's first attempt asked for a retry", `document.querySelector('#timeline g[data-op="op-1"] rect[data-phase="running"][data-attempt="1"]').classList.contains("retry")`},
+			{"op-1 waited out a backoff", `document.querySelector('#timeline g[data-op="op-1"] rect[data-phase="backoff"]') !== null`},
+			{"op-2's four chunks", `document.querySelectorAll('#timeline g[data-op="op-2"] [data-mark="chunk"]').length === 4`},
+			{"op-3's cancellation request", `document.querySelector('#timeline g[data-op="op-3"] [data-mark="cancellation_requested"]') !== null`},
+			{"op-3 ended cancelled", `document.querySelector('#timeline g[data-op="op-3"]').dataset.outcome === "cancelled"`},
+			{"op-2 succeeded", `document.querySelector('#timeline g[data-op="op-2"]').dataset.outcome === "succeeded"`},
+		}
+		for _, c := range checks {
+			if !eval[bool](tb, c.expr) {
+				t.Errorf("timeline: %s: %s", c.what, c.expr)
+			}
+		}
+		// Traced: the session links to its trace, where the host exported it.
+		href := eval[string](tb, `document.querySelector("#session-trace").getAttribute("href") || ""`)
+		traceID := eval[string](tb, `document.querySelector("#session-trace").textContent`)
+		if len(traceID) != 32 || href != strings.ReplaceAll(consoleTraceURL, "{trace_id}", traceID) {
+			t.Errorf("trace link %q to %q", traceID, href)
+		}
+		env.traces.WaitFor(t, pollTimeout, "the session's spans", func(spans []otlptest.Span) bool {
+			for _, s := range spans {
+				if s.Name == "session" && s.TraceID == traceID && s.Attrs["splash.session.id"] == id {
+					return true
+				}
+			}
+			return false
+		})
+		tb.safe("timeline")
+		tb.shot("timeline")
+
+		tb.open("#/charts")
+		for _, tool := range []string{"demo.flaky", "demo.stream", "demo.sleep"} {
+			card := fmt.Sprintf(`document.querySelector('.chart-card[data-tool=%q]')`, tool)
+			tb.until(tool+"'s charts with live data", fmt.Sprintf(`%[1]s !== null &&
+				[...%[1]s.querySelectorAll(".chart")].every(c => Number(c.dataset.rows) >= 2 && c.querySelector("canvas") !== null) &&
+				Number(%[1]s.querySelector('[data-chart="rate"]').dataset.max) > 0`, card))
+		}
+		// The calls line is drawn in its colour on the canvas (demo.stream
+		// was called, never retried: its calls line is not under another).
+		drawn := eval[int](tb, `(() => {
+			let n = 0;
+			for (const c of document.querySelectorAll('.chart-card[data-tool="demo.stream"] [data-chart="rate"] canvas')) {
+				if (!c.width || !c.height) continue;
+				const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+				for (let i = 0; i < d.length; i += 4) {
+					if (d[i+3] > 0 && Math.abs(d[i] - 0x24) < 40 && Math.abs(d[i+1] - 0x57) < 40 && Math.abs(d[i+2] - 0xc5) < 40) n++;
+				}
+			}
+			return n;
+		})()`)
+		if drawn == 0 {
+			t.Error("the rate chart of demo.stream has no pixel of the calls line")
+		}
+		tb.safe("charts")
+		tb.shot("charts")
 	})
 
 	// The host goes away under a page showing a running session, and

@@ -174,7 +174,7 @@ var sharedEnv = map[string]bool{
 	// The host's HTTP bounds, on splash host and splash dev alike.
 	"SPLASH_HTTP_READ_TIMEOUT": true, "SPLASH_HTTP_WRITE_TIMEOUT": true, "SPLASH_HTTP_IDLE_TIMEOUT": true,
 	"SPLASH_HTTP_MAX_CONNS": true, "SPLASH_MAX_STREAMS": true, "SPLASH_MAX_STREAMS_PER_TOKEN": true,
-	"SPLASH_STREAM_WRITE_TIMEOUT": true,
+	"SPLASH_STREAM_WRITE_TIMEOUT": true, "SPLASH_TRACE_URL": true,
 	// What the fabric serves over MCP, at a host's /mcp and from splash
 	// mcp alike.
 	"SPLASH_MCP_TOOLS": true, "SPLASH_MCP_RUN_SCRIPT": true,

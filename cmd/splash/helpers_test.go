@@ -98,14 +98,22 @@ type proc struct {
 // The process is killed when the test ends if it still runs.
 func startSplash(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startSplashEnv(t, nil, args...)
+}
+
+// startSplashEnv is startSplash with env (KEY=value) added to the
+// process's environment.
+func startSplashEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{stderr: new(syncBuffer), done: make(chan struct{})}
 	p.cmd = exec.Command(splashBinary(t), args...)
 	p.cmd.Stderr = p.stderr
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SPLASH_") {
+		if !strings.HasPrefix(kv, "SPLASH_") && !strings.HasPrefix(kv, "OTEL_") {
 			p.cmd.Env = append(p.cmd.Env, kv)
 		}
 	}
+	p.cmd.Env = append(p.cmd.Env, env...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start splash: %v", err)
 	}

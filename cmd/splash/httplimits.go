@@ -14,6 +14,9 @@ type httpLimits struct {
 	maxStreams         int
 	maxStreamsPerToken int
 	streamWriteTimeout time.Duration
+	// traceURL is where a session's trace is looked at
+	// (httpapi.Config.TraceURL).
+	traceURL string
 }
 
 func (l *httpLimits) register(fs *flagSet) {
@@ -31,6 +34,8 @@ func (l *httpLimits) register(fs *flagSet) {
 		"`number` of event streams one bearer token holds at once; more are refused (429 token_stream_limit)")
 	fs.durationVar(&l.streamWriteTimeout, "stream-write-timeout", "SPLASH_STREAM_WRITE_TIMEOUT", httpapi.DefaultStreamWriteTimeout,
 		"most time to write one event-stream frame (`duration`); a client that reads slower is dropped")
+	fs.stringVar(&l.traceURL, "trace-url", "SPLASH_TRACE_URL", "",
+		"`URL` of a session's trace in a trace viewer, {trace_id} replaced by its id (Jaeger: http://127.0.0.1:16686/trace/{trace_id}); the API and the console link to it")
 }
 
 // check refuses bounds that would not bound anything, as a usage error
@@ -62,6 +67,11 @@ func (l *httpLimits) check() error {
 	if l.maxStreams >= l.server.MaxConns {
 		return fmt.Errorf("%w: --max-streams %d, want fewer than --http-max-conns %d", errUsage, l.maxStreams, l.server.MaxConns)
 	}
+	if l.traceURL != "" {
+		if err := httpapi.CheckTraceURL(l.traceURL); err != nil {
+			return fmt.Errorf("%w: --trace-url: %v", errUsage, err)
+		}
+	}
 	if l.server.WriteTimeout <= httpapi.DefaultMaxExecutionBudget {
 		return fmt.Errorf("%w: --http-write-timeout %v, want more than a script step may run (%v)", errUsage, l.server.WriteTimeout, httpapi.DefaultMaxExecutionBudget)
 	}
@@ -73,4 +83,5 @@ func (l *httpLimits) apply(cfg *httpapi.Config) {
 	cfg.MaxStreams = l.maxStreams
 	cfg.MaxStreamsPerToken = l.maxStreamsPerToken
 	cfg.StreamWriteTimeout = l.streamWriteTimeout
+	cfg.TraceURL = l.traceURL
 }

@@ -11,7 +11,7 @@ import (
 // the API's gate, for the caller's token. It follows the live catalog: a tool published to
 // the fabric reaches MCP clients as it reaches scripts.
 func (h *runningHost) mountMCP(cfg *httpapi.Config, live *fabric.LiveCatalog, p hostParts) error {
-	runner := &mcpserver.LoopRunner{Backend: h.loop, Events: h.events, Gate: cfg.Gate}
+	runner := &mcpserver.LoopRunner{Backend: h.loop, Events: h.events, Gate: cfg.Gate, Tracer: cfg.Tracer}
 	s, err := p.mcp.server(live.Current(), live.Current, runner, version, p.log.With("component", "mcp"))
 	if err != nil || s == nil {
 		return err

@@ -25,12 +25,14 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/hostobs"
+	"github.com/splashfabric/splashfabric/hosttrace"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/internal/ratelog"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
+	"github.com/splashfabric/splashfabric/tracing"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
@@ -217,6 +219,8 @@ type hostParts struct {
 	limits  hostLimits
 	http    httpLimits
 	mcp     mcpFlags
+	// tracing traces the host's sessions when it is on.
+	tracing *tracing.Provider
 }
 
 // runningHost is a host's loop, transport and HTTP servers.
@@ -234,6 +238,9 @@ type runningHost struct {
 	stopCatalog func()
 	// closeMCP ends the open MCP sessions at shutdown; nil without /mcp.
 	closeMCP func()
+	// stopSeries ends the sampling of the console's series and waits
+	// for it.
+	stopSeries func()
 }
 
 // startHost provisions the streams and starts the transport, the loop
@@ -308,13 +315,18 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 	h.stopCatalog = stopCatalog
 	h.events = httpapi.NewBroadcaster(httpapi.BroadcasterConfig{})
 	index := httpapi.NewSessionIndex(httpapi.IndexConfig{})
+	timelines := httpapi.NewTimelines(httpapi.TimelineConfig{})
+	observers := []hostloop.Observer{h.events, obs, index, timelines, newResumeLog(p.log)}
+	if p.tracing.Enabled() {
+		observers = append(observers, hosttrace.New(p.tracing.TracerProvider()))
+	}
 	h.loop, err = startLoop(ctx, hostloop.LoopConfig{
 		Transport: h.transport,
 		HostID:    p.hostID,
 		// Each session registers the catalog as it is when the session
 		// starts, and keeps it: a change reaches new sessions only.
 		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
-		Observer: httpapi.Tee(h.events, obs, index, newResumeLog(p.log)),
+		Observer: httpapi.Tee(observers...),
 		Archive:  h.archive,
 		Ledger:   ledger,
 		Leases:   h.leases,
@@ -350,6 +362,8 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		Resuming: h.loop.Resuming,
 		// The console and what it reads beyond the loop.
 		Index:         index,
+		Timelines:     timelines,
+		Series:        h.startSeries(p.reg),
 		Waiting:       h.transport,
 		Tools:         toolSource{live: live, transport: h.transport},
 		UI:            console.Handler(),
@@ -361,6 +375,9 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		PublicMetrics: true,
 	}
 	p.http.apply(&apiCfg)
+	if p.tracing.Enabled() {
+		apiCfg.Tracer = p.tracing.TracerProvider()
+	}
 	if err := h.mountMCP(&apiCfg, live, p); err != nil {
 		h.stop()
 		h.events.Close()
@@ -482,9 +499,29 @@ func (h *runningHost) serve(l net.Listener, handler http.Handler, cfg httpapi.Se
 // stop shuts the HTTP servers down (ending event streams), then the loop,
 // then the archive and the transport; the caller closes the connection
 // afterwards.
+// startSeries samples the host's own collectors for the console's charts
+// until the host stops.
+func (h *runningHost) startSeries(reg prometheus.Gatherer) *metrics.Series {
+	s := metrics.NewSeries(metrics.SeriesConfig{Gatherer: reg})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	h.stopSeries = func() {
+		cancel()
+		<-done
+	}
+	return s
+}
+
 func (h *runningHost) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
+	if h.stopSeries != nil {
+		h.stopSeries()
+	}
 	for _, srv := range h.servers {
 		if err := srv.Shutdown(ctx); err != nil {
 			h.log.Warn("http shutdown", "err", err)

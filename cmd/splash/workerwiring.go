@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -40,6 +41,8 @@ type workerParts struct {
 	log     *slog.Logger
 	// processes are the worker's settings for its process tools.
 	processes workeragent.ProcessSettings
+	// tracer traces the worker's calls; nil traces nothing.
+	tracer trace.TracerProvider
 }
 
 // worker is an agent with its metrics.
@@ -92,6 +95,7 @@ func newWorker(ctx context.Context, p workerParts) (*worker, error) {
 		Logger:            p.log,
 		Observer:          p.metrics,
 		Processes:         p.processes,
+		Tracer:            p.tracer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: agent: %v", errStart, err)

@@ -286,6 +286,7 @@
         break;
       case "operations": renderOperations(page); break;
       case "tools": renderTools(page); break;
+      case "charts": renderCharts(page); break;
       case "run": renderRun(page); break;
       default: location.hash = "#/sessions";
     }
@@ -373,8 +374,11 @@
     const streamNote = el("span", { class: "muted", id: "stream-note" });
     const details = el("div", { id: "session-body" });
     append(main, [el("h1", {}, "Session ", el("span", { class: "mono", text: id })), lost, details]);
+    const timelineBox = el("div", { class: "card timeline", id: "timeline" }, el("p", { class: "muted", text: "…" }));
     append(details, [
       head,
+      el("h2", {}, "Timeline ", el("span", { class: "muted", id: "timeline-note" })),
+      timelineBox,
       el("h2", { text: "Operations" }),
       el("div", { class: "scroll" }, el("table", {},
         el("thead", {}, el("tr", {}, ["Op", "Tool", "Attempt", "Worker", "State", "Age", ""].map((h) => el("th", { text: h })))),
@@ -403,6 +407,7 @@
       const dl = el("dl", { class: "kv" },
         el("dt", { text: "State" }), el("dd", { id: "session-state" }, stateBadge(s.state)),
         el("dt", { text: "Created" }), el("dd", {}, when(s.created)));
+      if (s.trace_id) append(dl, [el("dt", { text: "Trace" }), el("dd", {}, traceLink(s.trace_id, s.trace_url))]);
       if (s.state === "completed") append(dl, [el("dt", { text: "Value" }), el("dd", {}, el("pre", { id: "session-value", text: s.value ?? "" }))]);
       if (s.state === "failed" || s.state === "cancelled") {
         append(dl, [el("dt", { text: "Error" }), el("dd", {}, el("pre", { id: "session-error", text: s.error || "" }))]);
@@ -634,6 +639,17 @@
         // The stream says when an operation changes, not when a worker
         // takes a queued one: poll while the script runs.
         p.every(POLL_MS, async () => { if (!terminal) await load(); });
+        // The timeline is redrawn while the script runs, and once more
+        // after its end.
+        let drawnEnd = false;
+        p.every(POLL_MS, async () => {
+          if (drawnEnd) return;
+          const tl = await call("GET", "/v1/sessions/" + encodeURIComponent(id) + "/timeline", undefined, p.signal);
+          if (!p.live) return;
+          drawTimeline(timelineBox, tl);
+          document.getElementById("timeline-note").textContent = tl.ended ? "" : "(live)";
+          if (tl.ended) drawnEnd = true;
+        });
       } catch (e) { p.fail(e); }
     })();
   }
@@ -735,6 +751,222 @@
       el("h3", { text: "Workers" }), workers,
       schema("Input schema", t.input_schema), schema("Output schema", t.output_schema),
       el("p", { class: "muted mono", title: "definition digest", text: "digest " + String(t.digest).slice(0, 16) }));
+  }
+
+  // ---- traces -----------------------------------------------------------
+
+  // traceLink shows a session's trace: a link to the host's trace viewer
+  // when it named one (an http or https URL of the host's own
+  // configuration, never a script's), else the id as text.
+  function traceLink(id, url) {
+    if (url && /^https?:\/\//.test(url)) {
+      const a = document.createElement("a");
+      a.setAttribute("href", url);
+      a.setAttribute("target", "_blank");
+      a.setAttribute("rel", "noopener noreferrer");
+      a.id = "session-trace";
+      a.className = "mono";
+      a.textContent = id;
+      return a;
+    }
+    return el("span", { class: "mono", id: "session-trace", text: id });
+  }
+
+  // ---- timeline -----------------------------------------------------------
+
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function svg(tag, attrs, title) {
+    const n = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "data") for (const [dk, dv] of Object.entries(v)) n.dataset[dk] = String(dv);
+      else n.setAttribute(k, String(v));
+    }
+    if (title) {
+      const t = document.createElementNS(SVG, "title");
+      t.textContent = title;
+      n.append(t);
+    }
+    return n;
+  }
+
+  const ms = (iso) => (iso ? Date.parse(iso) : NaN);
+
+  function dur(msec) {
+    if (!isFinite(msec)) return "";
+    if (msec < 1000) return Math.round(msec) + "ms";
+    if (msec < 60000) return (msec / 1000).toFixed(msec < 10000 ? 2 : 1) + "s";
+    return Math.floor(msec / 60000) + "m " + Math.round((msec % 60000) / 1000) + "s";
+  }
+
+  // drawTimeline draws a session's operations as rows on one time axis,
+  // from the session's creation to its end (or now): per operation, the
+  // wait before its first publish, each attempt (in its tool's stream
+  // until a worker is first heard of, then running), the backoff between
+  // attempts, its chunks, retries and cancellation requests, and its end.
+  function drawTimeline(box, tl) {
+    clear(box);
+    const ops = tl.operations || [];
+    if (!ops.length) {
+      box.append(el("p", { class: "muted", text: tl.recorded ? "No external operations." : "This host kept no timeline of this session (it ran in another process, or long ago)." }));
+      return;
+    }
+    const now = Date.now();
+    const t0 = ms(tl.created);
+    let t1 = tl.ended ? ms(tl.ended) : now;
+    for (const o of ops) for (const a of o.attempts) t1 = Math.max(t1, ms(a.ended) || 0, ms(a.first_frame) || 0);
+    const span = Math.max(t1 - t0, 1);
+    const shown = ops.slice(0, 100);
+    const LABEL = 170, ROW = 24, TOP = 22, width = Math.max(box.clientWidth - 24, 480);
+    const plot = width - LABEL - 10;
+    const x = (t) => LABEL + Math.max(0, Math.min(1, (t - t0) / span)) * plot;
+    const height = TOP + shown.length * ROW + 8;
+    const root = svg("svg", { width, height, viewBox: "0 0 " + width + " " + height, class: "tl", role: "img", "aria-label": "timeline of the session's operations" });
+    // The axis: five ticks, seconds from the session's creation.
+    for (let i = 0; i <= 4; i++) {
+      const tx = LABEL + (plot * i) / 4;
+      root.append(svg("line", { x1: tx, x2: tx, y1: TOP - 4, y2: height - 4, class: "tl-grid" }));
+      const label = svg("text", { x: tx, y: 12, class: "tl-axis", "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" });
+      label.textContent = "+" + dur((span * i) / 4);
+      root.append(label);
+    }
+    shown.forEach((o, i) => {
+      const y = TOP + i * ROW;
+      const g = svg("g", { class: "tl-op", data: { op: o.id, outcome: o.outcome || "live" } });
+      const name = svg("text", { x: 4, y: y + 15, class: "tl-label" });
+      name.textContent = o.id + " " + o.tool;
+      g.append(name);
+      const end = ms(o.ended) || now;
+      g.append(svg("line", { x1: x(ms(o.claimed)), x2: x(end), y1: y + 11, y2: y + 11, class: "tl-life" }));
+      const firstPub = o.attempts.length && ms(o.attempts[0].published);
+      if (firstPub) {
+        g.append(svg("rect", { x: x(ms(o.claimed)), y: y + 6, width: Math.max(x(firstPub) - x(ms(o.claimed)), 1), height: 10, class: "tl-queued", data: { phase: "queued" } },
+          o.id + " queued on the host " + dur(firstPub - ms(o.claimed))));
+      }
+      o.attempts.forEach((a, k) => {
+        const pub = ms(a.published), first = ms(a.first_frame), stop = ms(a.ended) || (o.ended ? end : now);
+        if (pub) {
+          const until = first || stop;
+          g.append(svg("rect", { x: x(pub), y: y + 4, width: Math.max(x(until) - x(pub), 1), height: 14, class: "tl-waiting", data: { attempt: a.attempt, phase: "waiting" } },
+            "attempt " + a.attempt + ": dispatched, no word from a worker for " + dur(until - pub)));
+        }
+        if (first) {
+          g.append(svg("rect", { x: x(first), y: y + 4, width: Math.max(x(stop) - x(first), 1), height: 14, class: "tl-running " + (a.outcome || "live"), data: { attempt: a.attempt, phase: "running" } },
+            "attempt " + a.attempt + (a.worker ? " on " + a.worker : "") + ": " + (a.outcome || "running") + ", " + dur(stop - first)));
+        }
+        const next = o.attempts[k + 1];
+        if (next && ms(a.ended) && ms(next.published)) {
+          g.append(svg("rect", { x: x(ms(a.ended)), y: y + 9, width: Math.max(x(ms(next.published)) - x(ms(a.ended)), 1), height: 4, class: "tl-backoff", data: { phase: "backoff" } },
+            "retry backoff " + dur(ms(next.published) - ms(a.ended))));
+        }
+      });
+      for (const m of o.marks || []) {
+        const mx = x(ms(m.at));
+        const what = m.kind.replace(/_/g, " ") + (m.bytes ? " (" + m.bytes + " bytes)" : "") + " at +" + dur(ms(m.at) - t0);
+        if (m.kind === "chunk" || m.kind === "chunk_denied") {
+          g.append(svg("line", { x1: mx, x2: mx, y1: y + 2, y2: y + 20, class: "tl-" + m.kind.replace("_", "-"), data: { mark: m.kind } }, what));
+        } else {
+          g.append(svg("circle", { cx: mx, cy: y + 11, r: 4, class: "tl-mark tl-" + m.kind.replace(/_/g, "-"), data: { mark: m.kind } }, what));
+        }
+      }
+      if (o.ended) {
+        g.append(svg("rect", { x: x(end) - 1, y: y + 2, width: 3, height: 18, class: "tl-end " + o.outcome, data: { mark: "end" } }, o.outcome + " at +" + dur(end - t0)));
+      }
+      root.append(g);
+    });
+    box.append(root);
+    if (ops.length > shown.length || tl.operations_dropped) {
+      box.append(el("p", { class: "muted", text: "Showing the first " + shown.length + " of " + (ops.length + (tl.operations_dropped || 0)) + " operations." }));
+    }
+    box.append(el("p", { class: "tl-legend muted" },
+      el("span", { class: "key queued" }), "queued on the host ",
+      el("span", { class: "key waiting" }), "dispatched, no word from a worker yet ",
+      el("span", { class: "key running" }), "streaming (a worker heard from) ",
+      el("span", { class: "key backoff" }), "retry backoff ",
+      el("span", { class: "key chunk" }), "chunk ",
+      el("span", { class: "key mark" }), "retry or cancel request"));
+  }
+
+  // ---- charts -------------------------------------------------------------
+
+  // The host samples its own metrics every few seconds and keeps the last
+  // minutes (GET /v1/metrics/tools); each tool gets three charts of them.
+  const CHARTS = [
+    { key: "rate", title: "Calls, retries and failures per second", labels: ["calls/s", "retries/s", "failures/s"],
+      colors: ["#2457c5", "#9a6200", "#b3261e"], pick: (pt) => [pt.calls, pt.retries, pt.failures], unit: "" },
+    { key: "latency", title: "Latency p50 and p99", labels: ["p50", "p99"],
+      colors: ["#1e7b3a", "#7a3db8"], pick: (pt) => [pt.p50, pt.p99], unit: "s" },
+    { key: "queue", title: "Queued and in flight", labels: ["queued", "in flight"],
+      colors: ["#5b5b9a", "#2457c5"], pick: (pt) => [pt.queued, pt.in_flight], unit: "" },
+  ];
+
+  function fmt(v, unit) {
+    if (v === null || v === undefined || !isFinite(v)) return "–";
+    if (unit === "s") return dur(v * 1000);
+    return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2).replace(/\.?0+$/, "") || "0";
+  }
+
+  function renderCharts(p) {
+    const grid = el("div", { class: "charts", id: "charts" });
+    const note = el("span", { class: "muted", id: "charts-note" });
+    append(main, [el("h1", { text: "Charts" }), el("div", { class: "toolbar" }, note), grid]);
+    const cards = new Map(); // tool -> {card, charts}
+    if (typeof Dygraph !== "function") {
+      grid.append(el("p", { class: "error", text: "The charting library did not load." }));
+      return;
+    }
+    p.every(POLL_MS, async () => {
+      const list = await call("GET", "/v1/metrics/tools", undefined, p.signal);
+      if (!p.live) return;
+      const tools = list.tools || [];
+      note.textContent = "The host's own metrics, sampled every " + dur(list.interval_ms) + "; the last " +
+        dur(Math.max(0, ...tools.map((t) => t.points.length)) * list.interval_ms) + " of them.";
+      if (!tools.length) {
+        if (!grid.querySelector(".muted")) grid.append(el("p", { class: "muted", text: "No tool has been called yet: the charts start with the first operation." }));
+        return;
+      }
+      const empty = grid.querySelector("p.muted");
+      if (empty) empty.remove();
+      for (const t of tools) {
+        let c = cards.get(t.tool);
+        if (!c) {
+          c = { charts: [] };
+          const card = el("div", { class: "card chart-card", data: { tool: t.tool } }, el("h2", { class: "mono", text: t.tool }));
+          for (const spec of CHARTS) {
+            const now = el("span", { class: "chart-now" });
+            const plot = el("div", { class: "chart-plot" });
+            const box = el("div", { class: "chart", data: { chart: spec.key, rows: 0 } },
+              el("div", { class: "chart-head" }, el("span", { text: spec.title }), now), plot);
+            card.append(box);
+            c.charts.push({ spec, box, plot, now, g: null });
+          }
+          grid.append(card);
+          cards.set(t.tool, c);
+        }
+        for (const ch of c.charts) {
+          const rows = t.points.map((pt) => [new Date(pt.t), ...ch.spec.pick(pt).map((v) => (v === null || v === undefined ? null : v))]);
+          ch.box.dataset.rows = String(rows.length);
+          ch.box.dataset.max = String(Math.max(0, ...rows.flatMap((r) => r.slice(1).filter((v) => v !== null))));
+          const last = t.points.length ? ch.spec.pick(t.points[t.points.length - 1]) : [];
+          clear(ch.now);
+          ch.spec.labels.forEach((label, i) => {
+            ch.now.append(el("span", { class: "chart-key" }, el("span", { class: "swatch s" + i + " " + ch.spec.key }), label + " " + fmt(last[i], ch.spec.unit)));
+          });
+          if (rows.length < 2) continue;
+          const opts = {
+            labels: ["time", ...ch.spec.labels], colors: ch.spec.colors, legend: "never", strokeWidth: 1.6,
+            includeZero: true, drawGrid: true, gridLineColor: "#e4e4e4", axisLabelFontSize: 11, yAxisLabelWidth: 44,
+            connectSeparatedPoints: false, animatedZooms: false, showLabelsOnHighlight: false,
+            axes: {
+              x: { axisLabelFormatter: (d) => (d instanceof Date ? d : new Date(d)).toTimeString().slice(0, 8), pixelsPerLabel: 70 },
+              y: { valueFormatter: (v) => fmt(v, ch.spec.unit), axisLabelFormatter: (v) => fmt(v, ch.spec.unit) },
+            },
+          };
+          if (!ch.g) ch.g = new Dygraph(ch.plot, rows, opts);
+          else ch.g.updateOptions({ file: rows });
+        }
+      }
+    });
   }
 
   // ---- run --------------------------------------------------------------

@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/splashfabric/splashfabric/hosttrace"
+	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/tracing"
+	"go.opentelemetry.io/otel/trace"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +52,10 @@ type FabricOptions struct {
 	// own, as hosts did before appends were batched per loop step: the
 	// baseline of the batching.
 	Unbatched bool
+	// Traced traces every session end to end, sampled at 1.0: a span
+	// for its submission, the host's spans (package hosttrace) and the
+	// worker's, exported over OTLP/HTTP (see tracedProvider).
+	Traced bool
 }
 
 // Fabric is the whole path as a [NewRunner]: each operation is one script
@@ -77,6 +85,8 @@ type fabricRunner struct {
 	ids      map[hostloop.SessionID]uint64
 	early    map[hostloop.SessionID]struct{}
 	complete func(uint64)
+	// tracer, when traced, starts each submission's span.
+	tracer trace.Tracer
 }
 
 const benchHostID = "bench"
@@ -102,6 +112,12 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 		HostID:    benchHostID,
 		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalToolWithMetadata(policy, meta) },
 		Observer:  (*completions)(r),
+	}
+	var tp trace.TracerProvider
+	if o.Traced {
+		tp = tracedProvider(b)
+		r.tracer = tp.Tracer("github.com/splashfabric/splashfabric/internal/benchharness")
+		cfg.Observer = httpapi.Tee((*completions)(r), hosttrace.New(tp))
 	}
 	var archive *hostnats.SessionArchive
 	if o.Archive || o.Durable {
@@ -131,12 +147,12 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 		}
 	})
 	for i := range workers {
-		startFabricWorker(b, srv, fcfg, key, fmt.Sprintf("w%d", i+1), o)
+		startFabricWorker(b, srv, fcfg, key, fmt.Sprintf("w%d", i+1), o, tp)
 	}
 	return r
 }
 
-func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key protocol.SessionKey, id string, o FabricOptions) {
+func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key protocol.SessionKey, id string, o FabricOptions, tp trace.TracerProvider) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	nc := srv.connect()
@@ -144,7 +160,7 @@ func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key p
 	must(b, err)
 	j, err := idempotency.NewKV(ctx, js, idempotency.KVConfig{})
 	must(b, err)
-	a, err := workeragent.New(nc, workeragent.Config{WorkerID: id, Key: key, Fabric: fcfg, Journal: j})
+	a, err := workeragent.New(nc, workeragent.Config{WorkerID: id, Key: key, Fabric: fcfg, Journal: j, Tracer: tp})
 	must(b, err)
 	opts := []workeragent.ToolOption{workeragent.Concurrency(o.Concurrency)}
 	if o.Idempotent {
@@ -172,7 +188,17 @@ func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key p
 }
 
 func (r *fabricRunner) Submit(id uint64) error {
-	s, err := r.loop.Submit(context.Background(), hostloop.Submission{Source: NoopScript})
+	sub := hostloop.Submission{Source: NoopScript}
+	var span trace.Span
+	if r.tracer != nil {
+		// As the API does: the submission is a span, the session's parent.
+		_, span = r.tracer.Start(context.Background(), "POST /v1/sessions", trace.WithSpanKind(trace.SpanKindServer))
+		sub.Trace = tracing.TraceParent(span.SpanContext())
+	}
+	s, err := r.loop.Submit(context.Background(), sub)
+	if span != nil {
+		span.End()
+	}
 	if err != nil {
 		return err
 	}

@@ -102,6 +102,12 @@ class Call:
         self.attempt = inv["attempt"]
         self.attempt_limit = inv["attempt_limit"]
         self.idempotency_key = inv["idempotency_key"]
+        # The W3C trace context of the worker's span for this call ("" when
+        # the worker does not trace): a tool's own spans start under it, e.g.
+        # opentelemetry.propagate.extract({"traceparent": call.traceparent}).
+        # It is for tracing only and says nothing about who called.
+        self.traceparent = inv.get("traceparent", "")
+        self.tracestate = inv.get("tracestate", "")
         ms = inv.get("deadline_millis", 0)
         self.deadline = time.time() + ms / 1000 if ms else None
         self.cancelled = threading.Event()

@@ -45,6 +45,13 @@ type Call struct {
 	// StreamLimits are the bounds of the call's stream policy, or nil when
 	// the tool has none (its chunks will be refused).
 	StreamLimits *protocol.StreamLimits
+	// TraceParent and TraceState are the W3C trace context of the
+	// worker's span for this call, empty when the worker does not trace:
+	// a tool that traces starts its own spans under them (with
+	// OpenTelemetry, propagation.TraceContext{}.Extract over a
+	// propagation.MapCarrier holding "traceparent" and "tracestate").
+	// They say nothing about who called or what the call may do.
+	TraceParent, TraceState string
 
 	s *session
 	// cancel ends the handler's context; release frees its deadline timer.
@@ -88,6 +95,8 @@ func newCall(s *session, v protocol.Invoke) *Call {
 		AttemptLimit:   v.AttemptLimit,
 		OutputLimit:    v.OutputLimit,
 		StreamLimits:   v.Stream,
+		TraceParent:    v.TraceParent,
+		TraceState:     v.TraceState,
 		s:              s,
 	}
 	if v.DeadlineMillis > 0 {
