@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -304,7 +306,9 @@ func writeKeyStatus(w io.Writer, rings []namedRing, use fabric.KeyUse) error {
 }
 
 // initKeys writes the host's ring and every pool's ring and nkey that dir
-// lacks, and pools.json for the catalog's pools.
+// lacks, and pools.json for the catalog's pools and those an earlier init
+// wrote for another catalog (a deployment whose tools come from two
+// catalogs runs init once for each).
 func initKeys(w io.Writer, dir, catalogPath string) error {
 	if dir == "" {
 		return fmt.Errorf("%w: init needs --dir", errUsage)
@@ -338,10 +342,42 @@ func initKeys(w io.Writer, dir, catalogPath string) error {
 		}
 		fmt.Fprintf(w, "pool %s (%s): %s, %s\n", p.name, strings.Join(p.tools, ", "), p.ringPath, p.seedPath)
 	}
+	natsPools, err = keepOtherPools(filepath.Join(dir, poolsFile), natsPools)
+	if err != nil {
+		return err
+	}
 	path, err := writePoolsManifest(dir, natsPools)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(w, "wrote %s\n", path)
 	return err
+}
+
+// keepOtherPools adds to pools those of the manifest at path (if any) that
+// none of pools replaces: neither its name nor any of its tools. A manifest
+// that cannot be read is an error, so a damaged one is never overwritten
+// with less.
+func keepOtherPools(path string, pools []natsconf.Pool) ([]natsconf.Pool, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return pools, nil
+	}
+	old, err := readPoolsManifest(path)
+	if err != nil {
+		return nil, err
+	}
+	taken := map[string]bool{}
+	for _, p := range pools {
+		taken["pool "+p.Name] = true
+		for _, t := range p.Tools {
+			taken["tool "+t] = true
+		}
+	}
+	for _, p := range old {
+		if taken["pool "+p.Name] || slices.ContainsFunc(p.Tools, func(t string) bool { return taken["tool "+t] }) {
+			continue
+		}
+		pools = append(pools, p)
+	}
+	return pools, nil
 }

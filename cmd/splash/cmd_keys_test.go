@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,43 @@ func TestKeysStatus(t *testing.T) {
 		}
 		if strings.Contains(line, "current") && strings.Contains(line, "can be dropped") {
 			t.Errorf("a current key marked droppable: %q", line)
+		}
+	}
+}
+
+// splash keys init run for a second catalog adds its pools to pools.json
+// and keeps the first catalog's: a deployment whose process tools come
+// from their own catalog gives their pool an nkey user too.
+func TestKeysInitForASecondCatalog(t *testing.T) {
+	dir := t.TempDir()
+	second := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(second, []byte("tools:\n  - name: text.slowupper\n    pool: tools\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"keys", "init", "--dir", dir},
+		{"keys", "init", "--dir", dir, "--catalog", second},
+		{"keys", "init", "--dir", dir}, // again: nothing lost either way
+	} {
+		if code, _, stderr := invoke(t, nil, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	pools, err := readPoolsManifest(filepath.Join(dir, poolsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pools {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"demo", "text", "tools"}; !slices.Equal(names, want) {
+		t.Fatalf("pools.json lists %v, want %v", names, want)
+	}
+	for _, f := range []string{"pool-keys/tools.keys", "pool-nkeys/tools.nk"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -30,7 +30,8 @@
 #   docker-compose --env-file deploy/compose/secrets/compose.env up -d --scale worker=3
 #
 # The pools are the demo catalog's (demotools/catalog.yaml: "demo" and
-# "text"); `splash keys init --catalog` makes them for another catalog.
+# "text") and the process tools' ("tools", deploy/compose/tools.yaml);
+# `splash keys init --catalog` makes them for another catalog.
 #
 # The directory is private to its owner (0700). The key files the
 # containers read (frame.key, the pools' rings and seeds,
@@ -61,6 +62,9 @@ splash() {
   fi
 }
 splash keys init --dir "$dir"
+# The process tools' pool (deploy/compose/tools.yaml, the toolworker
+# service): init adds it to pools.json beside the demo catalog's.
+splash keys init --dir "$dir" --catalog deploy/compose/tools.yaml
 chmod 0644 "$dir/frame.key" "$dir"/pool-keys/*.keys "$dir"/pool-nkeys/*.nk "$dir/pools.json"
 chmod 0755 "$dir/pool-keys"
 
