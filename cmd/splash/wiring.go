@@ -23,8 +23,8 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/hostmetrics"
 	"github.com/splashfabric/splashfabric/hostnats"
-	"github.com/splashfabric/splashfabric/hostobs"
 	"github.com/splashfabric/splashfabric/hosttrace"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
@@ -256,7 +256,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		return nil, err
 	}
 	h.provisioned.Store(true)
-	obs := hostobs.New(metrics.NewHost(p.reg))
+	obs := hostmetrics.New(metrics.NewHost(p.reg))
 	// Every refused frame is counted; a flood of them writes a few lines
 	// a second per reason, not one each.
 	rejectLog := ratelog.New(p.log, time.Second, 5)

@@ -1,4 +1,4 @@
-package hostobs
+package hostmetrics
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package hostobs
+package hostmetrics
 
 import "github.com/splashfabric/splashfabric/hostloop"
 

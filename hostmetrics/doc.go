@@ -1,4 +1,4 @@
-// Package hostobs turns what a host loop reports into the host's
+// Package hostmetrics turns what a host loop reports into the host's
 // Prometheus series (package metrics).
 //
 // An Observer is a hostloop.Observer: pass it to hostloop.LoopConfig.Observer, next
@@ -7,7 +7,7 @@
 // dispatches and session snapshots:
 //
 //	reg := metrics.NewRegistry()
-//	obs := hostobs.New(metrics.NewHost(reg))
+//	obs := hostmetrics.New(metrics.NewHost(reg))
 //	transport, _ := hostnats.NewHostTransport(ctx, nc, cfg, hostID, key,
 //		hostnats.WithRejectHandler(obs.FrameRejected))
 //	loop, _ := hostloop.StartLoop(hostloop.LoopConfig{
@@ -40,4 +40,4 @@
 // The Observer's loop methods run on the loop goroutine and keep their
 // bookkeeping unlocked; FrameRejected and APIAuthFailure may be called
 // from any goroutine, since they only touch the concurrency-safe metrics.
-package hostobs
+package hostmetrics

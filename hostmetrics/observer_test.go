@@ -1,4 +1,4 @@
-package hostobs_test
+package hostmetrics_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
-	"github.com/splashfabric/splashfabric/hostobs"
+	"github.com/splashfabric/splashfabric/hostmetrics"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -48,7 +48,7 @@ type loopFixture struct {
 func startLoop(t *testing.T) *loopFixture {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	obs := hostobs.New(metrics.NewHost(reg))
+	obs := hostmetrics.New(metrics.NewHost(reg))
 	tr := newChanTransport()
 	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport:    tr,
@@ -221,7 +221,7 @@ func TestObserverRejected(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.reason+"/"+tt.want, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			hostobs.New(metrics.NewHost(reg)).Rejected(tt.reason, tt.err)
+			hostmetrics.New(metrics.NewHost(reg)).Rejected(tt.reason, tt.err)
 			total := 0.0
 			for _, r := range []string{metrics.RejectMalformed, metrics.RejectTooLarge, metrics.RejectInvalidMessage,
 				metrics.RejectUnknownOperation, metrics.RejectWrongAttempt, metrics.RejectContradictory, metrics.RejectLate} {
@@ -239,25 +239,25 @@ func TestObserverRejected(t *testing.T) {
 
 func TestObserverTransportAndAPIRejections(t *testing.T) {
 	tests := []struct {
-		call   func(o *hostobs.Observer)
+		call   func(o *hostmetrics.Observer)
 		metric string
 		labels string
 	}{
-		{func(o *hostobs.Observer) { o.FrameRejected("bad_tag", "s", nil) }, "splash_auth_failures_total", "reason=bad_tag"},
-		{func(o *hostobs.Observer) { o.FrameRejected("wrong_role", "s", nil) }, "splash_auth_failures_total", "reason=wrong_role"},
-		{func(o *hostobs.Observer) { o.FrameRejected("session_mismatch", "s", nil) }, "splash_auth_failures_total", "reason=wrong_session"},
-		{func(o *hostobs.Observer) { o.FrameRejected("sequence", "s", nil) }, "splash_auth_failures_total", "reason=sequence"},
-		{func(o *hostobs.Observer) { o.FrameRejected("unexpected_kind", "s", nil) }, "splash_auth_failures_total", "reason=wrong_subject"},
-		{func(o *hostobs.Observer) { o.FrameRejected("replayed", "s", nil) }, "splash_frames_rejected_total", "reason=late"},
-		{func(o *hostobs.Observer) { o.FrameRejected("invalid_message", "s", nil) }, "splash_frames_rejected_total", "reason=invalid_message"},
-		{func(o *hostobs.Observer) { o.FrameRejected("malformed", "s", nil) }, "splash_frames_rejected_total", "reason=malformed"},
-		{func(o *hostobs.Observer) { o.APIAuthFailure("missing_token") }, "splash_auth_failures_total", "reason=missing_token"},
-		{func(o *hostobs.Observer) { o.APIAuthFailure("invalid_token") }, "splash_auth_failures_total", "reason=wrong_token"},
+		{func(o *hostmetrics.Observer) { o.FrameRejected("bad_tag", "s", nil) }, "splash_auth_failures_total", "reason=bad_tag"},
+		{func(o *hostmetrics.Observer) { o.FrameRejected("wrong_role", "s", nil) }, "splash_auth_failures_total", "reason=wrong_role"},
+		{func(o *hostmetrics.Observer) { o.FrameRejected("session_mismatch", "s", nil) }, "splash_auth_failures_total", "reason=wrong_session"},
+		{func(o *hostmetrics.Observer) { o.FrameRejected("sequence", "s", nil) }, "splash_auth_failures_total", "reason=sequence"},
+		{func(o *hostmetrics.Observer) { o.FrameRejected("unexpected_kind", "s", nil) }, "splash_auth_failures_total", "reason=wrong_subject"},
+		{func(o *hostmetrics.Observer) { o.FrameRejected("replayed", "s", nil) }, "splash_frames_rejected_total", "reason=late"},
+		{func(o *hostmetrics.Observer) { o.FrameRejected("invalid_message", "s", nil) }, "splash_frames_rejected_total", "reason=invalid_message"},
+		{func(o *hostmetrics.Observer) { o.FrameRejected("malformed", "s", nil) }, "splash_frames_rejected_total", "reason=malformed"},
+		{func(o *hostmetrics.Observer) { o.APIAuthFailure("missing_token") }, "splash_auth_failures_total", "reason=missing_token"},
+		{func(o *hostmetrics.Observer) { o.APIAuthFailure("invalid_token") }, "splash_auth_failures_total", "reason=wrong_token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.labels, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			tt.call(hostobs.New(metrics.NewHost(reg)))
+			tt.call(hostmetrics.New(metrics.NewHost(reg)))
 			if got := series(t, reg, tt.metric, tt.labels); got != 1 {
 				t.Fatalf("%s{%s} = %v, want 1", tt.metric, tt.labels, got)
 			}

@@ -1,4 +1,4 @@
-package hostobs_test
+package hostmetrics_test
 
 import (
 	"testing"

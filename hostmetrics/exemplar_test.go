@@ -1,4 +1,4 @@
-package hostobs_test
+package hostmetrics_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
-	"github.com/splashfabric/splashfabric/hostobs"
+	"github.com/splashfabric/splashfabric/hostmetrics"
 	"github.com/splashfabric/splashfabric/metrics"
 )
 
@@ -53,7 +53,7 @@ func TestLatenciesCarryTheSessionsTrace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			o := hostobs.New(metrics.NewHost(reg))
+			o := hostmetrics.New(metrics.NewHost(reg))
 			t0 := time.Unix(1000, 0)
 			o.SessionStarted(hostloop.SessionStatus{ID: "s1", State: hostloop.SessionSuspended, Trace: tc.trace})
 			o.SessionChanged(hostloop.SessionStatus{ID: "s1", State: hostloop.SessionSuspended})
