@@ -23,7 +23,6 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/pooltest"
-	"github.com/splashfabric/splashfabric/internal/recordauth"
 	"github.com/splashfabric/splashfabric/protocol"
 
 	"github.com/splashfabric/splashfabric/internal/testwait"
@@ -125,9 +124,6 @@ type stack struct {
 	// caFile is the deployment's certificate authority: every NATS
 	// client of the tests trusts it, as the services do.
 	caFile string
-	// journalKey opens the sealed journal records of the pool "demo",
-	// derived from its key ring as its workers derive it.
-	journalKey recordauth.Key
 	// pools are the deployment's worker pools with their real
 	// credentials, as gen-secrets.sh wrote them.
 	pools map[string]*pooltest.Pool
@@ -188,11 +184,6 @@ func newStack(t *testing.T) *stack {
 	s.secrets = readEnvFile(t, s.envFile)
 	s.secretsDir = dir
 	s.pools = readPools(t, dir)
-	k, err := recordauth.Derive(s.pools["demo"].Ring, recordauth.StoreJournal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.journalKey = k
 	t.Cleanup(s.teardown)
 	return s
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/splashfabric/splashfabric/demotools"
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/internal/recordauth"
 )
 
 // victim is a worker a scenario is about to lose (killed or cut off),
@@ -25,7 +26,10 @@ type victim struct {
 	// workerID is the worker's --worker-id: its container's host name,
 	// which begins every journal owner id of its calls.
 	workerID string
-	addr     string // its /metrics address on the compose network
+	// pool is the pool it serves: its claims are in that pool's journal,
+	// sealed under that pool's ring.
+	pool string
+	addr string // its /metrics address on the compose network
 	// js reads the journal as the ops user; connected before the loss,
 	// so that counting the victim's claims takes no compose command.
 	js jetstream.JetStream
@@ -42,19 +46,20 @@ type victim struct {
 	held int
 }
 
-// pickVictim chooses the first worker container and reads its in-flight
-// gauge, just before the scenario loses it.
+// pickVictim chooses the first worker container (of the pool "demo") and
+// reads its in-flight gauge, just before the scenario loses it.
 func (s *stack) pickVictim() *victim {
 	s.t.Helper()
-	return s.pickVictimOf("worker")
+	return s.pickVictimOf("worker", "demo")
 }
 
-// pickVictimOf is pickVictim among the containers of service.
-func (s *stack) pickVictimOf(service string) *victim {
+// pickVictimOf is pickVictim among the containers of service, whose
+// workers serve pool.
+func (s *stack) pickVictimOf(service, pool string) *victim {
 	s.t.Helper()
 	id := s.containers(service)[0]
 	st := s.inspect(id)[0]
-	v := &victim{container: id, workerID: st.Config.Hostname}
+	v := &victim{container: id, workerID: st.Config.Hostname, pool: pool}
 	if v.workerID == "" {
 		s.fatalf("worker %s has no host name", st.Name)
 	}
@@ -107,9 +112,15 @@ func (s *stack) lost(v *victim) {
 	during(s.t, time.Second)
 	ctx, cancel := context.WithTimeout(s.t.Context(), time.Minute)
 	defer cancel()
-	kv, err := v.js.KeyValue(ctx, fabric.JournalBucket("demo"))
+	kv, err := v.js.KeyValue(ctx, fabric.JournalBucket(v.pool))
 	if err != nil {
 		s.fatalf("journal bucket: %v", err)
+	}
+	// Opened as the pool's workers open them, with the key they derive
+	// from its ring.
+	key, err := recordauth.Derive(s.pools[v.pool].Ring, recordauth.StoreJournal)
+	if err != nil {
+		s.fatalf("journal key of pool %s: %v", v.pool, err)
 	}
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -128,7 +139,7 @@ func (s *stack) lost(v *victim) {
 				break
 			}
 			records++
-			body, err := s.journalKey.Open(e.Key(), e.Value())
+			body, err := key.Open(e.Key(), e.Value())
 			if err != nil {
 				s.fatalf("journal record %s: %v", e.Key(), err)
 			}

@@ -45,7 +45,7 @@ func TestScenarioPythonTool(t *testing.T) {
 
 	l := startLoadOf(t, api, loadClients, pythonScript)
 	during(t, 6*time.Second)
-	v := s.pickVictimOf("toolworker")
+	v := s.pickVictimOf("toolworker", "tools")
 	if out, err := execDocker("kill", v.container); err != nil {
 		t.Fatalf("docker kill: %v %s", err, out)
 	}
