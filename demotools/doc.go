@@ -15,7 +15,7 @@
 //	                  JSON Schemas on the host
 //	demo.ledger       counts its runs per idempotency key in JetStream KV
 //
-// Every tool but demo.ledger is pure, so each is registered Idempotent; a
+// Every tool but demo.ledger is pure, so each is declared idempotent; a
 // retry or a takeover of a crashed attempt gives the same answer. The
 // decisions of demo.flaky and demo.ratelimited rest on Call.Attempt, which
 // the host numbers, so the outcome does not depend on which worker runs

@@ -5,16 +5,14 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func benchRuntime(b *testing.B, deadline time.Duration) *Runtime {
 	b.Helper()
 	r, _ := newTestRuntime(b, Config{AuditLimit: 1 << 10})
-	p := NewToolPolicy("text.remote")
-	if deadline > 0 {
-		p = p.WithDeadline(deadline)
-	}
-	must(b, r.RegisterExternalTool(p))
+	register(b, r, toolspec.Spec{Name: "text.remote", Deadline: toolspec.Duration(deadline)})
 	return r
 }
 
@@ -117,7 +115,7 @@ func BenchmarkToolGrants(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			r, _ := newTestRuntime(b, Config{AuditLimit: 1 << 10, Tools: bc.tools})
-			must(b, r.RegisterExternalTool(NewToolPolicy("text.remote").WithDeadline(time.Minute)))
+			register(b, r, toolspec.Spec{Name: "text.remote", Deadline: toolspec.Duration(time.Minute)})
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := r.Start("text.remote", "release"); err != nil {

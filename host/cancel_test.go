@@ -2,12 +2,14 @@ package host
 
 import (
 	"testing"
+
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func claimedOp(t *testing.T) (*Runtime, *Promise, ExternalInvocation) {
 	t.Helper()
 	r, _ := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithMaxAttempts(3).WithStream(NewToolStreamPolicy(4, 16, 64, 64))))
+	register(t, r, toolspec.Spec{Name: "text.remote", MaxAttempts: 3, Stream: &toolspec.StreamPolicy{MaxChunks: 4, MaxChunkBytes: 16, MaxSourceBytes: 64, MaxReleasedBytes: 64}})
 	p := start(t, r, "text.remote", "secret input")
 	return r, p, claim(t, r)
 }

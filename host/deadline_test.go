@@ -4,13 +4,15 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func TestExpireResolvesTimedOutOperations(t *testing.T) {
 	r, clock := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.slow").WithDeadline(2*time.Second)))
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.fast").WithDeadline(time.Second)))
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.forever")))
+	register(t, r, toolspec.Spec{Name: "text.slow", Deadline: toolspec.Duration(2 * time.Second)})
+	register(t, r, toolspec.Spec{Name: "text.fast", Deadline: toolspec.Duration(time.Second)})
+	register(t, r, toolspec.Spec{Name: "text.forever"})
 	slow := start(t, r, "text.slow", "queued")
 	fast := start(t, r, "text.fast", "claimed")
 	forever := start(t, r, "text.forever", "x")
@@ -37,7 +39,7 @@ func TestExpireResolvesTimedOutOperations(t *testing.T) {
 
 func TestResultAfterDeadlineBecomesTimeout(t *testing.T) {
 	r, clock := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithDeadline(time.Second)))
+	register(t, r, toolspec.Spec{Name: "text.remote", Deadline: toolspec.Duration(time.Second)})
 	p := start(t, r, "text.remote", "x")
 	inv := claim(t, r)
 	clock.Advance(time.Second)
@@ -72,8 +74,8 @@ func TestNextDeadline(t *testing.T) {
 	if _, ok := r.NextDeadline(); ok {
 		t.Fatal("deadline with no operations")
 	}
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.a").WithDeadline(3*time.Second)))
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.b").WithDeadline(time.Second)))
+	register(t, r, toolspec.Spec{Name: "text.a", Deadline: toolspec.Duration(3 * time.Second)})
+	register(t, r, toolspec.Spec{Name: "text.b", Deadline: toolspec.Duration(time.Second)})
 	a := start(t, r, "text.a", "x")
 	clock.Advance(time.Second)
 	b := start(t, r, "text.b", "x")
@@ -94,8 +96,8 @@ func TestNextDeadline(t *testing.T) {
 
 func TestClaimSkipsExpiredOperations(t *testing.T) {
 	r, clock := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.short").WithDeadline(time.Second)))
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.long")))
+	register(t, r, toolspec.Spec{Name: "text.short", Deadline: toolspec.Duration(time.Second)})
+	register(t, r, toolspec.Spec{Name: "text.long"})
 	short := start(t, r, "text.short", "x")
 	long := start(t, r, "text.long", "y")
 	clock.Advance(time.Second)

@@ -12,10 +12,13 @@
 //
 // # Lifecycle of an external operation
 //
-// Register a tool whose work runs in a host-managed worker:
+// Register a tool whose work runs in a host-managed worker from its
+// definition, the one the workers hold too (package toolspec; a catalog
+// holds many, and RegisterTools registers them all):
 //
+//	def, err := toolspec.Spec{Name: "text.remote", Deadline: toolspec.Duration(30 * time.Second)}.Compile()
 //	r := host.NewRuntime(host.Config{})
-//	err := r.RegisterExternalTool(host.NewToolPolicy("text.remote").WithDeadline(30 * time.Second))
+//	err = r.RegisterTool(def)
 //
 // A script (or a Go program, through Start) starts it; that reserves one
 // tool call and one pending slot and queues the operation:

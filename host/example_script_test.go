@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // The reference's first example: a script awaits an external tool, the
@@ -11,11 +12,12 @@ import (
 // resumes the script.
 func ExampleRuntime_Eval() {
 	r := host.NewRuntime(host.Config{})
-	err := r.RegisterExternalToolWithMetadata(
-		host.NewToolPolicy("text.remote"),
-		host.NewToolMetadata("Runs in a host-managed worker."),
-	)
+	remote, err := toolspec.Spec{Name: "text.remote", Description: "Runs in a host-managed worker."}.Compile()
 	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := r.RegisterTool(remote); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -49,7 +51,12 @@ func ExampleRuntime_Eval() {
 // fails the script's assertion.
 func ExampleRuntime_Eval_failure() {
 	r := host.NewRuntime(host.Config{})
-	if err := r.RegisterExternalTool(host.NewToolPolicy("text.remote")); err != nil {
+	remote, err := toolspec.Spec{Name: "text.remote"}.Compile()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := r.RegisterTool(remote); err != nil {
 		fmt.Println(err)
 		return
 	}

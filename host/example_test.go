@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // A Go program drives one external operation without a script.
@@ -12,7 +13,11 @@ func ExampleRuntime_Start() {
 	clock := host.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	nonce := host.NewCapabilitySessionNonce([16]byte{15: 1})
 	r := host.NewRuntime(host.Config{Clock: clock, SessionNonce: &nonce})
-	if err := r.RegisterExternalTool(host.NewToolPolicy("text.remote").WithMaxAttempts(2).WithDeadline(time.Minute)); err != nil {
+	remote, err := toolspec.Spec{Name: "text.remote", MaxAttempts: 2, Deadline: toolspec.Duration(time.Minute)}.Compile()
+	if err != nil {
+		panic(err)
+	}
+	if err := r.RegisterTool(remote); err != nil {
 		panic(err)
 	}
 	p, _ := r.Start("text.remote", "release")
@@ -51,7 +56,11 @@ func ExampleParseToolPatterns() {
 		fmt.Println(name, tools.Match(name))
 	}
 	r := host.NewRuntime(host.Config{Tools: tools.Strings()})
-	_ = r.RegisterExternalTool(host.NewToolPolicy("demo.echo"))
+	echo, err := toolspec.Spec{Name: "demo.echo"}.Compile()
+	if err != nil {
+		panic(err)
+	}
+	_ = r.RegisterTool(echo)
 	_, err = r.Start("demo.echo", "hi")
 	fmt.Println(err)
 	fmt.Println(r.CallsUsed())

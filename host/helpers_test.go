@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -35,6 +38,21 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// register registers an external tool from each definition, as a
+// catalog would.
+func register(t testing.TB, r *Runtime, specs ...toolspec.Spec) {
+	t.Helper()
+	for _, s := range specs {
+		must(t, r.RegisterTool(tooltest.Tool(t, s)))
+	}
+}
+
+// streamDef is sp as a definition's stream bounds.
+func streamDef(sp ToolStreamPolicy) *toolspec.StreamPolicy {
+	return &toolspec.StreamPolicy{MaxChunks: sp.MaxChunks, MaxChunkBytes: sp.MaxChunkBytes,
+		MaxSourceBytes: sp.MaxSourceBytes, MaxReleasedBytes: sp.MaxReleasedBytes}
 }
 
 func start(t testing.TB, r *Runtime, tool, in string) *Promise {

@@ -1,18 +1,16 @@
 package host
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/splashfabric/splashfabric/toolspec"
 )
 
-// jsonContract compiles the checks of a JSON tool registered by policy:
-// its optional schemas become a definition of its own (without the
-// contract an invocation carries; that is RegisterTool's), so every JSON
-// tool is checked one way, and an error never quotes the value checked.
-func jsonContract(name string, in, out json.RawMessage) (*toolspec.Tool, error) {
-	def, err := toolspec.Spec{Name: name, Format: toolspec.FormatJSON, InputSchema: in, OutputSchema: out}.Compile()
+// jsonChecks compiles the checks of a local JSON tool, which has no
+// definition: a schemaless one of its own, so every JSON tool is checked
+// one way (the envelope), and an error never quotes the value checked.
+func jsonChecks(name string) (*toolspec.Tool, error) {
+	def, err := toolspec.Spec{Name: name, Format: toolspec.FormatJSON}.Compile()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}

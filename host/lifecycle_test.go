@@ -6,14 +6,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func TestClaimReturnsEveryInvocationField(t *testing.T) {
 	r, clock := newTestRuntime(t, Config{})
+	def := tooltest.Tool(t, toolspec.Spec{
+		Name: "text.remote", Description: "Runs in a host-managed worker.",
+		MaxAttempts: 3, Deadline: toolspec.Duration(10 * time.Second), MaxOutputBytes: 100,
+		Stream: &toolspec.StreamPolicy{MaxChunks: 4, MaxChunkBytes: 64, MaxSourceBytes: 256, MaxReleasedBytes: 256},
+	})
+	must(t, r.RegisterTool(def))
 	stream := NewToolStreamPolicy(4, 64, 256, 256)
-	must(t, r.RegisterExternalToolWithMetadata(NewToolPolicy("text.remote").
-		WithMaxAttempts(3).WithDeadline(10*time.Second).WithOutputLimit(100).WithStream(stream),
-		NewToolMetadata("Runs in a host-managed worker.")))
 	p := start(t, r, "text.remote", "release")
 	clock.Advance(4 * time.Second)
 	inv := claim(t, r)
@@ -25,7 +32,10 @@ func TestClaimReturnsEveryInvocationField(t *testing.T) {
 	if inv.Stream == nil || *inv.Stream != stream {
 		t.Fatalf("stream = %v", inv.Stream)
 	}
-	inv.Stream, want.Stream = nil, nil
+	if c := inv.Contract; c == nil || *c != (protocol.Contract{Digest: def.Digest()}) {
+		t.Fatalf("contract = %+v, want the definition's digest", c)
+	}
+	inv.Stream, want.Stream, inv.Contract = nil, nil, nil
 	if inv != want {
 		t.Fatalf("invocation\n got %+v\nwant %+v", inv, want)
 	}
@@ -48,7 +58,7 @@ func TestClaimReturnsEveryInvocationField(t *testing.T) {
 
 func TestFailedResultRejectsPromise(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	p := start(t, r, "text.remote", "x")
 	_, err := r.CompleteExternalTool(claim(t, r).ID, Fail("disk full"))
 	must(t, err)
@@ -62,8 +72,8 @@ func TestFailedResultRejectsPromise(t *testing.T) {
 
 func TestCallOnExternalToolDeniedBeforeBudget(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{ToolCallBudget: 1})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
-	must(t, r.RegisterExternalJSONTool(NewToolPolicy("json.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
+	register(t, r, toolspec.Spec{Name: "json.remote", Format: toolspec.FormatJSON})
 	_, err := r.Call("text.remote", "x")
 	wantErr(t, err, ErrExternalToolNotCallable)
 	_, err = r.CallJSON("json.remote", json.RawMessage(`{}`))
@@ -80,7 +90,7 @@ func TestCallOnExternalToolDeniedBeforeBudget(t *testing.T) {
 func TestBudgetCountsCallsAndStarts(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{ToolCallBudget: 2})
 	must(t, r.RegisterLocalTool(NewToolPolicy("text.upper"), func(s string) (string, error) { return strings.ToUpper(s), nil }))
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	out, err := r.Call("text.upper", "a")
 	must(t, err)
 	if out != "A" {
@@ -100,7 +110,7 @@ func TestLocalToolsRunThroughPumpGoAPI(t *testing.T) {
 		ran = append(ran, s)
 		return strings.ToUpper(s), nil
 	}))
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	a := start(t, r, "text.upper", "a")
 	ext := start(t, r, "text.remote", "x")
 	b := start(t, r, "text.upper", "b")
@@ -138,7 +148,7 @@ func TestStartJSONValidatedBothWays(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{})
 	must(t, r.RegisterLocalJSONTool(NewToolPolicy("json.echo"), func(in json.RawMessage) (json.RawMessage, error) { return in, nil }))
 	must(t, r.RegisterLocalJSONTool(NewToolPolicy("json.broken"), func(json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{`), nil }))
-	must(t, r.RegisterExternalJSONTool(NewToolPolicy("json.remote")))
+	register(t, r, toolspec.Spec{Name: "json.remote", Format: toolspec.FormatJSON})
 	_, err := r.StartJSON("json.echo", json.RawMessage(`{"a":`))
 	wantErr(t, err, ErrInvalidInput)
 	_, err = r.Start("json.echo", `{"a":1}`)
@@ -172,7 +182,7 @@ func TestStartJSONValidatedBothWays(t *testing.T) {
 func TestPendingLimitCountsLocalAndExternal(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{MaxPending: 2})
 	must(t, r.RegisterLocalTool(NewToolPolicy("text.local"), func(s string) (string, error) { return s, nil }))
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	start(t, r, "text.local", "a")
 	start(t, r, "text.remote", "b")
 	before := r.CallsUsed()
@@ -194,7 +204,7 @@ func TestPendingLimitCountsLocalAndExternal(t *testing.T) {
 
 func TestClaimedOperationsCompleteInAnyOrder(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{MaxPending: 3})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	ps := []*Promise{start(t, r, "text.remote", "0"), start(t, r, "text.remote", "1"), start(t, r, "text.remote", "2")}
 	invs := []ExternalInvocation{claim(t, r), claim(t, r), claim(t, r)}
 	for i, inv := range invs {
@@ -215,7 +225,7 @@ func TestClaimedOperationsCompleteInAnyOrder(t *testing.T) {
 
 func TestDroppedPromiseKeepsClaimedOperationReserved(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{MaxPending: 1})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	p := start(t, r, "text.remote", "x")
 	inv := claim(t, r)
 	p.Drop()
@@ -233,7 +243,7 @@ func TestDroppedPromiseKeepsClaimedOperationReserved(t *testing.T) {
 
 func TestDroppedPromiseReleasesQueuedOperation(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{MaxPending: 1})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	p := start(t, r, "text.remote", "x")
 	p.Drop()
 	wantState(t, r, p.ID(), Cancelled)
@@ -247,7 +257,7 @@ func TestSettleHooksRunAtEndOfMethod(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{})
 	fs := &fakeScript{result: &EvalResult{Value: "ok"}}
 	r.setScript(fs)
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	var order []string
 	var second *Promise
 	first, err := r.startOp("text.remote", "a", FormatText, func(s Settlement) {

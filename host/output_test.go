@@ -5,6 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 const sumSchema = `{"type":"object","properties":{"sum":{"type":"integer"}},"required":["sum"],"additionalProperties":false}`
@@ -29,14 +33,15 @@ func TestCompletionOutputChecks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, _ := newTestRuntime(t, Config{})
-			p := NewToolPolicy("tool.remote").WithOutputLimit(tt.limit)
+			spec := toolspec.Spec{Name: "tool.remote", MaxOutputBytes: tt.limit}
 			var pr *Promise
 			var err error
 			if tt.json {
-				must(t, r.RegisterExternalJSONToolWithContract(p, ToolMetadata{}, nil, json.RawMessage(sumSchema)))
+				spec.Format, spec.OutputSchema = toolspec.FormatJSON, json.RawMessage(sumSchema)
+				register(t, r, spec)
 				pr, err = r.StartJSON("tool.remote", json.RawMessage(`{"a":1}`))
 			} else {
-				must(t, r.RegisterExternalTool(p))
+				register(t, r, spec)
 				pr, err = r.Start("tool.remote", "x")
 			}
 			must(t, err)
@@ -64,41 +69,47 @@ func TestCompletionOutputChecks(t *testing.T) {
 
 func TestInputSchemaCheckedAtStart(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{ToolCallBudget: 1})
-	must(t, r.RegisterExternalJSONToolWithContract(NewToolPolicy("json.sum"), ToolMetadata{}, json.RawMessage(sumSchema), nil))
+	register(t, r, toolspec.Spec{Name: "json.sum", Format: toolspec.FormatJSON, InputSchema: json.RawMessage(sumSchema)})
 	_, err := r.StartJSON("json.sum", json.RawMessage(`{"sum":"x"}`))
 	wantErr(t, err, ErrInvalidInput)
 	_, err = r.StartJSON("json.sum", json.RawMessage(`{"sum":1}`))
 	must(t, err)
 }
 
+// TestRegisterRejectsBadPolicy covers the runtime's own refusals. A
+// definition out of toolspec's bounds (a negative attempt count, a zero
+// stream bound, a broken schema) never reaches it: Spec.Compile refuses
+// it first (toolspec's TestCompileRefusesBadDefinitions).
 func TestRegisterRejectsBadPolicy(t *testing.T) {
+	echo := func(s string) (string, error) { return s, nil }
 	tests := []struct {
 		name    string
 		reg     func(r *Runtime) error
 		wantErr error
 	}{
-		{"bad name", func(r *Runtime) error { return r.RegisterExternalTool(NewToolPolicy("bad name")) }, ErrInvalidToolName},
-		{"empty name", func(r *Runtime) error { return r.RegisterExternalTool(NewToolPolicy("")) }, ErrInvalidToolName},
-		{"duplicate", func(r *Runtime) error { return r.RegisterExternalTool(NewToolPolicy("text.taken")) }, ErrDuplicateTool},
-		{"negative attempts", func(r *Runtime) error { return r.RegisterExternalTool(NewToolPolicy("a").WithMaxAttempts(-1)) }, ErrInvalidInput},
-		{"zero stream bound", func(r *Runtime) error {
-			return r.RegisterExternalTool(NewToolPolicy("a").WithStream(NewToolStreamPolicy(1, 0, 1, 1)))
+		{"bad name", func(r *Runtime) error { return r.RegisterLocalTool(NewToolPolicy("bad name"), echo) }, ErrInvalidToolName},
+		{"empty name", func(r *Runtime) error { return r.RegisterLocalTool(NewToolPolicy(""), echo) }, ErrInvalidToolName},
+		{"duplicate", func(r *Runtime) error { return r.RegisterTool(tooltest.Text(t, "text.taken")) }, ErrDuplicateTool},
+		{"duplicate local", func(r *Runtime) error { return r.RegisterLocalTool(NewToolPolicy("text.taken"), echo) }, ErrDuplicateTool},
+		{"nil definition", func(r *Runtime) error { return r.RegisterTool(nil) }, ErrInvalidInput},
+		{"negative attempts", func(r *Runtime) error { return r.RegisterLocalTool(NewToolPolicy("a").WithMaxAttempts(-1), echo) }, ErrInvalidInput},
+		{"negative deadline", func(r *Runtime) error {
+			return r.RegisterLocalTool(NewToolPolicy("a").WithDeadline(-time.Second), echo)
 		}, ErrInvalidInput},
+		{"negative output limit", func(r *Runtime) error { return r.RegisterLocalTool(NewToolPolicy("a").WithOutputLimit(-1), echo) }, ErrInvalidInput},
 		{"local stream", func(r *Runtime) error {
-			return r.RegisterLocalTool(NewToolPolicy("a").WithStream(NewToolStreamPolicy(1, 1, 1, 1)), func(s string) (string, error) { return s, nil })
+			return r.RegisterLocalTool(NewToolPolicy("a").WithStream(NewToolStreamPolicy(1, 1, 1, 1)), echo)
+		}, ErrInvalidInput},
+		{"zero stream bound", func(r *Runtime) error {
+			return r.RegisterLocalTool(NewToolPolicy("a").WithStream(NewToolStreamPolicy(1, 0, 1, 1)), echo)
 		}, ErrInvalidInput},
 		{"nil handler", func(r *Runtime) error { return r.RegisterLocalTool(NewToolPolicy("a"), nil) }, ErrInvalidInput},
-		{"broken schema json", func(r *Runtime) error {
-			return r.RegisterExternalJSONToolWithContract(NewToolPolicy("a"), ToolMetadata{}, json.RawMessage(`{`), nil)
-		}, ErrInvalidInput},
-		{"invalid schema", func(r *Runtime) error {
-			return r.RegisterExternalJSONToolWithContract(NewToolPolicy("a"), ToolMetadata{}, nil, json.RawMessage(`{"type":12}`))
-		}, ErrInvalidInput},
+		{"nil JSON handler", func(r *Runtime) error { return r.RegisterLocalJSONTool(NewToolPolicy("a"), nil) }, ErrInvalidInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, _ := newTestRuntime(t, Config{})
-			must(t, r.RegisterExternalTool(NewToolPolicy("text.taken")))
+			register(t, r, toolspec.Spec{Name: "text.taken"})
 			before := snapshot(r)
 			wantErr(t, tt.reg(r), tt.wantErr)
 			if snapshot(r) != before {

@@ -110,18 +110,3 @@ func (p ToolPolicy) normalize() (ToolPolicy, error) {
 	}
 	return p, nil
 }
-
-// ToolMetadata describes a tool to hosts and workers; it grants nothing.
-type ToolMetadata struct {
-	Description string
-	// Idempotent declares that repeating the effect is harmless, so a
-	// worker may take over a crashed attempt without reporting it as
-	// indeterminate.
-	Idempotent bool
-	// Cancellable declares that the tool's adapter honours cooperative
-	// cancellation.
-	Cancellable bool
-}
-
-// NewToolMetadata returns metadata with a description.
-func NewToolMetadata(desc string) ToolMetadata { return ToolMetadata{Description: desc} }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 type reconcileEnv struct {
@@ -29,11 +30,11 @@ func newReconcileEnv(t *testing.T, json bool) *reconcileEnv {
 	must(t, err)
 	e := &reconcileEnv{r: r, host: host, worker: worker}
 	if json {
-		must(t, r.RegisterExternalJSONToolWithContract(NewToolPolicy("text.remote"), ToolMetadata{}, nil, []byte(sumSchema)))
+		register(t, r, toolspec.Spec{Name: "text.remote", Format: toolspec.FormatJSON, OutputSchema: []byte(sumSchema)})
 		e.p, err = r.StartJSON("text.remote", []byte(`{}`))
 		must(t, err)
 	} else {
-		must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+		register(t, r, toolspec.Spec{Name: "text.remote"})
 		e.p = start(t, r, "text.remote", "release")
 	}
 	e.inv = claim(t, r)

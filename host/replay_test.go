@@ -3,6 +3,8 @@ package host
 import (
 	"errors"
 	"testing"
+
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // replayRuntime is a runtime with text.remote and a local echo, on a
@@ -10,7 +12,7 @@ import (
 func replayRuntime(t *testing.T, seed RandomSeed, plan []PlannedCall) (*Runtime, *ManualClock) {
 	t.Helper()
 	r, clock := newTestRuntime(t, Config{RandomSeed: &seed, Replay: plan})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	must(t, r.RegisterLocalTool(NewToolPolicy("text.echo"), func(in string) (string, error) { return in, nil }))
 	return r, clock
 }

@@ -6,11 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func TestRetryKeepsIdentityAndConsumesNoBudget(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{ToolCallBudget: 1})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithMaxAttempts(3)))
+	register(t, r, toolspec.Spec{Name: "text.remote", MaxAttempts: 3})
 	start(t, r, "text.remote", "release")
 	first := claim(t, r)
 	retry, err := r.RetryExternalTool(first.ID, RetryRateLimited)
@@ -36,7 +39,7 @@ func TestRetryKeepsIdentityAndConsumesNoBudget(t *testing.T) {
 
 func TestRetryDefaultMaxAttemptsRefused(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	start(t, r, "text.remote", "x")
 	inv := claim(t, r)
 	before := snapshot(r)
@@ -49,7 +52,7 @@ func TestRetryDefaultMaxAttemptsRefused(t *testing.T) {
 
 func TestRetryAfterDeadlineRefused(t *testing.T) {
 	r, clock := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithMaxAttempts(5).WithDeadline(time.Second)))
+	register(t, r, toolspec.Spec{Name: "text.remote", MaxAttempts: 5, Deadline: toolspec.Duration(time.Second)})
 	start(t, r, "text.remote", "x")
 	inv := claim(t, r)
 	clock.Advance(time.Second)
@@ -63,7 +66,7 @@ func TestRetryAfterDeadlineRefused(t *testing.T) {
 
 func TestIdempotencyKeyStableAcrossAttemptsDistinctAcrossOperations(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithMaxAttempts(2)))
+	register(t, r, toolspec.Spec{Name: "text.remote", MaxAttempts: 2})
 	start(t, r, "text.remote", "a")
 	start(t, r, "text.remote", "a")
 	a, b := claim(t, r), claim(t, r)
@@ -84,7 +87,7 @@ func TestIdempotencyKeyStableAcrossAttemptsDistinctAcrossOperations(t *testing.T
 func TestIdempotencyKeyDistinctAcrossSessions(t *testing.T) {
 	key := func() string {
 		r := NewRuntime(Config{Clock: NewManualClock(t0)}) // crypto/rand nonce
-		must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+		register(t, r, toolspec.Spec{Name: "text.remote"})
 		start(t, r, "text.remote", "a")
 		return claim(t, r).IdempotencyKey
 	}
@@ -105,8 +108,8 @@ func TestEntropyFailureRefusesExternalRegistration(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := NewRuntime(Config{Entropy: src, Clock: NewManualClock(t0)})
-			wantErr(t, r.RegisterExternalTool(NewToolPolicy("text.remote")), ErrEntropyUnavailable)
-			wantErr(t, r.RegisterExternalJSONTool(NewToolPolicy("json.remote")), ErrEntropyUnavailable)
+			wantErr(t, r.RegisterTool(tooltest.Text(t, "text.remote")), ErrEntropyUnavailable)
+			wantErr(t, r.RegisterTool(tooltest.Tool(t, toolspec.Spec{Name: "json.remote", Format: toolspec.FormatJSON})), ErrEntropyUnavailable)
 			_, err := r.Start("text.remote", "x")
 			wantErr(t, err, ErrUnknownTool)
 			// Local tools need no nonce.
@@ -118,7 +121,7 @@ func TestEntropyFailureRefusesExternalRegistration(t *testing.T) {
 func TestInjectedNonceUsedAsGiven(t *testing.T) {
 	n := NewCapabilitySessionNonce([16]byte{15: 1})
 	r := NewRuntime(Config{SessionNonce: &n, Entropy: failingReader{}, Clock: NewManualClock(t0)})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	if r.SessionNonce() != n {
 		t.Fatal("nonce replaced")
 	}

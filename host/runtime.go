@@ -63,17 +63,16 @@ type Runtime struct {
 // tool is one registered tool.
 type tool struct {
 	policy      ToolPolicy
-	meta        ToolMetadata
 	format      Format
 	external    bool
 	started     bool // the first start fixes the redactor
 	handler     LocalHandler
 	jsonHandler LocalJSONHandler
 	redactor    func(string) string
-	// def checks a JSON tool's input and output: the definition the tool
-	// was registered from (RegisterTool), or one built from the schemas
-	// it was registered with; nil for a text tool. contract is what the
-	// invocations of a tool registered by RegisterTool say of it.
+	// def checks a JSON tool's input and output: the definition an
+	// external tool was registered from (RegisterTool), or a schemaless
+	// one for a local JSON tool; nil for a local text tool. contract is
+	// what the invocations of an external tool say of it.
 	def      *toolspec.Tool
 	contract *protocol.Contract
 }
@@ -148,31 +147,6 @@ func (r *Runtime) SessionNonce() CapabilitySessionNonce { return r.nonce }
 // promises with hooks.
 func (r *Runtime) setScript(d scriptDriver) { r.script = d }
 
-// RegisterExternalTool registers a text tool that runs in a host-managed
-// worker: scripts may only start it, and the host claims and completes it.
-func (r *Runtime) RegisterExternalTool(p ToolPolicy) error {
-	return r.register(p, ToolMetadata{}, FormatText, true, toolImpl{})
-}
-
-// RegisterExternalToolWithMetadata is RegisterExternalTool with metadata.
-func (r *Runtime) RegisterExternalToolWithMetadata(p ToolPolicy, m ToolMetadata) error {
-	return r.register(p, m, FormatText, true, toolImpl{})
-}
-
-// RegisterExternalJSONTool registers an external tool whose input and
-// result are JSON values.
-func (r *Runtime) RegisterExternalJSONTool(p ToolPolicy) error {
-	return r.register(p, ToolMetadata{}, FormatJSON, true, toolImpl{})
-}
-
-// RegisterExternalJSONToolWithContract registers an external JSON tool
-// whose input (checked at start) and result (checked at completion) must
-// match JSON Schemas; either schema may be nil. Schemas are compiled here,
-// so a broken schema fails registration rather than the first call.
-func (r *Runtime) RegisterExternalJSONToolWithContract(p ToolPolicy, m ToolMetadata, inputSchema, outputSchema json.RawMessage) error {
-	return r.register(p, m, FormatJSON, true, toolImpl{in: inputSchema, out: outputSchema})
-}
-
 // LocalHandler is a host-pumped text tool. A script's tool.call runs it
 // inside the script's slice, while no other slice of the process may run:
 // it must not evaluate or resume a script of another Runtime.
@@ -186,7 +160,7 @@ func (r *Runtime) RegisterLocalTool(p ToolPolicy, h LocalHandler) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil handler for %q", ErrInvalidInput, p.Name)
 	}
-	return r.register(p, ToolMetadata{}, FormatText, false, toolImpl{handler: h})
+	return r.register(p, FormatText, false, toolImpl{handler: h})
 }
 
 // RegisterLocalJSONTool registers a JSON tool run in-process by CallJSON
@@ -195,20 +169,18 @@ func (r *Runtime) RegisterLocalJSONTool(p ToolPolicy, h LocalJSONHandler) error 
 	if h == nil {
 		return fmt.Errorf("%w: nil handler for %q", ErrInvalidInput, p.Name)
 	}
-	return r.register(p, ToolMetadata{}, FormatJSON, false, toolImpl{jsonHandler: h})
+	return r.register(p, FormatJSON, false, toolImpl{jsonHandler: h})
 }
 
-// toolImpl is what register needs of a tool beyond its policy: the
-// schemas of a JSON contract to compile, or the contract compiled already
-// (def, from a catalog definition), and a local tool's handler.
+// toolImpl is what register needs of a tool beyond its policy: an
+// external tool's definition, compiled already, or a local tool's handler.
 type toolImpl struct {
-	in, out     json.RawMessage
 	def         *toolspec.Tool
 	handler     LocalHandler
 	jsonHandler LocalJSONHandler
 }
 
-func (r *Runtime) register(p ToolPolicy, m ToolMetadata, f Format, external bool, impl toolImpl) error {
+func (r *Runtime) register(p ToolPolicy, f Format, external bool, impl toolImpl) error {
 	p, err := p.normalize()
 	if err != nil {
 		return err
@@ -222,9 +194,9 @@ func (r *Runtime) register(p ToolPolicy, m ToolMetadata, f Format, external bool
 	if !external && p.Stream != nil {
 		return fmt.Errorf("%w: %q: streaming applies to external tools only", ErrInvalidInput, p.Name)
 	}
-	t := &tool{policy: p, meta: m, format: f, external: external, handler: impl.handler, jsonHandler: impl.jsonHandler, def: impl.def}
+	t := &tool{policy: p, format: f, external: external, handler: impl.handler, jsonHandler: impl.jsonHandler, def: impl.def}
 	if f == FormatJSON && t.def == nil {
-		if t.def, err = jsonContract(p.Name, impl.in, impl.out); err != nil {
+		if t.def, err = jsonChecks(p.Name); err != nil {
 			return err
 		}
 	}
@@ -331,8 +303,8 @@ type ExternalInvocation struct {
 	StreamUsed        StreamUsage
 	RemainingDeadline time.Duration
 	HasDeadline       bool
-	// Contract is the definition the tool was registered from, nil for a
-	// tool registered by policy; it is shared, read-only.
+	// Contract is what the definition the tool was registered from says
+	// of it; it is shared, read-only.
 	Contract *protocol.Contract
 	// Idempotent is the tool's declaration that repeating its effect is
 	// harmless: what a host may do with an operation nobody knows of.
@@ -364,7 +336,9 @@ func (r *Runtime) invocation(op *operation, now time.Time) ExternalInvocation {
 		ID: op.id, Tool: p.Name, Input: op.input, Format: op.tool.format,
 		CallIndex: op.callIndex, Attempt: op.attempt, AttemptLimit: uint32(p.MaxAttempts),
 		IdempotencyKey: op.key, OutputLimit: p.MaxOutputBytes, Contract: op.tool.contract,
-		Idempotent: op.tool.meta.Idempotent,
+	}
+	if c := op.tool.contract; c != nil {
+		inv.Idempotent = c.Idempotent
 	}
 	if p.Stream != nil {
 		s := *p.Stream

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func TestToolCallOnExternalToolIsDeniedBeforeBudget(t *testing.T) {
@@ -17,7 +20,7 @@ func TestToolCallOnExternalToolIsDeniedBeforeBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := scriptRuntime(t, Config{ToolCallBudget: 1})
-			if err := r.RegisterExternalJSONTool(NewToolPolicy("json.remote")); err != nil {
+			if err := r.RegisterTool(tooltest.Tool(t, toolspec.Spec{Name: "json.remote", Format: toolspec.FormatJSON})); err != nil {
 				t.Fatal(err)
 			}
 			res := evalScript(t, r, `
@@ -50,7 +53,7 @@ func TestUncaughtDenialUnwrapsToSentinel(t *testing.T) {
 
 func TestStartJSONRoundTrip(t *testing.T) {
 	r := scriptRuntime(t, Config{})
-	if err := r.RegisterExternalJSONTool(NewToolPolicy("json.remote")); err != nil {
+	if err := r.RegisterTool(tooltest.Tool(t, toolspec.Spec{Name: "json.remote", Format: toolspec.FormatJSON})); err != nil {
 		t.Fatal(err)
 	}
 	res := evalScript(t, r, `
@@ -81,7 +84,7 @@ func TestStartJSONRejectsBadValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := scriptRuntime(t, Config{})
-			if err := r.RegisterExternalJSONTool(NewToolPolicy("json.remote")); err != nil {
+			if err := r.RegisterTool(tooltest.Tool(t, toolspec.Spec{Name: "json.remote", Format: toolspec.FormatJSON})); err != nil {
 				t.Fatal(err)
 			}
 			wantScriptFailed(t, evalScript(t, r, tt.source), tt.wantErr)
@@ -94,7 +97,7 @@ func TestStartJSONRejectsBadValues(t *testing.T) {
 
 func TestStartJSONInvalidOutputFailsScript(t *testing.T) {
 	r := scriptRuntime(t, Config{})
-	if err := r.RegisterExternalJSONTool(NewToolPolicy("json.remote")); err != nil {
+	if err := r.RegisterTool(tooltest.Tool(t, toolspec.Spec{Name: "json.remote", Format: toolspec.FormatJSON})); err != nil {
 		t.Fatal(err)
 	}
 	wantScriptSuspended(t, evalScript(t, r, `await tool.start_json("json.remote", 1)`))
@@ -173,10 +176,7 @@ func TestStartJSONContractValidatedBothWays(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := scriptRuntime(t, Config{})
-			err := r.RegisterExternalJSONToolWithContract(NewToolPolicy("json.remote"), NewToolMetadata("contract"), in, out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			register(t, r, toolspec.Spec{Name: "json.remote", Description: "contract", Format: toolspec.FormatJSON, InputSchema: in, OutputSchema: out})
 			res := evalScript(t, r, `
 				let p;
 				try { p = tool.start_json("json.remote", `+tt.input+`) } catch (e) { return "thrown " + e.message }

@@ -3,6 +3,8 @@ package host
 import (
 	"strconv"
 	"testing"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 )
 
 // BenchmarkScriptedLifecycle measures one external operation driven by a
@@ -49,9 +51,7 @@ func BenchmarkScriptedLifecycle(b *testing.B) {
 func scriptBenchRuntime(b *testing.B) *Runtime {
 	b.Helper()
 	r := NewRuntime(Config{})
-	if err := r.RegisterExternalTool(NewToolPolicy("text.remote")); err != nil {
-		b.Fatal(err)
-	}
+	must(b, r.RegisterTool(tooltest.Text(b, "text.remote")))
 	return r
 }
 

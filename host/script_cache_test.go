@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 )
 
 // cached lists the cache's sources, newest first, without touching them.
@@ -90,7 +92,7 @@ func TestConcurrentEvalsShareThePrograms(t *testing.T) {
 			for i := range sessions {
 				n := (g + i) % sources
 				r := NewRuntime(Config{})
-				if err := r.RegisterExternalTool(NewToolPolicy("text.remote")); err != nil {
+				if err := r.RegisterTool(tooltest.Text(t, "text.remote")); err != nil {
 					errs <- err
 					return
 				}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func TestEndlessLoopIsInterrupted(t *testing.T) {
@@ -136,7 +139,7 @@ func TestHostEndingsReachScriptAsRejections(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 			r := NewRuntime(Config{Clock: clock})
-			if err := r.RegisterExternalTool(NewToolPolicy("text.remote").WithDeadline(time.Second)); err != nil {
+			if err := r.RegisterTool(tooltest.Tool(t, toolspec.Spec{Name: "text.remote", Deadline: toolspec.Duration(time.Second)})); err != nil {
 				t.Fatal(err)
 			}
 			wantScriptSuspended(t, evalScript(t, r, `

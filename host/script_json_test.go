@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
+
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // jsonTestAPI returns the script bindings of a runtime whose vm exists.
@@ -130,7 +132,7 @@ func TestStringifyJSONMatchesBuiltin(t *testing.T) {
 // cannot be replaced at all: the builtins are frozen.
 func TestHostJSONIgnoresScriptGlobals(t *testing.T) {
 	r := scriptRuntime(t, Config{})
-	must(t, r.RegisterExternalJSONTool(NewToolPolicy("json.remote")))
+	register(t, r, toolspec.Spec{Name: "json.remote", Format: toolspec.FormatJSON})
 	res := evalScript(t, r, `
 		try { JSON.stringify = () => '"forged"' } catch (e) {}
 		JSON = {stringify: () => '"forged"', parse: () => "forged"};

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // attackBudget is the session budget the memory attacks run against, and
@@ -77,7 +80,8 @@ func TestMemoryAttacksAreStopped(t *testing.T) {
 			// A busy neighbour runs slices while the attack runs, as a
 			// submission's first slice runs beside the loop's.
 			stop, busyErr := make(chan struct{}), make(chan error, 1)
-			go func() { busyErr <- busySession(stop) }()
+			remote := tooltest.Text(t, "text.remote")
+			go func() { busyErr <- busySession(remote, stop) }()
 
 			r := scriptRuntime(t, Config{MemoryBudget: attackBudget, ExecutionBudget: time.Minute})
 			base := settledHeap()
@@ -115,11 +119,11 @@ func settledHeap() int64 {
 }
 
 // busySession runs short slices of an ordinary script until stop closes.
-func busySession(stop <-chan struct{}) error {
+func busySession(remote *toolspec.Tool, stop <-chan struct{}) error {
 	// Its execution budget is generous: the test is about memory, and an
 	// attack slows a loaded machine down.
 	r := NewRuntime(Config{MemoryBudget: attackBudget, ExecutionBudget: time.Minute})
-	if err := r.RegisterExternalTool(NewToolPolicy("text.remote")); err != nil {
+	if err := r.RegisterTool(remote); err != nil {
 		return err
 	}
 	res, err := r.Eval(`let n = 0; while (true) { const out = await tool.start("text.remote", "x"); n += JSON.parse(out).length; if (out == "[]") return n }`)

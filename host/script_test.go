@@ -7,14 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func scriptRuntime(t *testing.T, cfg Config) *Runtime {
 	t.Helper()
 	r := NewRuntime(cfg)
-	if err := r.RegisterExternalTool(NewToolPolicy("text.remote")); err != nil {
-		t.Fatalf("RegisterExternalTool: %v", err)
-	}
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	return r
 }
 
@@ -99,12 +101,13 @@ func TestSpecExample1ScriptSuspendsAndCompletes(t *testing.T) {
 			clock := NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 			nonce := NewCapabilitySessionNonce([16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
 			r := NewRuntime(Config{Clock: clock, SessionNonce: &nonce})
+			def := tooltest.Tool(t, toolspec.Spec{
+				Name: "text.remote", Description: "Runs in a host-managed worker.",
+				MaxAttempts: 3, Deadline: toolspec.Duration(time.Minute), MaxOutputBytes: 4096,
+				Stream: &toolspec.StreamPolicy{MaxChunks: 4, MaxChunkBytes: 64, MaxSourceBytes: 256, MaxReleasedBytes: 256},
+			})
+			must(t, r.RegisterTool(def))
 			stream := NewToolStreamPolicy(4, 64, 256, 256)
-			policy := NewToolPolicy("text.remote").WithMaxAttempts(3).WithDeadline(time.Minute).
-				WithOutputLimit(4096).WithStream(stream)
-			if err := r.RegisterExternalToolWithMetadata(policy, NewToolMetadata("Runs in a host-managed worker.")); err != nil {
-				t.Fatal(err)
-			}
 			wantScriptSuspended(t, evalScript(t, r, specExample1Script))
 			clock.Advance(10 * time.Second)
 
@@ -122,6 +125,7 @@ func TestSpecExample1ScriptSuspendsAndCompletes(t *testing.T) {
 				Stream:            &stream,
 				RemainingDeadline: 50 * time.Second,
 				HasDeadline:       true,
+				Contract:          &protocol.Contract{Digest: def.Digest()},
 			}
 			if inv.ID == 0 || !reflect.DeepEqual(inv, want) {
 				t.Fatalf("claimed\n %+v\nwant\n %+v", inv, want)
@@ -232,10 +236,8 @@ func TestDroppedPromiseLeavesClaimedOperationReserved(t *testing.T) {
 
 func TestScriptsCannotSeeChunks(t *testing.T) {
 	r := NewRuntime(Config{})
-	policy := NewToolPolicy("text.remote").WithStream(NewToolStreamPolicy(8, 64, 512, 512))
-	if err := r.RegisterExternalTool(policy); err != nil {
-		t.Fatal(err)
-	}
+	register(t, r, toolspec.Spec{Name: "text.remote",
+		Stream: &toolspec.StreamPolicy{MaxChunks: 8, MaxChunkBytes: 64, MaxSourceBytes: 512, MaxReleasedBytes: 512}})
 	wantScriptSuspended(t, evalScript(t, r, `
 		let events = [];
 		let p = tool.start("text.remote", "release");

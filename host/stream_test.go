@@ -4,12 +4,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func streamRuntime(t *testing.T, sp ToolStreamPolicy, attempts int) (*Runtime, *ManualClock, ExternalInvocation) {
 	t.Helper()
 	r, clock := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithStream(sp).WithMaxAttempts(attempts).WithDeadline(time.Minute)))
+	register(t, r, toolspec.Spec{Name: "text.remote", Stream: streamDef(sp), MaxAttempts: attempts, Deadline: toolspec.Duration(time.Minute)})
 	start(t, r, "text.remote", "x")
 	return r, clock, claim(t, r)
 }
@@ -31,7 +33,7 @@ func TestStreamBoundsDenyExceedingChunk(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, _ := newTestRuntime(t, Config{})
-			must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithStream(tt.policy)))
+			register(t, r, toolspec.Spec{Name: "text.remote", Stream: streamDef(tt.policy)})
 			if tt.redactor != nil {
 				must(t, r.SetExternalStreamRedactor("text.remote", tt.redactor))
 			}
@@ -61,7 +63,7 @@ func TestStreamBoundsDenyExceedingChunk(t *testing.T) {
 
 func TestStreamRedactorOutputIsReleased(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithStream(NewToolStreamPolicy(32, 4096, 65536, 65536))))
+	register(t, r, toolspec.Spec{Name: "text.remote", Stream: &toolspec.StreamPolicy{MaxChunks: 32, MaxChunkBytes: 4096, MaxSourceBytes: 65536, MaxReleasedBytes: 65536}})
 	must(t, r.SetExternalStreamRedactor("text.remote", func(s string) string {
 		return strings.ReplaceAll(s, "internal-token", "[redacted]")
 	}))
@@ -77,8 +79,8 @@ func TestStreamRedactorOutputIsReleased(t *testing.T) {
 
 func TestRedactorAfterFirstStartRefused(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithStream(NewToolStreamPolicy(1, 1, 1, 1))))
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.plain")))
+	register(t, r, toolspec.Spec{Name: "text.remote", Stream: &toolspec.StreamPolicy{MaxChunks: 1, MaxChunkBytes: 1, MaxSourceBytes: 1, MaxReleasedBytes: 1}})
+	register(t, r, toolspec.Spec{Name: "text.plain"})
 	wantErr(t, r.SetExternalStreamRedactor("text.plain", strings.ToUpper), ErrStreamNotEnabled)
 	wantErr(t, r.SetExternalStreamRedactor("text.none", strings.ToUpper), ErrUnknownTool)
 	start(t, r, "text.remote", "x")
@@ -117,7 +119,7 @@ func TestChunkOutsideClaimRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, clock := newTestRuntime(t, Config{})
-			must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithStream(sp).WithDeadline(time.Minute)))
+			register(t, r, toolspec.Spec{Name: "text.remote", Stream: streamDef(sp), Deadline: toolspec.Duration(time.Minute)})
 			p := start(t, r, "text.remote", "x")
 			if tt.claim {
 				claim(t, r)
@@ -135,7 +137,7 @@ func TestChunkOutsideClaimRefused(t *testing.T) {
 
 func TestStreamNotEnabledRefusesChunks(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	start(t, r, "text.remote", "x")
 	_, err := r.PushExternalToolChunk(claim(t, r).ID, "x")
 	wantErr(t, err, ErrStreamNotEnabled)

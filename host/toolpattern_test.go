@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func TestToolPatternMatch(t *testing.T) {
@@ -134,9 +136,9 @@ func TestToolPatternsNilIsEveryToolEmptyIsNone(t *testing.T) {
 // has the whole budget.
 func TestUngrantedToolIsRefusedBeforeBudget(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{ToolCallBudget: 1, MaxPending: 1, Tools: []string{"text.*"}})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
-	must(t, r.RegisterExternalTool(NewToolPolicy("secret.remote")))
-	must(t, r.RegisterExternalJSONTool(NewToolPolicy("secret.json")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
+	register(t, r, toolspec.Spec{Name: "secret.remote"})
+	register(t, r, toolspec.Spec{Name: "secret.json", Format: toolspec.FormatJSON})
 	must(t, r.RegisterLocalTool(NewToolPolicy("secret.local"), func(in string) (string, error) { return in, nil }))
 	refusals := []struct {
 		name string
@@ -191,8 +193,8 @@ func TestToolGrantsOfARuntime(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, _ := newTestRuntime(t, Config{Tools: tt.tools})
-			must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
-			must(t, r.RegisterExternalTool(NewToolPolicy("secret.remote")))
+			register(t, r, toolspec.Spec{Name: "text.remote"})
+			register(t, r, toolspec.Spec{Name: "secret.remote"})
 			_, err := r.Start(tt.tool, "x")
 			if tt.wantErr == nil {
 				must(t, err)
@@ -207,7 +209,7 @@ func TestToolGrantsOfARuntime(t *testing.T) {
 // ungranted capability's; the budget it would have used is still there.
 func TestScriptCallOutsideItsToolsIsRefusedBeforeBudget(t *testing.T) {
 	r := scriptRuntime(t, Config{ToolCallBudget: 1, Tools: []string{"text.remote"}})
-	must(t, r.RegisterExternalTool(NewToolPolicy("secret.remote")))
+	register(t, r, toolspec.Spec{Name: "secret.remote"})
 	res := evalScript(t, r, `
 		let denied = "";
 		try { await tool.start("secret.remote", "x") } catch (e) { denied = e.message }

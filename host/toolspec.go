@@ -9,7 +9,7 @@ import (
 )
 
 // RegisterTool registers an external tool from its definition: policy,
-// metadata, format, the contract's schemas (compiled once, when the
+// declarations, format, the contract's schemas (compiled once, when the
 // definition was compiled, and shared by every session that registers
 // it) and the declarative redaction rules as the tool's redactor. Every
 // invocation of the tool carries the definition's digest and its
@@ -25,9 +25,8 @@ func (r *Runtime) RegisterTool(t *toolspec.Tool) error {
 	if st := s.Stream; st != nil {
 		p = p.WithStream(NewToolStreamPolicy(st.MaxChunks, st.MaxChunkBytes, st.MaxSourceBytes, st.MaxReleasedBytes))
 	}
-	m := ToolMetadata{Description: s.Description, Idempotent: s.Idempotent, Cancellable: s.Cancellable}
 	// The definition is compiled already: registering it compiles nothing.
-	if err := r.register(p, m, t.Format(), true, toolImpl{def: t}); err != nil {
+	if err := r.register(p, t.Format(), true, toolImpl{def: t}); err != nil {
 		return err
 	}
 	rt := r.tools[s.Name]

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 func TestWrongStateCallsChangeNothing(t *testing.T) {
@@ -113,8 +114,7 @@ func TestWrongStateCallsChangeNothing(t *testing.T) {
 			}
 			t.Run(m.name+"/"+st.state.String(), func(t *testing.T) {
 				r, clock := newTestRuntime(t, Config{})
-				must(t, r.RegisterExternalTool(NewToolPolicy("text.remote").WithMaxAttempts(2).WithDeadline(time.Minute).
-					WithStream(NewToolStreamPolicy(4, 64, 64, 64))))
+				register(t, r, toolspec.Spec{Name: "text.remote", MaxAttempts: 2, Deadline: toolspec.Duration(time.Minute), Stream: &toolspec.StreamPolicy{MaxChunks: 4, MaxChunkBytes: 64, MaxSourceBytes: 64, MaxReleasedBytes: 64}})
 				p := start(t, r, "text.remote", "x")
 				info, _ := r.Operation(p.ID())
 				st.reach(t, r, clock, p.ID())
@@ -151,7 +151,7 @@ func TestUnknownAndLocalOperationsRefused(t *testing.T) {
 
 func TestEvictedFinishedOperationStillRefused(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{TerminalHistory: 1})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	a := start(t, r, "text.remote", "a")
 	_, err := r.CancelExternalTool(a.ID())
 	must(t, err)
@@ -167,7 +167,7 @@ func TestEvictedFinishedOperationStillRefused(t *testing.T) {
 
 func TestAuditLogBounded(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{AuditLimit: 3})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	p := start(t, r, "text.remote", "a")
 	inv := claim(t, r)
 	_, err := r.CompleteExternalTool(inv.ID, Ok("x"))
@@ -191,7 +191,7 @@ func TestAuditLogBounded(t *testing.T) {
 
 func TestLongLivedOperationsMoveOutOfTheWindow(t *testing.T) {
 	r, _ := newTestRuntime(t, Config{})
-	must(t, r.RegisterExternalTool(NewToolPolicy("text.remote")))
+	register(t, r, toolspec.Spec{Name: "text.remote"})
 	old := start(t, r, "text.remote", "old")
 	oldInv := claim(t, r)
 	for i := range 500 {

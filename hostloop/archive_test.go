@@ -2,6 +2,7 @@ package hostloop
 
 import (
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/toolspec"
 
 	"context"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -130,9 +132,7 @@ func archiveLoop(t *testing.T, tr Transport, a SessionArchive, hostID string, ke
 		Archive:      a,
 		KeepFinished: keep,
 		RetryInitial: 5 * time.Millisecond,
-		Catalog: func(rt *host.Runtime) error {
-			return rt.RegisterExternalTool(host.NewToolPolicy("text.remote"))
-		},
+		Catalog:      tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "text.remote"}),
 	})
 	if err != nil {
 		t.Fatal(err)

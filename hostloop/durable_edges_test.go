@@ -68,7 +68,7 @@ func statusNow(t *testing.T, l *Loop, id SessionID) (SessionStatus, []host.Audit
 func TestDurableSessionWaitsForDays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr, a, log := newChanTransport(), newMemArchive(), &dyingLog{Log: workflow.NewMemoryLog()}
-		cfg := LoopConfig{Transport: tr, HostID: "h1", Archive: a, Ledger: log, Catalog: remoteCatalog}
+		cfg := LoopConfig{Transport: tr, HostID: "h1", Archive: a, Ledger: log, Catalog: remoteCatalog(t)}
 		l, err := StartLoop(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -114,7 +114,7 @@ func (r rejectingLog) Load(ctx context.Context, session string) ([]workflow.Entr
 // session resumes. A later start leaves the failed ones be.
 func TestDurableBadLedgerFailsOnlyItsSession(t *testing.T) {
 	tr, a, mem := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
-	l := durableLoop(t, tr, a, mem, remoteCatalog)
+	l := durableLoop(t, tr, a, mem, remoteCatalog(t))
 	good := submit(t, l, `return await tool.start("text.remote", "good")`)
 	forged := submit(t, l, `return await tool.start("text.remote", "forged")`)
 	damaged := submit(t, l, `return await tool.start("text.remote", "damaged")`)
@@ -137,7 +137,7 @@ func TestDurableBadLedgerFailsOnlyItsSession(t *testing.T) {
 	}
 	log := rejectingLog{Log: mem, session: string(forged.ID)}
 	for restart := range 2 {
-		l = durableLoop(t, tr, a, log, remoteCatalog)
+		l = durableLoop(t, tr, a, log, remoteCatalog(t))
 		for _, id := range []SessionID{forged.ID, damaged.ID} {
 			got := waitState(t, l, id, SessionFailed)
 			if !errors.Is(got.Err, ErrLedgerRejected) {
@@ -559,11 +559,11 @@ func (a *lateArchive) Lookup(ctx context.Context, id SessionID) (SessionStatus, 
 // as lost with a restarted host.
 func TestStatusBetweenOutcomeAndLedgerRemoval(t *testing.T) {
 	tr, mem := newChanTransport(), newMemArchive()
-	first := durableLoop(t, tr, mem, workflow.NewMemoryLog(), remoteCatalog)
+	first := durableLoop(t, tr, mem, workflow.NewMemoryLog(), remoteCatalog(t))
 	first.Stop()
 	id := SessionID("s-" + first.Incarnation().ID + "-1")
 	a := &lateArchive{memArchive: mem, id: id, outcome: SessionStatus{ID: id, State: SessionCompleted, Value: "done"}}
-	l := durableLoop(t, tr, a, workflow.NewMemoryLog(), remoteCatalog)
+	l := durableLoop(t, tr, a, workflow.NewMemoryLog(), remoteCatalog(t))
 	defer l.Stop()
 	got, _, err := l.Status(context.Background(), id)
 	if err != nil || got.State != SessionCompleted || got.Value != "done" {

@@ -15,7 +15,9 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
@@ -136,13 +138,15 @@ func durableLoop(t *testing.T, tr Transport, a SessionArchive, log workflow.Log,
 	return l
 }
 
-func remoteCatalog(rt *host.Runtime) error {
-	return rt.RegisterExternalTool(host.NewToolPolicy("text.remote").WithMaxAttempts(3))
+// remoteCatalog(t) registers text.remote, with three attempts, in every
+// session.
+func remoteCatalog(tb testing.TB) func(*host.Runtime) error {
+	return tooltest.Catalog[*host.Runtime](tb, toolspec.Spec{Name: "text.remote", MaxAttempts: 3})
 }
 
-// remoteCancellable is remoteCatalog's tool, cancellable.
-func remoteCancellable(rt *host.Runtime) error {
-	return rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("text.remote").WithMaxAttempts(3), host.ToolMetadata{Cancellable: true})
+// remoteCancellable(t) is remoteCatalog(t)'s tool, cancellable.
+func remoteCancellable(tb testing.TB) func(*host.Runtime) error {
+	return tooltest.Catalog[*host.Runtime](tb, toolspec.Spec{Name: "text.remote", MaxAttempts: 3, Cancellable: true})
 }
 
 // A resumed script sees the time and random numbers its first run saw:
@@ -150,7 +154,7 @@ func remoteCancellable(rt *host.Runtime) error {
 // with what its worker was sent.
 func TestDurableLoopResumesWithTheSameTimeAndRandomness(t *testing.T) {
 	tr, a, log := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
-	l := durableLoop(t, tr, a, log, remoteCatalog)
+	l := durableLoop(t, tr, a, log, remoteCatalog(t))
 	s := submit(t, l, `const r = Math.random(), t = Date.now(), d = new Date().toISOString();
 const sent = await tool.start("text.remote", r + "@" + t + "@" + d);
 const again = await tool.start("text.remote", String(Math.random()));
@@ -158,7 +162,7 @@ const again = await tool.start("text.remote", String(Math.random()));
 	first := next(t, tr)
 	l.Stop()
 
-	l = durableLoop(t, tr, a, log, remoteCatalog)
+	l = durableLoop(t, tr, a, log, remoteCatalog(t))
 	defer l.Stop()
 	resent := next(t, tr)
 	if resent.RequestID != first.RequestID || resent.IdempotencyKey != first.IdempotencyKey || resent.Input.Text != first.Input.Text {
@@ -182,7 +186,7 @@ const again = await tool.start("text.remote", String(Math.random()));
 // session failed as nondeterministic, and nothing is dispatched for it.
 func TestDurableLoopRefusesADivergedReplay(t *testing.T) {
 	tr, a, mem := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
-	l := durableLoop(t, tr, a, mem, remoteCatalog)
+	l := durableLoop(t, tr, a, mem, remoteCatalog(t))
 	s := submit(t, l, `await tool.start("text.remote", "as recorded")`)
 	next(t, tr)
 	l.Stop()
@@ -203,7 +207,7 @@ func TestDurableLoopRefusesADivergedReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	published := len(tr.Published())
-	l = durableLoop(t, tr, a, altered, remoteCatalog)
+	l = durableLoop(t, tr, a, altered, remoteCatalog(t))
 	defer l.Stop()
 	got := waitState(t, l, s.ID, SessionFailed)
 	if !errors.Is(got.Err, host.ErrNondeterministic) {
@@ -218,7 +222,7 @@ func TestDurableLoopRefusesADivergedReplay(t *testing.T) {
 // as sessions did before ledgers.
 func TestDurableLoopFailPolicyEndsWithTheHost(t *testing.T) {
 	tr, a, log := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
-	l := durableLoop(t, tr, a, log, remoteCatalog)
+	l := durableLoop(t, tr, a, log, remoteCatalog(t))
 	s, err := l.Submit(context.Background(), Submission{Source: remoteScript, Restart: workflow.RestartFail})
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +232,7 @@ func TestDurableLoopFailPolicyEndsWithTheHost(t *testing.T) {
 		t.Fatalf("a fail-policy session wrote a ledger: %v", sessions)
 	}
 	l.Stop()
-	l = durableLoop(t, tr, a, log, remoteCatalog)
+	l = durableLoop(t, tr, a, log, remoteCatalog(t))
 	defer l.Stop()
 	got, _, err := l.Status(context.Background(), s.ID)
 	if err != nil || !errors.Is(got.Err, ErrHostStopped) {
@@ -238,7 +242,7 @@ func TestDurableLoopFailPolicyEndsWithTheHost(t *testing.T) {
 
 func TestDurableLoopRefusesAnUnknownRestartPolicy(t *testing.T) {
 	tr, a, log := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
-	l := durableLoop(t, tr, a, log, remoteCatalog)
+	l := durableLoop(t, tr, a, log, remoteCatalog(t))
 	defer l.Stop()
 	_, err := l.Submit(context.Background(), Submission{Source: remoteScript, Restart: "sometimes"})
 	if !errors.Is(err, ErrInvalidSubmission) {
@@ -253,7 +257,7 @@ func TestDurableLoopRefusesAnUnknownRestartPolicy(t *testing.T) {
 // host that dies right after cannot lose a session its client was told of.
 func TestDurableSubmitAnswersOnceTheLedgerIsStored(t *testing.T) {
 	tr, a, log := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
-	l := durableLoop(t, tr, a, log, remoteCatalog)
+	l := durableLoop(t, tr, a, log, remoteCatalog(t))
 	defer l.Stop()
 	s := submit(t, l, remoteScript)
 	entries, err := log.Load(context.Background(), string(s.ID))
@@ -441,7 +445,7 @@ func (m *durableModel) start() {
 	l, err := StartLoop(LoopConfig{
 		Transport: m.tr, HostID: "h1", Archive: m.archive, Ledger: m.log,
 		RetryInitial: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
-		Catalog: remoteCancellable,
+		Catalog: remoteCancellable(m.t),
 	})
 	if err != nil {
 		m.fail("StartLoop: %v", err)
@@ -880,7 +884,7 @@ func (failingLog) Load(context.Context, string) ([]workflow.Entry, error) {
 // be read is ErrLedgerUnavailable, not a verdict.
 func TestDurableStatusOfASessionNotYetResumed(t *testing.T) {
 	tr, a, mem := newChanTransport(), newMemArchive(), workflow.NewMemoryLog()
-	l := durableLoop(t, tr, a, mem, remoteCatalog)
+	l := durableLoop(t, tr, a, mem, remoteCatalog(t))
 	s := submit(t, l, remoteScript)
 	next(t, tr)
 	// Killed: nothing more is stored, nothing resumes it here.

@@ -7,17 +7,21 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // A loop over the in-memory transport: the example plays the worker pool.
 func Example() {
 	tr := hostloop.NewMemTransport(16)
+	// The definition every session registers, as the workers hold it.
+	upper, err := toolspec.Spec{Name: "text.upper"}.Compile()
+	if err != nil {
+		panic(err)
+	}
 	l, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: tr,
 		HostID:    "h1",
-		Catalog: func(rt *host.Runtime) error {
-			return rt.RegisterExternalTool(host.NewToolPolicy("text.upper"))
-		},
+		Catalog:   func(rt *host.Runtime) error { return rt.RegisterTool(upper) },
 	})
 	if err != nil {
 		panic(err)

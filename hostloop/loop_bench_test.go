@@ -2,6 +2,8 @@ package hostloop
 
 import (
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 
 	"context"
 	"fmt"
@@ -55,7 +57,7 @@ func BenchmarkLoopManyCalls(b *testing.B) {
 			l, err := StartLoop(LoopConfig{
 				Transport: tr, HostID: "h1", Observer: obs,
 				Limits:  Limits{MaxToolCallBudget: n, MaxPending: n},
-				Catalog: func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) },
+				Catalog: tooltest.Catalog[*host.Runtime](b, toolspec.Spec{Name: "t"}),
 			})
 			if err != nil {
 				b.Fatal(err)

@@ -2,6 +2,7 @@ package hostloop
 
 import (
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/toolspec"
 
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -41,9 +43,7 @@ func opOf(t *testing.T, l *Loop, id SessionID) host.ExternalToolID {
 // cancellation_requested with its session suspended, forever.
 func TestLoopRetryableAnswerDuringCancellationEndsCancelled(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-		return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(3))
-	})
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t", MaxAttempts: 3}))
 	id := submitID(t, l, `await tool.start("t", "x")`)
 	inv := next(t, tr)
 	if err := l.Cancel(context.Background(), id, opOf(t, l, id)); err != nil {
@@ -63,9 +63,7 @@ func TestLoopRetryableAnswerDuringCancellationEndsCancelled(t *testing.T) {
 func TestLoopDoesNotPublishRetryAfterCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := newChanTransport()
-		l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-			return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(3))
-		})
+		l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t", MaxAttempts: 3}))
 		id := submitID(t, l, `await tool.start("t", "x")`)
 		inv := <-tr.Invocations()
 		tr.Reply(protocol.Result{RequestID: inv.RequestID, Attempt: 1, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 300, Error: "slow down"})
@@ -90,9 +88,7 @@ func TestLoopDoesNotPublishRetryAfterCancellation(t *testing.T) {
 // published, not what remained when the retry was scheduled.
 func TestLoopRetryCarriesDeadlineLeftAtPublish(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-		return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(2).WithDeadline(5 * time.Second))
-	})
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t", MaxAttempts: 2, Deadline: toolspec.Duration(5 * time.Second)}))
 	submitID(t, l, `await tool.start("t", "x")`)
 	first := next(t, tr)
 	tr.Reply(protocol.Result{RequestID: first.RequestID, Attempt: 1, Status: protocol.ResultRetryRateLimited, RetryAfterMillis: 500, Error: "slow down"})
@@ -133,9 +129,7 @@ func TestLoopPumpsLocalTools(t *testing.T) {
 func TestLoopContractFailureKeepsOutputOutOfAudit(t *testing.T) {
 	tr := newChanTransport()
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"string","pattern":"^x$"}}}`)
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-		return rt.RegisterExternalJSONToolWithContract(host.NewToolPolicy("j"), host.ToolMetadata{}, nil, schema)
-	})
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "j", Format: toolspec.FormatJSON, OutputSchema: schema}))
 	id := submitID(t, l, `await tool.start_json("j", {})`)
 	inv := next(t, tr)
 	p := protocol.JSONPayload(json.RawMessage(`{"n":"secret-value-42"}`))
@@ -159,9 +153,7 @@ func TestLoopContractFailureKeepsOutputOutOfAudit(t *testing.T) {
 // ErrCancellationRequested (the API's 409) and sends nothing.
 func TestLoopSecondCancelRefused(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-		return rt.RegisterExternalTool(host.NewToolPolicy("t"))
-	})
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t"}))
 	id := submitID(t, l, `await tool.start("t", "x")`)
 	next(t, tr)
 	op := opOf(t, l, id)
@@ -192,7 +184,7 @@ func inspect[T any](t *testing.T, l *Loop, f func(st *loopState) T) T {
 // A finished session keeps its summary, not its script's VM.
 func TestLoopFinishedSessionReleasesItsVM(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) })
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t"}))
 	id := submitID(t, l, `return await tool.start("t", "x")`)
 	inv := next(t, tr)
 	if held := inspect(t, l, func(st *loopState) bool { return st.sessions[id].core.HoldsScript() }); !held {
@@ -236,7 +228,7 @@ func TestLoopBoundsEachSessionsAudit(t *testing.T) {
 func TestLoopRefusesSessionsOverTheLimit(t *testing.T) {
 	tr := newChanTransport()
 	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Limits: Limits{MaxSuspendedSessions: 2},
-		Catalog: func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) }})
+		Catalog: tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,10 +279,8 @@ func TestLoopLimitsBudgetAndPending(t *testing.T) {
 // per attempt, so it can stop.
 func TestLoopStreamBoundsSpanAttemptsAndDenialsReachTheWorker(t *testing.T) {
 	tr := newChanTransport()
-	stream := host.NewToolStreamPolicy(3, 100, 1000, 1000)
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-		return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(2).WithStream(stream))
-	})
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t", MaxAttempts: 2,
+		Stream: &toolspec.StreamPolicy{MaxChunks: 3, MaxChunkBytes: 100, MaxSourceBytes: 1000, MaxReleasedBytes: 1000}}))
 	id := submitID(t, l, `await tool.start("t", "x")`)
 	first := next(t, tr)
 	chunk := func(inv protocol.Invoke, seq uint64, text string) {

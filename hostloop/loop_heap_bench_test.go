@@ -21,7 +21,7 @@ func BenchmarkSuspendedSessionHeap(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			tr := NewMemTransport(b.N + 16)
-			cfg := LoopConfig{Transport: tr, HostID: "h1", Catalog: remoteCatalog,
+			cfg := LoopConfig{Transport: tr, HostID: "h1", Catalog: remoteCatalog(b),
 				Limits: Limits{MaxSuspendedSessions: b.N + 16}}
 			if durable {
 				cfg.Ledger = workflow.NewMemoryLog()

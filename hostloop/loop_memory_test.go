@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // startCappedLoop is a loop whose sessions have a small memory budget, in
@@ -25,10 +27,8 @@ func startCappedLoop(t *testing.T, tr *MemTransport) *Loop {
 	l, err := StartLoop(LoopConfig{
 		Transport: tr,
 		HostID:    "h1",
-		Catalog: func(rt *host.Runtime) error {
-			return rt.RegisterExternalTool(host.NewToolPolicy("text.remote"))
-		},
-		Limits: Limits{SessionMemoryBudget: 64 << 20},
+		Catalog:   tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "text.remote"}),
+		Limits:    Limits{SessionMemoryBudget: 64 << 20},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package hostloop
 
 import (
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/toolspec"
 
 	"context"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -91,19 +93,15 @@ func newLoopModel(t *testing.T, seed uint64) *loopModel {
 	m := &loopModel{t: t, rng: rand.New(rand.NewPCG(seed, ^seed))}
 	m.tr = NewMemTransport(64)
 	m.tr.OnPublish = m.checkPublish
-	stream := host.NewToolStreamPolicy(4, 64, 256, 256)
 	l, err := StartLoop(LoopConfig{
 		Transport:    m.tr,
 		HostID:       "h1",
 		RetryInitial: 50 * time.Millisecond,
 		RetryMax:     400 * time.Millisecond,
-		Catalog: func(rt *host.Runtime) error {
-			if err := rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("t").WithMaxAttempts(3).WithDeadline(3*time.Second).WithStream(stream),
-				host.ToolMetadata{Cancellable: true}); err != nil {
-				return err
-			}
-			return rt.RegisterExternalTool(host.NewToolPolicy("u").WithMaxAttempts(2))
-		},
+		Catalog: tooltest.Catalog[*host.Runtime](t,
+			toolspec.Spec{Name: "t", MaxAttempts: 3, Deadline: toolspec.Duration(3 * time.Second), Cancellable: true,
+				Stream: &toolspec.StreamPolicy{MaxChunks: 4, MaxChunkBytes: 64, MaxSourceBytes: 256, MaxReleasedBytes: 256}},
+			toolspec.Spec{Name: "u", MaxAttempts: 2}),
 	})
 	if err != nil {
 		t.Fatal(err)

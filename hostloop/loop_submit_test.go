@@ -2,6 +2,7 @@ package hostloop
 
 import (
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/toolspec"
 
 	"context"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -20,9 +22,7 @@ import (
 func TestLoopConcurrentSubmitters(t *testing.T) {
 	const submitters, each = 8, 25
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-		return rt.RegisterExternalTool(host.NewToolPolicy("text.remote"))
-	})
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "text.remote"}))
 	// Answer every invocation as it comes, while submissions go on.
 	answered := make(chan struct{})
 	go func() {

@@ -2,6 +2,7 @@ package hostloop
 
 import (
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/toolspec"
 
 	"context"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -54,9 +56,7 @@ func waitState(t *testing.T, l *Loop, id SessionID, want SessionState) SessionSt
 
 func TestLoopRunsScriptAcrossTransport(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-		return rt.RegisterExternalTool(host.NewToolPolicy("text.remote"))
-	})
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "text.remote"}))
 	s, err := l.Submit(context.Background(), Submission{Source: `let output = await tool.start("text.remote", "release"); assert(output == "done")`})
 	if err != nil {
 		t.Fatal(err)
@@ -75,9 +75,7 @@ func TestLoopRunsScriptAcrossTransport(t *testing.T) {
 
 func TestLoopRetriesWithBackoffAndSameKey(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-		return rt.RegisterExternalTool(host.NewToolPolicy("flaky").WithMaxAttempts(3))
-	})
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "flaky", MaxAttempts: 3}))
 	s, err := l.Submit(context.Background(), Submission{Source: `await tool.start("flaky", "x")`})
 	if err != nil {
 		t.Fatal(err)
@@ -108,9 +106,7 @@ func TestLoopRejectsStaleAttemptAndUnknownRequest(t *testing.T) {
 	tr := newChanTransport()
 	rej := &recordingObserver{}
 	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Observer: rej, RetryInitial: time.Millisecond,
-		Catalog: func(rt *host.Runtime) error {
-			return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(2))
-		}})
+		Catalog: tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t", MaxAttempts: 2})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +158,7 @@ func (r *recordingObserver) count() int { r.mu.Lock(); defer r.mu.Unlock(); retu
 
 func TestLoopRecordsLateResultInAudit(t *testing.T) {
 	tr := newChanTransport()
-	l := startTestLoop(t, tr, func(rt *host.Runtime) error {
-		return rt.RegisterExternalTool(host.NewToolPolicy("slow").WithDeadline(50 * time.Millisecond))
-	})
+	l := startTestLoop(t, tr, tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "slow", Deadline: toolspec.Duration(50 * time.Millisecond)}))
 	s, err := l.Submit(context.Background(), Submission{Source: `await tool.start("slow", "x")`})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,9 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // rejections records the reasons the loop refuses worker messages.
@@ -46,9 +48,7 @@ func TestLoopRefusesAnAnswerFromAnotherToolsPool(t *testing.T) {
 		Transport: tr,
 		HostID:    "h1",
 		Observer:  obs,
-		Catalog: func(rt *host.Runtime) error {
-			return rt.RegisterExternalTool(host.NewToolPolicy("demo.sleep"))
-		},
+		Catalog:   tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "demo.sleep"}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func TestDurableSubmitWithdrawnWhenItsCallerLeaves(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr, a, log, obs := newChanTransport(), newMemArchive(), &dyingLog{Log: workflow.NewMemoryLog()}, newLastStates()
-				l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Archive: a, Ledger: log, Catalog: remoteCatalog, Observer: obs})
+				l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Archive: a, Ledger: log, Catalog: remoteCatalog(t), Observer: obs})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -120,7 +120,7 @@ func TestSubmitTakenOnlyIfItsCallerWaits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr, obs := newChanTransport(), newLastStates()
-				l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Catalog: remoteCatalog, Observer: obs})
+				l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Catalog: remoteCatalog(t), Observer: obs})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -173,7 +173,7 @@ func TestDurableSubmitWithdrawnAtStopAfterAnUnansweredWrite(t *testing.T) {
 				tr, a, log := newChanTransport(), newMemArchive(), &dyingLog{Log: workflow.NewMemoryLog()}
 				var once atomic.Bool
 				log.losing = func() (bool, bool) { return once.CompareAndSwap(false, true), landed }
-				cfg := LoopConfig{Transport: tr, HostID: "h1", Archive: a, Ledger: log, Catalog: remoteCatalog}
+				cfg := LoopConfig{Transport: tr, HostID: "h1", Archive: a, Ledger: log, Catalog: remoteCatalog(t)}
 				l, err := StartLoop(cfg)
 				if err != nil {
 					t.Fatal(err)

@@ -13,30 +13,28 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostmetrics"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // catalog registers the tools the loop tests call: a plain one, one with
 // two attempts, a streaming one whose redactor upper-cases, and a
 // cancellable one.
-func catalog(rt *host.Runtime) error {
-	meta := host.NewToolMetadata("test tool")
-	if err := rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("t.echo"), meta); err != nil {
-		return err
+func catalog(tb testing.TB) func(*host.Runtime) error {
+	tools := tooltest.Catalog[*host.Runtime](tb,
+		toolspec.Spec{Name: "t.echo", Description: "test tool"},
+		toolspec.Spec{Name: "t.flaky", Description: "test tool", MaxAttempts: 2},
+		toolspec.Spec{Name: "t.stream", Description: "test tool",
+			Stream: &toolspec.StreamPolicy{MaxChunks: 4, MaxChunkBytes: 16, MaxSourceBytes: 64, MaxReleasedBytes: 64}},
+		toolspec.Spec{Name: "t.sleep", Description: "cancellable test tool", Cancellable: true})
+	return func(rt *host.Runtime) error {
+		if err := tools(rt); err != nil {
+			return err
+		}
+		return rt.SetExternalStreamRedactor("t.stream", strings.ToUpper)
 	}
-	if err := rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("t.flaky").WithMaxAttempts(2), meta); err != nil {
-		return err
-	}
-	if err := rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("t.stream").WithStream(host.NewToolStreamPolicy(4, 16, 64, 64)), meta); err != nil {
-		return err
-	}
-	if err := rt.SetExternalStreamRedactor("t.stream", strings.ToUpper); err != nil {
-		return err
-	}
-	cancellable := host.NewToolMetadata("cancellable test tool")
-	cancellable.Cancellable = true
-	return rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("t.sleep"), cancellable)
 }
 
 type loopFixture struct {
@@ -53,7 +51,7 @@ func startLoop(t *testing.T) *loopFixture {
 	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport:    tr,
 		HostID:       "h1",
-		Catalog:      catalog,
+		Catalog:      catalog(t),
 		Observer:     obs,
 		RetryInitial: time.Millisecond,
 		RetryMax:     time.Millisecond,

@@ -18,6 +18,8 @@ import (
 	"github.com/splashfabric/splashfabric/internal/fabrictest"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // errorLog collects what an archive reports to WithErrorHandler.
@@ -332,7 +334,7 @@ func TestSessionArchiveAcrossLoops(t *testing.T) {
 		}
 		l, err := hostloop.StartLoop(hostloop.LoopConfig{
 			Transport: tr, HostID: "h1", Archive: a,
-			Catalog: func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("text.remote")) },
+			Catalog: tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "text.remote"}),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -385,7 +387,7 @@ func TestLoopStopArchivesEverySuspendedSession(t *testing.T) {
 		Transport: hostloop.NewMemTransport(sessions),
 		HostID:    "h1",
 		Archive:   a,
-		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) },
+		Catalog:   tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t"}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hosttrace"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/tracing"
 )
 
@@ -20,9 +21,13 @@ func Example() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
 	defer tp.Shutdown(context.Background())
 	tr := hostloop.NewMemTransport(16)
+	upper, err := toolspec.Spec{Name: "text.upper"}.Compile()
+	if err != nil {
+		panic(err)
+	}
 	l, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: tr, HostID: "h1",
-		Catalog:  func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("text.upper")) },
+		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTool(upper) },
 		Observer: hosttrace.New(tp),
 	})
 	if err != nil {

@@ -16,7 +16,9 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hosttrace"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/tracing"
 	"github.com/splashfabric/splashfabric/workflow"
 )
@@ -53,9 +55,11 @@ func provider(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) 
 	return tp, rec
 }
 
-func catalog(rt *host.Runtime) error {
-	return rt.RegisterExternalTool(host.NewToolPolicy("t.stream").WithMaxAttempts(2).
-		WithStream(host.NewToolStreamPolicy(8, 1024, 8192, 8192)))
+// catalog registers t.stream, streaming with two attempts, in every
+// session.
+func catalog(tb testing.TB) func(*host.Runtime) error {
+	return tooltest.Catalog[*host.Runtime](tb, toolspec.Spec{Name: "t.stream", MaxAttempts: 2,
+		Stream: &toolspec.StreamPolicy{MaxChunks: 8, MaxChunkBytes: 1024, MaxSourceBytes: 8192, MaxReleasedBytes: 8192}})
 }
 
 // submitted starts a span standing for the API's submission and returns
@@ -103,7 +107,7 @@ func TestSpanTreeOfRetriedStreamedCancelledCall(t *testing.T) {
 	tp, rec := provider(t)
 	tr := newCtxTransport()
 	l, err := hostloop.StartLoop(hostloop.LoopConfig{
-		Transport: tr, HostID: "h1", Catalog: catalog,
+		Transport: tr, HostID: "h1", Catalog: catalog(t),
 		RetryInitial: time.Millisecond, RetryMax: 5 * time.Millisecond,
 		Observer: hosttrace.New(tp),
 	})
@@ -243,7 +247,7 @@ func TestResumedSessionKeepsItsSpans(t *testing.T) {
 	tp1, rec1 := provider(t)
 	tr1 := newCtxTransport()
 	cfg := hostloop.LoopConfig{
-		Transport: tr1, HostID: "h1", Catalog: catalog, Ledger: ledger,
+		Transport: tr1, HostID: "h1", Catalog: catalog(t), Ledger: ledger,
 		Observer: hosttrace.New(tp1),
 	}
 	l1, err := hostloop.StartLoop(cfg)

@@ -11,7 +11,9 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // memWorker plays a worker pool over the loop's in-memory transport:
@@ -67,17 +69,13 @@ func (w *memWorker) run() {
 	}
 }
 
-func catalog(rt *host.Runtime) error {
-	if err := rt.RegisterExternalTool(host.NewToolPolicy("echo")); err != nil {
-		return err
-	}
-	if err := rt.RegisterExternalTool(host.NewToolPolicy("stream").WithStream(host.NewToolStreamPolicy(16, 1024, 16<<10, 16<<10))); err != nil {
-		return err
-	}
-	if err := rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("hold"), host.ToolMetadata{Description: "never answers", Cancellable: true}); err != nil {
-		return err
-	}
-	return rt.RegisterExternalToolWithMetadata(host.NewToolPolicy("sleep"), host.ToolMetadata{Description: "waits to be cancelled", Cancellable: true})
+// catalog registers the tools every session of the API tests may call.
+func catalog(tb testing.TB) func(*host.Runtime) error {
+	return tooltest.Catalog[*host.Runtime](tb,
+		toolspec.Spec{Name: "echo"},
+		toolspec.Spec{Name: "stream", Stream: &toolspec.StreamPolicy{MaxChunks: 16, MaxChunkBytes: 1024, MaxSourceBytes: 16 << 10, MaxReleasedBytes: 16 << 10}},
+		toolspec.Spec{Name: "hold", Description: "never answers", Cancellable: true},
+		toolspec.Spec{Name: "sleep", Description: "waits to be cancelled", Cancellable: true})
 }
 
 // newLoopEnv serves the API over a real hostloop.Loop driven by a memWorker.
@@ -94,7 +92,7 @@ func newLimitedLoopEnv(t *testing.T, limits hostloop.Limits) (*apiEnv, *hostloop
 	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: startMemWorker(t),
 		HostID:    "h1",
-		Catalog:   catalog,
+		Catalog:   catalog(t),
 		Observer:  httpapi.Tee(events),
 		Limits:    limits,
 	})

@@ -2,14 +2,16 @@ package httpapi_test
 
 import (
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/splashfabric/splashfabric/metrics"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/splashfabric/splashfabric/metrics"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -65,7 +67,7 @@ func newScopedEnv(t *testing.T, tokens apitoken.Verifier) *apiEnv {
 	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: startMemWorker(t),
 		HostID:    "h1",
-		Catalog:   catalog,
+		Catalog:   catalog(t),
 		Observer:  httpapi.Tee(events, index, timelines),
 	})
 	if err != nil {

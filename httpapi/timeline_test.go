@@ -12,7 +12,9 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 )
 
 // A call retried once, streaming, then cancelled, drawn as a timeline:
@@ -23,9 +25,7 @@ func TestTimelineOfRetriedStreamedCancelledCall(t *testing.T) {
 	timelines := httpapi.NewTimelines(httpapi.TimelineConfig{})
 	loop, err := hostloop.StartLoop(hostloop.LoopConfig{
 		Transport: tr, HostID: "h1", RetryInitial: time.Millisecond, RetryMax: 5 * time.Millisecond,
-		Catalog: func(rt *host.Runtime) error {
-			return rt.RegisterExternalTool(host.NewToolPolicy("t").WithMaxAttempts(2).WithStream(host.NewToolStreamPolicy(8, 1024, 8192, 8192)))
-		},
+		Catalog:  tooltest.Catalog[*host.Runtime](t, toolspec.Spec{Name: "t", MaxAttempts: 2, Stream: &toolspec.StreamPolicy{MaxChunks: 8, MaxChunkBytes: 1024, MaxSourceBytes: 8192, MaxReleasedBytes: 8192}}),
 		Observer: timelines,
 	})
 	if err != nil {

@@ -230,7 +230,7 @@ func TestResumedSessionKeepsItsTools(t *testing.T) {
 	tokens := tokenSet(t, scopedTokens)
 	start := func() (*hostloop.Loop, *hostloop.MemTransport, *httptest.Server) {
 		tr := hostloop.NewMemTransport(64)
-		loop, err := hostloop.StartLoop(hostloop.LoopConfig{Transport: tr, HostID: "h1", Catalog: catalog, Ledger: ledger})
+		loop, err := hostloop.StartLoop(hostloop.LoopConfig{Transport: tr, HostID: "h1", Catalog: catalog(t), Ledger: ledger})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,7 +60,7 @@
 // # Operations that may run twice: Store without a claim
 //
 // A claim protects an operation whose effect must not happen twice. For
-// one that may (a worker tool registered Idempotent), running twice is
+// one that may (a worker tool declared idempotent), running twice is
 // what its declaration allows, so a claim's round trip before the run
 // buys nothing. Such an operation runs at once and ends with one Store:
 // create-if-absent of the done record.

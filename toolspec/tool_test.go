@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/splashfabric/splashfabric/toolspec"
 )
@@ -245,5 +246,34 @@ func TestToolPool(t *testing.T) {
 	cat, err := toolspec.Parse([]byte("tools:\n  - name: a.b\n    pool: text\n"), t.TempDir())
 	if err != nil || cat.Tools[0].Pool != "text" {
 		t.Fatalf("Parse = %+v, %v", cat, err)
+	}
+}
+
+// TestCompileRefusesBadDefinitions: Compile is the one door to a host's
+// or a worker's registry, so what they used to refuse at registration
+// is refused here, with the field that is wrong.
+func TestCompileRefusesBadDefinitions(t *testing.T) {
+	tests := []struct {
+		name      string
+		spec      toolspec.Spec
+		wantErr   error
+		wantField string
+	}{
+		{"bad name", toolspec.Spec{Name: "bad name"}, toolspec.ErrInvalidName, "name"},
+		{"negative attempts", toolspec.Spec{Name: "a", MaxAttempts: -1}, toolspec.ErrOutOfRange, "max_attempts"},
+		{"deadline under the wire's resolution", toolspec.Spec{Name: "a", Deadline: toolspec.Duration(time.Microsecond)}, toolspec.ErrOutOfRange, "deadline"},
+		{"output limit over a message", toolspec.Spec{Name: "a", MaxOutputBytes: toolspec.MaxOutputBytesLimit + 1}, toolspec.ErrOutOfRange, "max_output_bytes"},
+		{"zero stream bound", toolspec.Spec{Name: "a", Stream: &toolspec.StreamPolicy{MaxChunks: 1, MaxSourceBytes: 1, MaxReleasedBytes: 1}}, toolspec.ErrOutOfRange, "stream.max_chunk_bytes"},
+		{"schema not JSON", toolspec.Spec{Name: "a", Format: toolspec.FormatJSON, InputSchema: json.RawMessage(`{`)}, toolspec.ErrInvalidSchema, "input_schema"},
+		{"schema breaks the metaschema", toolspec.Spec{Name: "a", Format: toolspec.FormatJSON, OutputSchema: json.RawMessage(`{"type":12}`)}, toolspec.ErrInvalidSchema, "output_schema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tool, err := tt.spec.Compile()
+			var fe *toolspec.FieldError
+			if tool != nil || !errors.Is(err, tt.wantErr) || !errors.As(err, &fe) || fe.Field != tt.wantField {
+				t.Fatalf("Compile = %v, %v; want a FieldError on %q matching %v", tool, err, tt.wantField, tt.wantErr)
+			}
+		})
 	}
 }

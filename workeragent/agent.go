@@ -15,7 +15,6 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/ratelog"
-	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolproc"
 )
 
@@ -25,7 +24,7 @@ import (
 const opTimeout = 10 * time.Second
 
 // Agent pulls invocations of its registered tools from the fabric and runs
-// them. Create it with New, register tools with Handle, then call Run.
+// them. Create it with New, register tools with HandleTool, then call Run.
 //
 // Goroutines: Run's caller owns the lifecycle. Each tool's
 // fabric.Puller has an inbox callback (run by the NATS client), which
@@ -59,13 +58,13 @@ type Agent struct {
 	// ChunkWriter's mu (cancelLocked reserves a frame number); nothing
 	// takes a.mu while holding a writer's.
 	mu sync.Mutex
-	// tools is written by Handle before Run and only read afterwards.
+	// tools is written by HandleTool before Run and only read afterwards.
 	tools map[string]*tool
 	// mcpServers holds the supervisor of each MCP server, by how it is
 	// run, so the catalog tools one server offers share its process.
 	// Written by HandleTool before Run.
 	mcpServers map[string]*toolproc.Supervisor
-	// started is set by Run; read by Handle and Stop.
+	// started is set by Run; read by HandleTool and Stop.
 	started bool
 	// stopping is set once by beginStop; read by pull callbacks before
 	// they admit a message and by executions before they start a handler.
@@ -110,7 +109,7 @@ type Agent struct {
 	wg       sync.WaitGroup // every goroutine started by goTracked
 }
 
-// tool is one registration. Its fields are written by Handle and Run's
+// tool is one registration. Its fields are written by HandleTool and Run's
 // start before any message arrives, then only read, except pull and the
 // subscriptions, which start writes and beginStop and teardown read.
 type tool struct {
@@ -172,39 +171,19 @@ func New(nc *nats.Conn, cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// Handle registers h for tool. It must be called before Run.
-func (a *Agent) Handle(name string, h Handler, opts ...ToolOption) error {
-	if err := protocol.ValidateToolName(name); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidTool, err)
-	}
-	if h == nil {
-		return fmt.Errorf("%w: nil handler for %q", ErrInvalidTool, name)
-	}
-	spec := toolSpec{concurrency: DefaultConcurrency}
-	for _, o := range opts {
-		o(&spec)
-	}
-	return a.register(name, h, spec, nil)
-}
-
 // register adds a tool; sup is the supervisor of a process tool, which
 // the agent then owns.
 func (a *Agent) register(name string, h Handler, spec toolSpec, sup *toolproc.Supervisor) error {
 	if spec.concurrency < 1 {
 		return fmt.Errorf("%w: concurrency %d for %q", ErrInvalidTool, spec.concurrency, name)
 	}
-	switch {
-	case spec.pool == "" && a.cfg.Pool != "":
-		spec.pool = a.cfg.Pool
-	case spec.pool == "":
-		spec.pool = name
-	case a.cfg.Pool != "" && spec.pool != a.cfg.Pool:
+	if a.cfg.Pool != "" && spec.pool != a.cfg.Pool {
 		return fmt.Errorf("%w: %q belongs to pool %q, this agent serves pool %q", ErrInvalidTool, name, spec.pool, a.cfg.Pool)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.started {
-		return fmt.Errorf("%w: Handle(%q)", ErrAlreadyStarted, name)
+		return fmt.Errorf("%w: HandleTool(%q)", ErrAlreadyStarted, name)
 	}
 	if _, dup := a.tools[name]; dup {
 		return fmt.Errorf("%w: %q", ErrDuplicateTool, name)

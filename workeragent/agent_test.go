@@ -15,7 +15,9 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -31,7 +33,7 @@ func TestRunsOnceAndAnswers(t *testing.T) {
 	var effects atomic.Int64
 	var seen atomic.Pointer[workeragent.Call]
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("text.remote", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "text.remote"), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			seen.Store(c)
 			return upper(&effects).HandleCall(ctx, c)
 		})))
@@ -87,7 +89,7 @@ func TestFailureAnswers(t *testing.T) {
 		rets[tt.name] = tt.ret
 	}
 	e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("fail", workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "fail"), workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			effects.Add(1)
 			return rets[c.Input.Text]()
 		})))
@@ -117,7 +119,7 @@ func TestRetryAttemptRunsAgain(t *testing.T) {
 	e := newEnv(t)
 	var effects atomic.Int64
 	e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("flaky", workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "flaky"), workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			effects.Add(1)
 			if c.Attempt < 2 {
 				return workeragent.Output{}, workeragent.Retryable(errors.New("later"))
@@ -144,7 +146,7 @@ func TestStreamLimit(t *testing.T) {
 	e := newEnv(t)
 	errs := make(chan error, 8)
 	e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("stream", workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "stream"), workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			for i := range 5 {
 				err := c.Stream.Write(fmt.Sprintf("part %d", i+1))
 				errs <- err
@@ -189,12 +191,12 @@ func TestCancelRunningCall(t *testing.T) {
 	started := make(chan struct{}, 1)
 	causes := make(chan error, 1)
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("slow", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "slow", Cancellable: true}), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			causes <- context.Cause(ctx)
 			return workeragent.Output{}, workeragent.CancelAcknowledged()
-		}), workeragent.Cancellable()))
+		})))
 	})
 	inv := e.newInvoke("slow", "x")
 	e.publish(inv)
@@ -218,11 +220,11 @@ func TestCancelResultWinsRace(t *testing.T) {
 	e := newEnv(t)
 	started := make(chan struct{}, 1)
 	e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("racy", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "racy", Cancellable: true}), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			return workeragent.Result("done anyway"), nil
-		}), workeragent.Cancellable()))
+		})))
 	})
 	inv := e.newInvoke("racy", "x")
 	e.publish(inv)
@@ -242,7 +244,7 @@ func TestCancelUnsupported(t *testing.T) {
 	release := make(chan struct{})
 	var cancelled atomic.Bool
 	e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("stubborn", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "stubborn"), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			started <- struct{}{}
 			<-release
 			cancelled.Store(ctx.Err() != nil)
@@ -272,7 +274,7 @@ func TestCancelledBeforePickup(t *testing.T) {
 	e.cancel(inv, true)
 	e.publish(inv)
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("queued", upper(&effects), workeragent.Cancellable()))
+		must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "queued", Cancellable: true}), upper(&effects)))
 	})
 	if d := e.disposition(t); d.Disposition != protocol.CancelAcknowledged || d.RequestID != inv.RequestID {
 		t.Fatalf("disposition = %+v", d)
@@ -293,7 +295,7 @@ func TestDuplicateDeliveries(t *testing.T) {
 	var effects atomic.Int64
 	gate := make(chan struct{})
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("dup", workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "dup"), workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			effects.Add(1)
 			<-gate
 			return workeragent.Result("once"), nil
@@ -326,11 +328,11 @@ func TestDuplicateDeliveries(t *testing.T) {
 func TestCrashMidCall(t *testing.T) {
 	tests := []struct {
 		name        string
-		opts        []workeragent.ToolOption
+		idempotent  bool
 		wantEffects int64
 		wantStatus  protocol.ResultStatus
 	}{
-		{name: "idempotent runs again", opts: []workeragent.ToolOption{workeragent.Idempotent()}, wantEffects: 2, wantStatus: protocol.ResultSucceeded},
+		{name: "idempotent runs again", idempotent: true, wantEffects: 2, wantStatus: protocol.ResultSucceeded},
 		{name: "non-idempotent is indeterminate", wantEffects: 1, wantStatus: protocol.ResultIndeterminate},
 	}
 	for _, tt := range tests {
@@ -347,12 +349,13 @@ func TestCrashMidCall(t *testing.T) {
 				}
 				return workeragent.Result("ok"), nil
 			})
-			crashed := e.startAgentConn("w1", e.srv.Connect(), func(a *workeragent.Agent) { must(t, a.Handle("effect", h, tt.opts...)) })
+			effect := tooltest.Tool(t, toolspec.Spec{Name: "effect", Idempotent: tt.idempotent})
+			crashed := e.startAgentConn("w1", e.srv.Connect(), func(a *workeragent.Agent) { must(t, a.HandleTool(effect, h)) })
 			inv := e.newInvoke("effect", "x")
 			e.publish(inv)
 			testwait.Until(t, 0, "first run", func() bool { return effects.Load() == 1 })
 			crashed.nc.Close()
-			survivor := e.startAgent("w2", func(a *workeragent.Agent) { must(t, a.Handle("effect", h, tt.opts...)) })
+			survivor := e.startAgent("w2", func(a *workeragent.Agent) { must(t, a.HandleTool(effect, h)) })
 			res := e.result(t)
 			if res.Status != tt.wantStatus || res.RequestID != inv.RequestID {
 				t.Fatalf("result = %+v", res)
@@ -375,7 +378,7 @@ func TestCrashMidCall(t *testing.T) {
 func TestForgedInvoke(t *testing.T) {
 	e := newEnv(t)
 	var effects atomic.Int64
-	a := e.startAgent("w1", func(a *workeragent.Agent) { must(t, a.Handle("guarded", upper(&effects))) })
+	a := e.startAgent("w1", func(a *workeragent.Agent) { must(t, a.HandleTool(tooltest.Text(t, "guarded"), upper(&effects))) })
 	subject, err := fabric.InvokeSubject("guarded")
 	must(t, err)
 	evil := e.newInvoke("guarded", "evil")
@@ -437,7 +440,7 @@ func TestDrainGivesBackUnfinishedWork(t *testing.T) {
 		return workeragent.Result("done"), nil
 	})
 	first := e.startAgentWith("w1", func(cfg *workeragent.Config) { cfg.DrainGrace = 100 * time.Millisecond },
-		func(a *workeragent.Agent) { must(t, a.Handle("work", h)) })
+		func(a *workeragent.Agent) { must(t, a.HandleTool(tooltest.Text(t, "work"), h)) })
 	inv := e.newInvoke("work", "slow")
 	e.publish(inv)
 	testwait.Receive(t, 0, "first start", started)
@@ -448,7 +451,7 @@ func TestDrainGivesBackUnfinishedWork(t *testing.T) {
 	if s := first.Stats(); s.GivenBack != 1 {
 		t.Fatalf("first stats = %+v", s)
 	}
-	e.startAgent("w2", func(a *workeragent.Agent) { must(t, a.Handle("work", h)) })
+	e.startAgent("w2", func(a *workeragent.Agent) { must(t, a.HandleTool(tooltest.Text(t, "work"), h)) })
 	if res := e.result(t); res.Status != protocol.ResultSucceeded || res.RequestID != inv.RequestID {
 		t.Fatalf("result = %+v", res)
 	}
@@ -462,7 +465,7 @@ func TestStopLetsInFlightFinish(t *testing.T) {
 	started := make(chan struct{}, 1)
 	gate := make(chan struct{})
 	w := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("work", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "work"), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			started <- struct{}{}
 			<-gate
 			return workeragent.Result("finished"), nil
@@ -488,7 +491,7 @@ func TestStopAndCancelHandsBack(t *testing.T) {
 	e := newEnv(t)
 	started := make(chan struct{}, 1)
 	w := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("work", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "work"), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			return workeragent.Output{}, context.Cause(ctx)
@@ -505,6 +508,8 @@ func TestStopAndCancelHandsBack(t *testing.T) {
 	testwait.Until(t, 0, "message back in the queue", func() bool { return e.pending(t, "work") == 1 })
 }
 
+// TestHandleRejects covers the agent's own refusals; a definition with an
+// illegal name never reaches it (toolspec's Compile refuses it).
 func TestHandleRejects(t *testing.T) {
 	e := newEnv(t)
 	nc := e.srv.Connect()
@@ -513,24 +518,23 @@ func TestHandleRejects(t *testing.T) {
 	h := workeragent.HandlerFunc(func(context.Context, *workeragent.Call) (workeragent.Output, error) {
 		return workeragent.Output{}, nil
 	})
-	must(t, a.Handle("ok", h))
+	must(t, a.HandleTool(tooltest.Text(t, "ok"), h))
 	tests := []struct {
 		name    string
-		tool    string
+		tool    *toolspec.Tool
 		h       workeragent.Handler
 		opts    []workeragent.ToolOption
 		wantErr error
 	}{
-		{name: "bad name", tool: "bad name", h: h, wantErr: workeragent.ErrInvalidTool},
-		{name: "empty token", tool: "a..b", h: h, wantErr: workeragent.ErrInvalidTool},
-		{name: "nil handler", tool: "x", wantErr: workeragent.ErrInvalidTool},
-		{name: "zero concurrency", tool: "x", h: h, opts: []workeragent.ToolOption{workeragent.Concurrency(0)}, wantErr: workeragent.ErrInvalidTool},
-		{name: "duplicate", tool: "ok", h: h, wantErr: workeragent.ErrDuplicateTool},
+		{name: "nil definition", h: h, wantErr: workeragent.ErrInvalidTool},
+		{name: "nil handler", tool: tooltest.Text(t, "x"), wantErr: workeragent.ErrInvalidTool},
+		{name: "zero concurrency", tool: tooltest.Text(t, "x"), h: h, opts: []workeragent.ToolOption{workeragent.Concurrency(0)}, wantErr: workeragent.ErrInvalidTool},
+		{name: "duplicate", tool: tooltest.Text(t, "ok"), h: h, wantErr: workeragent.ErrDuplicateTool},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := a.Handle(tt.tool, tt.h, tt.opts...); !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Handle = %v, want %v", err, tt.wantErr)
+			if err := a.HandleTool(tt.tool, tt.h, tt.opts...); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("HandleTool = %v, want %v", err, tt.wantErr)
 			}
 		})
 	}
@@ -563,7 +567,7 @@ func TestDeadlineCancelsHandler(t *testing.T) {
 	e := newEnv(t)
 	causes := make(chan error, 1)
 	e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("late", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "late"), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			<-ctx.Done()
 			causes <- context.Cause(ctx)
 			return workeragent.Output{}, workeragent.Permanent(ctx.Err())
@@ -585,7 +589,7 @@ func TestConcurrencyBound(t *testing.T) {
 	var now, peak, done atomic.Int64
 	gate := make(chan struct{})
 	e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("bounded", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "bounded"), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			n := now.Add(1)
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 			}
@@ -617,7 +621,7 @@ func TestForgedCancelIgnored(t *testing.T) {
 	release := make(chan struct{})
 	var cancelled atomic.Bool
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("victim", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "victim", Cancellable: true}), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			started <- struct{}{}
 			select {
 			case <-ctx.Done():
@@ -626,7 +630,7 @@ func TestForgedCancelIgnored(t *testing.T) {
 			case <-release:
 				return workeragent.Result("kept"), nil
 			}
-		}), workeragent.Cancellable()))
+		})))
 	})
 	inv := e.newInvoke("victim", "x")
 	e.publish(inv)

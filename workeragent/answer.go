@@ -74,7 +74,7 @@ func (e *execution) finishAt(r idempotency.Result, k uint32, then ...protocol.Wo
 	e.answer(e.messageOf(r), k, then...)
 }
 
-// storeAt ends an unclaimed call (a tool registered Idempotent): its
+// storeAt ends an unclaimed call (a tool declared idempotent): its
 // answer, published on the operation's answer subject, is the stored
 // result, so the call costs no journal write. The stream keeps the first
 // answer stored on the subject; if a copy of the call (a republish past

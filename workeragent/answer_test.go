@@ -9,7 +9,9 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -57,7 +59,7 @@ func TestIdempotentRedeliveryReplaysStoredAnswer(t *testing.T) {
 
 	var runs atomic.Int64
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("idem", numbered(&runs), workeragent.Idempotent()))
+		must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "idem", Idempotent: true}), numbered(&runs)))
 	})
 	// The redelivery comes once the lost worker's ack wait has passed.
 	wantAnswer(t, results, inv, "stored")
@@ -96,7 +98,7 @@ func TestIdempotentRepeatIgnoresForgedAnswer(t *testing.T) {
 			results := e.allResults(t)
 			var runs atomic.Int64
 			a := e.startAgent("w1", func(a *workeragent.Agent) {
-				must(t, a.Handle("idem", numbered(&runs), workeragent.Idempotent()))
+				must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "idem", Idempotent: true}), numbered(&runs)))
 			})
 			e.forgeries.Store(true)
 			inv := e.newInvoke("idem", "x")
@@ -146,8 +148,8 @@ func TestReconcileFindsStoredAnswer(t *testing.T) {
 	e := newEnv(t)
 	e.forgeries.Store(true)
 	e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("idem", workeragent.HandlerFunc(blockUntilDone), workeragent.Idempotent()))
-		must(t, a.Handle("claimed", workeragent.HandlerFunc(blockUntilDone)))
+		must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "idem", Idempotent: true}), workeragent.HandlerFunc(blockUntilDone)))
+		must(t, a.HandleTool(tooltest.Text(t, "claimed"), workeragent.HandlerFunc(blockUntilDone)))
 	})
 	tr := e.hostTransport(t)
 	ctx := reconcileCtx(t)

@@ -19,7 +19,9 @@ import (
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -28,7 +30,7 @@ import (
 // journal, result published to the events stream, read and opened by the
 // host side. window is the number of calls in flight. tool=claimed is a
 // tool that takes a journal claim (Begin, then Finish after the answer);
-// tool=idempotent is one registered Idempotent (no claim, one Store after
+// tool=idempotent is one declared idempotent (no claim, one Store after
 // the answer). The memory journal variant shows what the journal's KV
 // writes cost. Besides ops/s and latency it reports cpu_µs/op (the whole
 // process: server, host side and agent) and, for the KV journal,
@@ -80,13 +82,10 @@ func benchRoundTrip(b *testing.B, journalKind string, idempotent bool, window in
 	}
 	agent, err := workeragent.New(workerNC, workeragent.Config{WorkerID: "bench", Key: key, Journal: journal})
 	must(b, err)
-	opts := []workeragent.ToolOption{workeragent.Concurrency(max(window, 1))}
-	if idempotent {
-		opts = append(opts, workeragent.Idempotent())
-	}
-	must(b, agent.Handle("noop", workeragent.HandlerFunc(func(context.Context, *workeragent.Call) (workeragent.Output, error) {
+	noop := tooltest.Tool(b, toolspec.Spec{Name: "noop", Idempotent: idempotent})
+	must(b, agent.HandleTool(noop, workeragent.HandlerFunc(func(context.Context, *workeragent.Call) (workeragent.Output, error) {
 		return workeragent.Result("ok"), nil
-	}), opts...))
+	}), workeragent.Concurrency(max(window, 1))))
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- agent.Run(runCtx) }()

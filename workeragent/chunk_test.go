@@ -8,6 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -30,7 +31,7 @@ func TestChunksStoredOnEventsStreamBeforeResult(t *testing.T) {
 	for i := range texts {
 		texts[i] = fmt.Sprintf("part %d", i+1)
 	}
-	a := e.startAgent("w1", func(a *workeragent.Agent) { must(t, a.Handle("stream", streamHandler(texts...))) })
+	a := e.startAgent("w1", func(a *workeragent.Agent) { must(t, a.HandleTool(tooltest.Text(t, "stream"), streamHandler(texts...))) })
 	inv := e.newInvoke("stream", "go")
 	inv.Stream = &protocol.StreamLimits{MaxChunks: n, MaxChunkBytes: 64, MaxSourceBytes: 1024, MaxReleasedBytes: 1024}
 	e.publish(inv)
@@ -71,7 +72,7 @@ func TestChunkPublishFailureIsCountedNotRetried(t *testing.T) {
 	e := newEnv(t)
 	big := strings.Repeat("x", 4096)
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("stream", streamHandler("small", big, "after")))
+		must(t, a.HandleTool(tooltest.Text(t, "stream"), streamHandler("small", big, "after")))
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), testwait.DefaultTimeout)
 	defer cancel()

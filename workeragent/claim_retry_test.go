@@ -10,6 +10,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -75,7 +76,7 @@ func TestLostEndOfClaimIsWrittenAgain(t *testing.T) {
 				j = &endLossyJournal{Journal: c.Journal, lose: tt.lose, landed: tt.landed}
 				c.Journal = j
 			}, func(a *workeragent.Agent) {
-				must(t, a.Handle("ledger", workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
+				must(t, a.HandleTool(tooltest.Text(t, "ledger"), workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
 					n := effects.Add(1)
 					if tt.lose == "release" && n == 1 {
 						return workeragent.Output{}, workeragent.Retryable(errors.New("busy"))

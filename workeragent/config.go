@@ -38,9 +38,8 @@ type Config struct {
 	Key protocol.Keys
 	// Pool names the pool the agent serves (docs/topology.md, "Pools"):
 	// every tool it registers must belong to it, and the cancel records
-	// it reads are that pool's. Empty: each tool registered with Handle
-	// is a pool of its own, and one registered with HandleTool belongs
-	// to the pool its definition names.
+	// it reads are that pool's. Empty: each tool belongs to the pool its
+	// definition names (a tool's own name when it names none).
 	Pool string
 	// Fabric names the streams, consumers and buckets and their settings;
 	// it must match the host's.

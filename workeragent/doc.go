@@ -5,8 +5,9 @@
 //
 // # Usage
 //
-// Build an agent on a connection, register tools, and run it until the
-// context ends:
+// Build an agent on a connection, register tools from their definitions
+// (package toolspec: the host registers the same ones, and every call
+// carries the definition's digest), and run it until the context ends:
 //
 //	agent, err := workeragent.New(nc, workeragent.Config{
 //		WorkerID: "worker-1",
@@ -14,14 +15,19 @@
 //		Fabric:   fabric.Config{},   // must match the host's
 //		Journal:  journal,           // idempotency.NewKV(...) in production
 //	})
-//	agent.Handle("text.remote", workeragent.HandlerFunc(
+//	remote, err := toolspec.Spec{Name: "text.remote", Idempotent: true}.Compile()
+//	err = agent.HandleTool(remote, workeragent.HandlerFunc(
 //		func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 //			if err := call.Stream.Write("working"); errors.Is(err, workeragent.ErrStreamLimitExceeded) {
 //				// stop streaming; the result still goes out
 //			}
 //			return workeragent.Result(strings.ToUpper(call.Input.Text)), nil
-//		}), workeragent.Idempotent(), workeragent.Concurrency(8))
+//		}), workeragent.Concurrency(8))
 //	err = agent.Run(ctx) // Ready() is closed once every tool is consuming
+//
+// A catalog file (toolspec.Load) holds many definitions; a definition
+// that says how to run a child process or names an MCP server needs no
+// handler (HandleTool with a nil Handler).
 //
 // Run provisions the fabric's streams and bucket (idempotently, as every
 // process that joins the fabric does) and one durable pull consumer per
@@ -46,13 +52,14 @@
 //     key: Fresh runs; Done replays the stored result (a dedupe hit);
 //     RunningElsewhere puts the message back until the other holder's
 //     lease would have expired; TakenOver answers indeterminate. A tool
-//     registered Idempotent takes no claim and runs at once (a
-//     redelivery or a later attempt first looks for a stored answer on
-//     the operation's answer subject, fabric.AnswerSubject, to replay).
+//     declared idempotent takes no claim and runs at once (a redelivery
+//     or a later attempt first looks for a stored answer on the
+//     operation's answer subject, fabric.AnswerSubject, to replay).
 //  4. While the handler runs, the agent reports progress to the stream
 //     every HeartbeatInterval and renews a claim's lease. A cancellation
-//     request cancels the handler's context for Cancellable tools and is
-//     answered unsupported for the others, whose call runs on.
+//     request cancels the handler's context for tools declared
+//     cancellable and is answered unsupported for the others, whose call
+//     runs on.
 //  5. A claimed call's terminal result is published to the host's events
 //     subject and then stored in the journal (Finish). An Idempotent
 //     tool's answer is published to its operation's answer subject and

@@ -20,14 +20,14 @@ var (
 	// ErrInvalidTool reports a tool name that is not a legal tool name, or
 	// a nil handler.
 	ErrInvalidTool = errors.New("workeragent: invalid tool registration")
-	// ErrDuplicateTool reports a second Handle for the same tool.
+	// ErrDuplicateTool reports a second HandleTool for the same tool.
 	ErrDuplicateTool = errors.New("workeragent: tool already registered")
 	// ErrNotProvisioned reports Run with Config.BindOnly before the host
 	// created the fabric's streams.
 	ErrNotProvisioned = errors.New("workeragent: fabric not provisioned")
 	// ErrNoTools reports Run on an agent with no registered tool.
 	ErrNoTools = errors.New("workeragent: no tools registered")
-	// ErrAlreadyStarted reports Handle after Run, or a second Run.
+	// ErrAlreadyStarted reports HandleTool after Run, or a second Run.
 	ErrAlreadyStarted = errors.New("workeragent: agent already started")
 	// ErrDrainIncomplete reports that some handlers had not returned when
 	// the drain gave up waiting for them; their messages are redelivered

@@ -17,6 +17,7 @@ import (
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -60,10 +61,16 @@ func ExampleAgent() {
 	key, _ := protocol.GenerateSessionKey(rand.Reader)
 	journal, _ := idempotency.NewKV(ctx, js, idempotency.KVConfig{})
 	agent, _ := workeragent.New(nc, workeragent.Config{WorkerID: "worker-1", Key: key, Journal: journal})
-	_ = agent.Handle("text.upper", workeragent.HandlerFunc(
+	// The definition the host registers too (a catalog entry).
+	upper, err := toolspec.Spec{Name: "text.upper", Idempotent: true}.Compile()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = agent.HandleTool(upper, workeragent.HandlerFunc(
 		func(_ context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			return workeragent.Result(strings.ToUpper(call.Input.Text)), nil
-		}), workeragent.Idempotent())
+		}))
 	done := make(chan error, 1)
 	go func() { done <- agent.Run(ctx) }()
 	<-agent.Ready()
@@ -80,6 +87,7 @@ func ExampleAgent() {
 	inv := protocol.Invoke{
 		RequestID: "req-1", Tool: "text.upper", Input: protocol.TextPayload("hello"),
 		Attempt: 1, AttemptLimit: 1, IdempotencyKey: "session-1/call-1",
+		Contract: &protocol.Contract{Digest: upper.Digest(), Idempotent: true},
 	}
 	data, _ := codec.SealInvoke(inv)
 	subject, _ := fabric.InvokeSubject(inv.Tool)

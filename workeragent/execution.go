@@ -33,7 +33,7 @@ type execution struct {
 	redelivered bool   // the stream delivered this message before
 	deliveries  uint64 // how often the stream delivered it, this time included
 
-	// claim is held by a claimed call (a tool not registered Idempotent)
+	// claim is held by a claimed call (a tool not declared idempotent)
 	// from Begin to its Finish or Release; an unclaimed call never holds
 	// one. While the handler runs, the heartbeat owns it (see heartbeat).
 	claim idempotency.Claim
@@ -70,7 +70,7 @@ func (e *execution) freeSlot() {
 }
 
 // claimed reports whether the call goes through a journal claim: every
-// tool except those registered Idempotent (see pickupUnclaimed).
+// tool except those declared idempotent (see pickupUnclaimed).
 func (e *execution) claimed() bool { return !e.t.spec.idempotent }
 
 // firstDelivery reports a first delivery of a first attempt: nothing but

@@ -16,6 +16,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -66,7 +67,9 @@ func TestGarbageFloodCostsACounter(t *testing.T) {
 	a := e.startAgentWith("w1", func(cfg *workeragent.Config) {
 		cfg.Observer = wm
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	}, func(a *workeragent.Agent) { must(t, a.Handle("busy", h, workeragent.Concurrency(1))) })
+	}, func(a *workeragent.Agent) {
+		must(t, a.HandleTool(tooltest.Text(t, "busy"), h, workeragent.Concurrency(1)))
+	})
 
 	e.publish(e.newInvoke("busy", "hold"))
 	if got := testwait.Receive(t, 0, "the held call to start", started); got != "hold" {

@@ -10,7 +10,7 @@ import (
 // Handler runs one attempt of a tool call.
 //
 // The context is cancelled when the host asks to cancel the call (cause
-// ErrCancelRequested, only for tools registered Cancellable), when the
+// ErrCancelRequested, only for tools declared cancellable), when the
 // call's deadline passes (cause ErrDeadlineElapsed) or when the agent is
 // shutting down and the grace period is over (cause ErrDraining); read
 // the cause with context.Cause.
@@ -57,7 +57,7 @@ type Call struct {
 	// TakenOver reports that an earlier delivery of this attempt ended
 	// without a result, its holder having crashed or stalled past the ack
 	// wait (or been handed back in a drain): its effect may have happened.
-	// Only tools registered Idempotent are run in that case; for the
+	// Only tools declared idempotent are run in that case; for the
 	// others the agent answers indeterminate instead.
 	TakenOver bool
 	// Stream sends progress chunks to the host. It is never nil; for a

@@ -9,7 +9,9 @@ import (
 
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -19,11 +21,11 @@ import (
 func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
 	tests := []struct {
 		name         string
-		opts         []workeragent.ToolOption
+		idempotent   bool
 		wantRenewals bool
 	}{
-		{"claimed", nil, true},
-		{"idempotent", []workeragent.ToolOption{workeragent.Idempotent()}, false},
+		{"claimed", false, true},
+		{"idempotent", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,7 +33,7 @@ func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
 			var runs atomic.Int64
 			work := e.fcfg.AckWait * 8 / 5
 			a := e.startAgent("w1", func(a *workeragent.Agent) {
-				must(t, a.Handle("long", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+				must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "long", Idempotent: tt.idempotent}), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 					runs.Add(1)
 					// The work itself takes this long; nothing waits on it.
 					select {
@@ -40,7 +42,7 @@ func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
 						return workeragent.Output{}, context.Cause(ctx)
 					}
 					return workeragent.Result("done"), nil
-				}), tt.opts...))
+				})))
 			})
 			before := e.journalSeq(t)
 			e.publish(e.newInvoke("long", "x"))
@@ -73,7 +75,7 @@ func TestLeaseLostStopsHandler(t *testing.T) {
 	started := make(chan struct{}, 1)
 	causes := make(chan error, 1)
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("work", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "work"), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			runs.Add(1)
 			started <- struct{}{}
 			<-ctx.Done()

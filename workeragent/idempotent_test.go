@@ -12,7 +12,9 @@ import (
 
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -95,7 +97,7 @@ func TestIdempotentDuplicateAfterCompletion(t *testing.T) {
 			results := e.allResults(t)
 			var runs atomic.Int64
 			a := e.startAgent("w1", func(a *workeragent.Agent) {
-				must(t, a.Handle("idem", numbered(&runs), workeragent.Idempotent()))
+				must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "idem", Idempotent: true}), numbered(&runs)))
 			})
 			inv := e.newInvoke("idem", "x")
 			e.publish(inv)
@@ -125,7 +127,7 @@ func TestIdempotentConcurrentDuplicateAnswersFirstStored(t *testing.T) {
 	started := make(chan int64, 2)
 	gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("idem", workeragent.HandlerFunc(func(ctx context.Context, _ *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "idem", Idempotent: true}), workeragent.HandlerFunc(func(ctx context.Context, _ *workeragent.Call) (workeragent.Output, error) {
 			n := runs.Add(1)
 			started <- n
 			// A test that fails before opening a gate still lets the
@@ -136,7 +138,7 @@ func TestIdempotentConcurrentDuplicateAnswersFirstStored(t *testing.T) {
 				return workeragent.Output{}, context.Cause(ctx)
 			}
 			return workeragent.Result(fmt.Sprintf("run-%d", n)), nil
-		}), workeragent.Idempotent()))
+		})))
 	})
 	inv := e.newInvoke("idem", "x")
 	e.publish(inv)
@@ -166,17 +168,16 @@ func TestJournalWritesPerCall(t *testing.T) {
 	const calls = 5
 	tests := []struct {
 		tool      string
-		opts      []workeragent.ToolOption
 		wantWrite uint64
 	}{
-		{"claimed", nil, 2},
-		{"idempotent", []workeragent.ToolOption{workeragent.Idempotent()}, 0},
+		{"claimed", 2},
+		{"idempotent", 0},
 	}
 	e := newEnv(t)
 	var runs atomic.Int64
 	e.startAgent("w1", func(a *workeragent.Agent) {
 		for _, tt := range tests {
-			must(t, a.Handle(tt.tool, numbered(&runs), tt.opts...))
+			must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: tt.tool, Idempotent: tt.tool == "idempotent"}), numbered(&runs)))
 		}
 	})
 	for _, tt := range tests {

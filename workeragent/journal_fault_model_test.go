@@ -14,6 +14,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -156,7 +157,7 @@ func runJournalFaultModel(t *testing.T, seed uint64) {
 		cfg.Journal = j
 	}
 	register := func(a *workeragent.Agent) {
-		must(t, a.Handle("ledger", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "ledger"), workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			c := calls[call.IdempotencyKey]
 			n := runs[call.IdempotencyKey].Add(1)
 			select {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -28,7 +29,7 @@ func TestInvocationUnderAnUnknownKeyIsHandedBack(t *testing.T) {
 	must(t, err)
 
 	echo := func(a *workeragent.Agent) {
-		must(t, a.Handle("echo", workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "echo"), workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			return workeragent.Result(c.Input.Text), nil
 		})))
 	}

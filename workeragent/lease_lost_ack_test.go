@@ -8,6 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
@@ -27,7 +28,7 @@ func TestRenewalOutlivesALostAcknowledgement(t *testing.T) {
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
 	a := e.startAgentConn("w1", nc, func(a *workeragent.Agent) {
-		must(t, a.Handle("work", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "work"), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			runs.Add(1)
 			started <- struct{}{}
 			select {

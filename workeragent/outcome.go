@@ -58,13 +58,13 @@ func Indeterminate(err error) error { return outcome.Indeterminate(err) }
 
 // CancelAcknowledged is what a cancellable handler returns once, after a
 // cancellation request, it has stopped its effect. Returning it without a
-// pending request (or from a tool not registered Cancellable) is treated
+// pending request (or from a tool not declared cancellable) is treated
 // as a plain failure, since the host never asked.
 func CancelAcknowledged() error { return outcome.CancelAcknowledged() }
 
 // HandBackError asks the agent to hand the call back to the stream for
 // another delivery of the same attempt, which the journal lets run again
-// only for a tool registered Idempotent. On the last delivery the stream
+// only for a tool declared idempotent. On the last delivery the stream
 // allows it is answered as a failure instead, so the call still ends.
 type HandBackError struct{ Err error }
 

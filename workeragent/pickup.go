@@ -172,7 +172,7 @@ func (e *execution) drainStarted() bool {
 	return e.a.draining
 }
 
-// pickupUnclaimed readies a call of a tool registered Idempotent. Running
+// pickupUnclaimed readies a call of a tool declared idempotent. Running
 // it twice is what the registration allows, so it takes no claim and
 // writes no journal record: its answer, stored on the operation's answer
 // subject (see storeAt), is the record. The common pickup costs no round

@@ -12,6 +12,7 @@ import (
 	"github.com/splashfabric/splashfabric/workeragent"
 
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 )
 
 // errAnswerLost stands for a journal write whose answer never came back:
@@ -67,7 +68,7 @@ func TestLostClaimAnswerIsResumed(t *testing.T) {
 				j.lose.Store(1)
 				c.Journal = j
 			}, func(a *workeragent.Agent) {
-				must(t, a.Handle("ledger", upper(&effects)))
+				must(t, a.HandleTool(tooltest.Text(t, "ledger"), upper(&effects)))
 			})
 			inv := e.newInvoke("ledger", "once")
 			e.publish(inv)
@@ -106,7 +107,7 @@ func TestResumedTakeoverIsIndeterminate(t *testing.T) {
 		j.lose.Store(1)
 		c.Journal = j
 	}, func(a *workeragent.Agent) {
-		must(t, a.Handle("ledger", upper(&effects)))
+		must(t, a.HandleTool(tooltest.Text(t, "ledger"), upper(&effects)))
 	})
 	inv := e.newInvoke("ledger", "x")
 	ctx, cancel := context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))

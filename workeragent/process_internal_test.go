@@ -64,21 +64,18 @@ func TestProcessOutcomeAnswers(t *testing.T) {
 // registered under another refuses it.
 func TestContractMismatch(t *testing.T) {
 	reg := &tool{name: "a.b", spec: toolSpec{digest: "sha256:aaaa", idempotent: true}}
-	plain := &tool{name: "a.b", spec: toolSpec{idempotent: true}}
 	for _, tc := range []struct {
 		name string
-		t    *tool
 		c    *protocol.Contract
 		want bool
 	}{
-		{"no contract", reg, nil, false},
-		{"same", reg, &protocol.Contract{Digest: "sha256:aaaa", Idempotent: true}, false},
-		{"other digest", reg, &protocol.Contract{Digest: "sha256:bbbb", Idempotent: true}, true},
-		{"registered by options: declarations agree", plain, &protocol.Contract{Digest: "sha256:bbbb", Idempotent: true}, false},
-		{"registered by options: idempotence differs", plain, &protocol.Contract{Digest: "sha256:bbbb"}, true},
-		{"registered by options: cancellability differs", plain, &protocol.Contract{Digest: "sha256:bbbb", Idempotent: true, Cancellable: true}, true},
+		{"no contract", nil, false},
+		{"same", &protocol.Contract{Digest: "sha256:aaaa", Idempotent: true}, false},
+		{"other digest", &protocol.Contract{Digest: "sha256:bbbb", Idempotent: true}, true},
+		{"same digest, idempotence differs", &protocol.Contract{Digest: "sha256:aaaa"}, true},
+		{"same digest, cancellability differs", &protocol.Contract{Digest: "sha256:aaaa", Idempotent: true, Cancellable: true}, true},
 	} {
-		if got := tc.t.contractMismatch(tc.c) != ""; got != tc.want {
+		if got := reg.contractMismatch(tc.c) != ""; got != tc.want {
 			t.Errorf("%s: mismatch %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
@@ -34,7 +35,7 @@ func TestPullerStatuses(t *testing.T) {
 		LeaseDuration: time.Second, HeartbeatInterval: 200 * time.Millisecond, DrainGrace: time.Second,
 	})
 	must(t, err)
-	must(t, a.Handle("echo", HandlerFunc(func(context.Context, *Call) (Output, error) { return Result("ok"), nil }), Concurrency(4)))
+	must(t, a.HandleTool(tooltest.Text(t, "echo"), HandlerFunc(func(context.Context, *Call) (Output, error) { return Result("ok"), nil }), Concurrency(4)))
 
 	requests := make(chan int, 16)
 	sub, err := observer.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+fabric.StreamInvoke+"."+fabric.ConsumerName("echo"), func(m *nats.Msg) {

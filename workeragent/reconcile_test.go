@@ -13,7 +13,9 @@ import (
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -56,7 +58,7 @@ func blockUntilDone(ctx context.Context, _ *workeragent.Call) (workeragent.Outpu
 func TestReconcileAnswersFromTheJournal(t *testing.T) {
 	e := newEnv(t)
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("text.remote", workeragent.HandlerFunc(blockUntilDone)))
+		must(t, a.HandleTool(tooltest.Text(t, "text.remote"), workeragent.HandlerFunc(blockUntilDone)))
 	})
 	tr := e.hostTransport(t)
 	j := e.journal(t)
@@ -127,12 +129,9 @@ func TestReconcileFollowsARealCall(t *testing.T) {
 			e := newEnv(t)
 			release := make(chan struct{})
 			started := make(chan struct{}, 1)
-			var opts []workeragent.ToolOption
-			if idempotent {
-				opts = append(opts, workeragent.Idempotent())
-			}
 			e.startAgent("w1", func(a *workeragent.Agent) {
-				must(t, a.Handle("text.remote", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+				remote := tooltest.Tool(t, toolspec.Spec{Name: "text.remote", Idempotent: idempotent})
+				must(t, a.HandleTool(remote, workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 					started <- struct{}{}
 					select {
 					case <-release:
@@ -140,7 +139,7 @@ func TestReconcileFollowsARealCall(t *testing.T) {
 					case <-ctx.Done():
 						return workeragent.Output{}, ctx.Err()
 					}
-				}), opts...))
+				})))
 			})
 			tr := e.hostTransport(t)
 			ctx := reconcileCtx(t)
@@ -178,7 +177,7 @@ func TestReconcileFollowsARealCall(t *testing.T) {
 func TestReconcilePoolAnswersOnce(t *testing.T) {
 	e := newEnv(t)
 	register := func(a *workeragent.Agent) {
-		must(t, a.Handle("text.remote", workeragent.HandlerFunc(blockUntilDone)))
+		must(t, a.HandleTool(tooltest.Text(t, "text.remote"), workeragent.HandlerFunc(blockUntilDone)))
 	}
 	w1 := e.startAgent("w1", register)
 	w2 := e.startAgent("w2", register)
@@ -238,8 +237,8 @@ func TestReconcilePoolAnswersOnce(t *testing.T) {
 func TestReconcileDropsBadRequests(t *testing.T) {
 	e := newEnv(t)
 	a := e.startAgent("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("text.remote", workeragent.HandlerFunc(blockUntilDone)))
-		must(t, a.Handle("text.other", workeragent.HandlerFunc(blockUntilDone)))
+		must(t, a.HandleTool(tooltest.Text(t, "text.remote"), workeragent.HandlerFunc(blockUntilDone)))
+		must(t, a.HandleTool(tooltest.Text(t, "text.other"), workeragent.HandlerFunc(blockUntilDone)))
 	})
 	other, err := protocol.GenerateSessionKey(rand.Reader)
 	must(t, err)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -32,7 +34,7 @@ func TestNoStallUnderFullSlots(t *testing.T) {
 	})
 	nc := e.srv.Connect()
 	a := e.startAgentConn("w1", nc, func(a *workeragent.Agent) {
-		must(t, a.Handle("echo", h, workeragent.Concurrency(slots), workeragent.Idempotent()))
+		must(t, a.HandleTool(tooltest.Tool(t, toolspec.Spec{Name: "echo", Idempotent: true}), h, workeragent.Concurrency(slots)))
 	})
 	subject, err := fabric.InvokeSubject("echo")
 	must(t, err)

@@ -14,13 +14,14 @@ import (
 // process (see package toolproc) that the agent starts on the first call
 // and stops when it stops; or, when the definition names an MCP server,
 // by that server, run the same way and shared by every tool of the agent
-// whose server is written alike. Whether the tool is idempotent or cancellable
-// comes from the definition, never from opts, so the agent runs the tool
-// as the host calls it; an invocation that carries another definition's
-// digest is refused with ErrContractMismatch instead of run. opts may set
-// Concurrency; a process tool defaults to its process's concurrency.
+// whose server is written alike. HandleTool is the one way to register a
+// tool: whether it is idempotent or cancellable comes from the
+// definition, so the agent runs the tool as the host calls it, and an
+// invocation that carries another definition's digest is refused with
+// ErrContractMismatch instead of run. opts may set Concurrency; a process
+// tool defaults to its process's concurrency.
 //
-// Like Handle, it must be called before Run. A process runs contained
+// It must be called before Run. A process runs contained
 // unless its entry says contain: false; a contained tool on a machine
 // where Bubblewrap cannot build its sandbox is refused here
 // (toolproc.ErrContainmentUnavailable), as is one whose sandbox would
@@ -78,13 +79,13 @@ func (a *Agent) processConfig(cfg *toolproc.Config) {
 
 // contractMismatch says why c, the definition an invocation was made
 // under, is not the one this tool was registered with; "" when it is, or
-// when either side registered without a definition (then only the
-// declarations they both state are compared).
+// when the invocation names none (a host always does; a frame made by
+// hand may not).
 func (t *tool) contractMismatch(c *protocol.Contract) string {
 	switch {
 	case c == nil:
 		return ""
-	case t.spec.digest != "" && c.Digest != t.spec.digest:
+	case c.Digest != t.spec.digest:
 		return fmt.Sprintf("the host called %q under definition %s, this worker holds %s", t.name, shortDigest(c.Digest), shortDigest(t.spec.digest))
 	case c.Idempotent != t.spec.idempotent:
 		return fmt.Sprintf("the host declares %q idempotent=%v, this worker %v", t.name, c.Idempotent, t.spec.idempotent)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/metrics"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workeragent"
@@ -60,7 +61,7 @@ func TestInvocationSpansJoinTheHostsTrace(t *testing.T) {
 	e.startAgentWith("w1", func(c *workeragent.Config) {
 		c.Tracer, c.Observer = tp, metrics.NewWorker(reg)
 	}, func(a *workeragent.Agent) {
-		must(t, a.Handle("t.trace", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "t.trace"), workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			handlerTrace <- trace.SpanContextFromContext(ctx)
 			_ = call.Stream.Write("one")
 			return workeragent.Result("done"), nil
@@ -135,7 +136,7 @@ func TestBadTraceHeaderOnlyLosesTheTrace(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
 	e.startAgentWith("w1", func(c *workeragent.Config) { c.Tracer = tp }, func(a *workeragent.Agent) {
-		must(t, a.Handle("t.trace", workeragent.HandlerFunc(func(context.Context, *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(tooltest.Text(t, "t.trace"), workeragent.HandlerFunc(func(context.Context, *workeragent.Call) (workeragent.Output, error) {
 			return workeragent.Result("done"), nil
 		})))
 	})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
@@ -22,10 +23,13 @@ func ExampleRestore() {
 	l.Prepare(at, workflow.Prepared{Op: 1, CallIndex: 1, Tool: "text.remote", Input: "release", Key: key, Request: "r-1"})
 	l.Apply(at.Add(time.Second), workflow.Applied{Kind: workflow.InputSucceeded, Op: 1, Output: "done"})
 
+	remote, err := toolspec.Spec{Name: "text.remote"}.Compile()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	got, err := workflow.Restore(l.Entries(0), workflow.ReplayConfig{
-		Register: func(rt *host.Runtime) error {
-			return rt.RegisterExternalTool(host.NewToolPolicy("text.remote"))
-		},
+		Register: func(rt *host.Runtime) error { return rt.RegisterTool(remote) },
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -43,7 +47,12 @@ func ExampleSession() {
 	clock := host.NewManualClock(at)
 	nonce := host.NewCapabilitySessionNonce([16]byte{1})
 	rt := host.NewRuntime(host.Config{Clock: clock, SessionNonce: &nonce})
-	if err := rt.RegisterExternalTool(host.NewToolPolicy("text.remote")); err != nil {
+	remote, err := toolspec.Spec{Name: "text.remote"}.Compile()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := rt.RegisterTool(remote); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -67,7 +67,7 @@ func TestReplayKeepsTheSessionsGrants(t *testing.T) {
 			if got := entries[0].Submitted.ToolGrants; !slices.Equal(got, tt.wantTools) || (got == nil) != (tt.wantTools == nil) {
 				t.Fatalf("read back tools = %#v, want %#v", got, tt.wantTools)
 			}
-			res, err := workflow.Restore(entries, workflow.ReplayConfig{Register: register})
+			res, err := workflow.Restore(entries, workflow.ReplayConfig{Register: register(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

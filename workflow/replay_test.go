@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workflow"
 )
 
@@ -31,12 +33,16 @@ try { await e } catch (err) { outs.push("e " + err.message.includes("deadline"))
 return JSON.stringify({outs, r, t, later: Date.now()});
 `
 
-func register(rt *host.Runtime) error {
-	return errors.Join(
-		rt.RegisterExternalTool(host.NewToolPolicy("text.remote").WithMaxAttempts(3)),
-		rt.RegisterExternalTool(host.NewToolPolicy("text.slow").WithDeadline(time.Minute)),
-		rt.RegisterLocalTool(host.NewToolPolicy("text.echo"), func(in string) (string, error) { return "echo " + in, nil }),
-	)
+// register returns what registers the story's tools in a runtime: two
+// external ones from their definitions and a local echo.
+func register(tb testing.TB) func(*host.Runtime) error {
+	catalog := tooltest.Catalog[*host.Runtime](tb,
+		toolspec.Spec{Name: "text.remote", MaxAttempts: 3},
+		toolspec.Spec{Name: "text.slow", Deadline: toolspec.Duration(time.Minute)})
+	return func(rt *host.Runtime) error {
+		return errors.Join(catalog(rt),
+			rt.RegisterLocalTool(host.NewToolPolicy("text.echo"), func(in string) (string, error) { return "echo " + in, nil }))
+	}
 }
 
 // snapshot is what a replay of a prefix must reproduce.
@@ -53,7 +59,7 @@ func firstRun(t *testing.T) ([]workflow.Entry, []snapshot) {
 	seed := host.RandomSeed{7}
 	nonce := host.NewCapabilitySessionNonce([16]byte{1, 2})
 	rt := host.NewRuntime(host.Config{Clock: clock, RandomSeed: &seed, SessionNonce: &nonce})
-	if err := register(rt); err != nil {
+	if err := register(t)(rt); err != nil {
 		t.Fatal(err)
 	}
 	l := workflow.NewLedger(t0, workflow.Submitted{Source: story, Nonce: nonce.Bytes(), Seed: seed})
@@ -156,7 +162,7 @@ func TestReplayFromEveryPrefixEndsAsTheFirstRun(t *testing.T) {
 		t.Fatalf("first run ended %s", snaps[len(snaps)-1].state)
 	}
 	for k := 1; k <= len(entries); k++ {
-		got, err := workflow.Restore(entries[:k], workflow.ReplayConfig{Register: register})
+		got, err := workflow.Restore(entries[:k], workflow.ReplayConfig{Register: register(t)})
 		if err != nil {
 			t.Fatalf("prefix %d: %v", k, err)
 		}
@@ -178,7 +184,7 @@ func TestReplayDivergenceDispatchesNothing(t *testing.T) {
 	sub := *changed[0].Submitted
 	sub.Source = strings.Replace(sub.Source, `"b"`, `"B!"`, 1)
 	changed[0].Submitted = &sub
-	got, err := workflow.Restore(changed, workflow.ReplayConfig{Register: register})
+	got, err := workflow.Restore(changed, workflow.ReplayConfig{Register: register(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +208,7 @@ func TestReplayRefusesChangedToolDefinitions(t *testing.T) {
 	sub := *pinned[0].Submitted
 	sub.Tools = map[string]string{"text.remote": "sha256:aa"}
 	pinned[0].Submitted = &sub
-	_, err := workflow.Restore(pinned, workflow.ReplayConfig{Register: register, Digests: map[string]string{"text.remote": "sha256:bb"}})
+	_, err := workflow.Restore(pinned, workflow.ReplayConfig{Register: register(t), Digests: map[string]string{"text.remote": "sha256:bb"}})
 	if !errors.Is(err, workflow.ErrReplay) {
 		t.Fatalf("err = %v, want ErrReplay", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/workflow"
 )
@@ -19,7 +20,7 @@ func TestSessionRewritesALongLedger(t *testing.T) {
 	nonce := host.NewCapabilitySessionNonce([16]byte{3})
 	const calls = 300
 	rt := host.NewRuntime(host.Config{Clock: clock, SessionNonce: &nonce, ToolCallBudget: calls + 1})
-	if err := rt.RegisterExternalTool(host.NewToolPolicy("t")); err != nil {
+	if err := rt.RegisterTool(tooltest.Text(t, "t")); err != nil {
 		t.Fatal(err)
 	}
 	src := fmt.Sprintf(`for (let i = 0; i < %d; i++) await tool.start("t", "x"); return "done"`, calls)

@@ -4,13 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/splashfabric/splashfabric/hosttrace"
-	"github.com/splashfabric/splashfabric/httpapi"
-	"github.com/splashfabric/splashfabric/tracing"
-	"go.opentelemetry.io/otel/trace"
 	"sync"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/splashfabric/splashfabric/hosttrace"
+	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/tracing"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,7 +21,9 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/idempotency"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 	"github.com/splashfabric/splashfabric/workflow"
 )
@@ -105,12 +109,12 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 	tr, err := hostnats.NewHostTransport(ctx, hostNC, fcfg, benchHostID, key, hostnats.WithEventBuffer(4096))
 	must(b, err)
 	r := &fabricRunner{srv: srv, ids: make(map[hostloop.SessionID]uint64), early: make(map[hostloop.SessionID]struct{}), complete: complete}
-	policy := host.NewToolPolicy(NoopTool)
-	meta := host.NewToolMetadata("benchmark no-op")
+	// The host and every worker hold the one definition.
+	noop := tooltest.Tool(b, toolspec.Spec{Name: NoopTool, Description: "benchmark no-op", Idempotent: o.Idempotent})
 	cfg := hostloop.LoopConfig{
 		Transport: tr,
 		HostID:    benchHostID,
-		Catalog:   func(rt *host.Runtime) error { return rt.RegisterExternalToolWithMetadata(policy, meta) },
+		Catalog:   func(rt *host.Runtime) error { return rt.RegisterTool(noop) },
 		Observer:  (*completions)(r),
 	}
 	var tp trace.TracerProvider
@@ -147,12 +151,12 @@ func newFabricRunner(b *testing.B, o FabricOptions, workers int, complete func(u
 		}
 	})
 	for i := range workers {
-		startFabricWorker(b, srv, fcfg, key, fmt.Sprintf("w%d", i+1), o, tp)
+		startFabricWorker(b, srv, fcfg, key, fmt.Sprintf("w%d", i+1), noop, o.Concurrency, tp)
 	}
 	return r
 }
 
-func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key protocol.SessionKey, id string, o FabricOptions, tp trace.TracerProvider) {
+func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key protocol.SessionKey, id string, def *toolspec.Tool, concurrency int, tp trace.TracerProvider) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	nc := srv.connect()
@@ -162,14 +166,10 @@ func startFabricWorker(b *testing.B, srv *benchServer, fcfg fabric.Config, key p
 	must(b, err)
 	a, err := workeragent.New(nc, workeragent.Config{WorkerID: id, Key: key, Fabric: fcfg, Journal: j, Tracer: tp})
 	must(b, err)
-	opts := []workeragent.ToolOption{workeragent.Concurrency(o.Concurrency)}
-	if o.Idempotent {
-		opts = append(opts, workeragent.Idempotent())
-	}
 	noop := workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
 		return workeragent.Result(c.Input.Text), nil
 	})
-	must(b, a.Handle(NoopTool, noop, opts...))
+	must(b, a.HandleTool(def, noop, workeragent.Concurrency(concurrency)))
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()

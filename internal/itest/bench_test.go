@@ -9,6 +9,8 @@ import (
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/benchharness"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -112,13 +114,11 @@ func TestJetStreamWritesPerOperation(t *testing.T) {
 		{"claimed, durable, five calls a session", false, true, 5, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, options{tools: []hostTool{tool("bench.noop")}, durable: tc.durable})
+			noop := tool("bench.noop")
+			noop.Idempotent = tc.idempotent
+			c := newCluster(t, options{tools: []toolspec.Spec{noop}, durable: tc.durable})
 			c.startWorker("w1", func(a *workeragent.Agent) {
-				var opts []workeragent.ToolOption
-				if tc.idempotent {
-					opts = append(opts, workeragent.Idempotent())
-				}
-				must(t, a.Handle("bench.noop", workeragent.HandlerFunc(echo), opts...))
+				must(t, a.HandleTool(c.tool("bench.noop"), workeragent.HandlerFunc(echo)))
 			})
 			ops := uint64(sessions * tc.calls)
 			var ledger, archive uint64
@@ -172,7 +172,7 @@ func TestJetStreamWritesPerOperation(t *testing.T) {
 // NATS: a fresh runtime with the catalog, the script's Eval, claim and
 // completion, as the loop does once per submitted script.
 func BenchmarkSessionOnly(b *testing.B) {
-	c := &cluster{opts: options{tools: []hostTool{tool("bench.noop")}}}
+	c := &cluster{tools: tooltest.Set(b, tool("bench.noop"))}
 	b.ReportAllocs()
 	for b.Loop() {
 		rt := host.NewRuntime(host.Config{})

@@ -7,15 +7,17 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/toolspec"
 
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
-func cancellable(name string) hostTool {
-	ht := tool(name)
-	ht.meta.Cancellable = true
-	return ht
+// cancellable is tool, declared cancellable.
+func cancellable(name string) toolspec.Spec {
+	s := tool(name)
+	s.Cancellable = true
+	return s
 }
 
 // cancel asks the loop to cancel the session's only live operation.
@@ -30,17 +32,17 @@ func (c *cluster) cancel(sid hostloop.SessionID) {
 // Scenario 5: cancellation of a call that runs, of one whose result wins
 // the race, and of one still queued in the stream.
 func TestCancelRunningCall(t *testing.T) {
-	c := newCluster(t, options{tools: []hostTool{cancellable("it.cancel")}})
+	c := newCluster(t, options{tools: []toolspec.Spec{cancellable("it.cancel")}})
 	fx := newEffects()
 	started := make(chan struct{})
 	cause := make(chan error, 1)
 	w := c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.cancel", counting(fx, func(ctx context.Context, _ *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.cancel"), counting(fx, func(ctx context.Context, _ *workeragent.Call) (workeragent.Output, error) {
 			close(started)
 			<-ctx.Done()
 			cause <- context.Cause(ctx)
 			return workeragent.Output{}, workeragent.CancelAcknowledged()
-		}), workeragent.Cancellable()))
+		})))
 	})
 	id := c.submit(sprintf(catchScript, "it.cancel"))
 	testwait.Receive(t, 0, "the handler to start", started)
@@ -59,18 +61,18 @@ func TestCancelRunningCall(t *testing.T) {
 }
 
 func TestCancelLosesToResult(t *testing.T) {
-	c := newCluster(t, options{tools: []hostTool{cancellable("it.race")}})
+	c := newCluster(t, options{tools: []toolspec.Spec{cancellable("it.race")}})
 	fx := newEffects()
 	started := make(chan struct{})
 	finish := make(chan struct{})
 	w := c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.race", counting(fx, func(context.Context, *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.race"), counting(fx, func(context.Context, *workeragent.Call) (workeragent.Output, error) {
 			close(started)
 			// The effect is past the point of no return: it finishes
 			// whatever the context says.
 			<-finish
 			return workeragent.Result("won"), nil
-		}), workeragent.Cancellable()))
+		})))
 	})
 	id := c.submit(sprintf(catchScript, "it.race"))
 	testwait.Receive(t, 0, "the handler to start", started)
@@ -84,13 +86,13 @@ func TestCancelLosesToResult(t *testing.T) {
 }
 
 func TestCancelQueuedCallNeverRuns(t *testing.T) {
-	c := newCluster(t, options{tools: []hostTool{cancellable("it.queued")}})
+	c := newCluster(t, options{tools: []toolspec.Spec{cancellable("it.queued")}})
 	// No worker serves the tool yet: the invocation waits in the stream.
 	id := c.submit(sprintf(catchScript, "it.queued"))
 	c.cancel(id)
 	fx := newEffects()
 	w := c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.queued", counting(fx, echo), workeragent.Cancellable()))
+		must(t, a.HandleTool(c.tool("it.queued"), counting(fx, echo)))
 	})
 	s := c.wait(id, 0)
 	wantValuePrefix(t, s, "caught: ")

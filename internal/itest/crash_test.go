@@ -8,6 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -17,20 +18,22 @@ import (
 // non-idempotent one is not run again and the outcome is indeterminate.
 func TestWorkerCrashMidCall(t *testing.T) {
 	tests := []struct {
-		name      string
-		opts      []workeragent.ToolOption
-		wantRuns  int
-		wantValue string
+		name       string
+		idempotent bool
+		wantRuns   int
+		wantValue  string
 		// wantIndeterminate: the script's error says the effect is unknown.
 		wantIndeterminate bool
 	}{
-		{name: "idempotent runs again", opts: []workeragent.ToolOption{workeragent.Idempotent()}, wantRuns: 2, wantValue: "ok: x"},
+		{name: "idempotent runs again", idempotent: true, wantRuns: 2, wantValue: "ok: x"},
 		{name: "non-idempotent is indeterminate", wantRuns: 1, wantValue: "caught: ", wantIndeterminate: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			effect := tool("it.effect")
+			effect.Idempotent = tt.idempotent
 			c := newCluster(t, options{
-				tools:  []hostTool{tool("it.effect")},
+				tools:  []toolspec.Spec{effect},
 				fabric: func(f *fabric.Config) { f.AckWait = time.Second },
 			})
 			fx := newEffects()
@@ -47,11 +50,11 @@ func TestWorkerCrashMidCall(t *testing.T) {
 				}
 				return echo(ctx, call)
 			})
-			crashed := c.startWorker("w1", func(a *workeragent.Agent) { must(t, a.Handle("it.effect", h, tt.opts...)) })
+			crashed := c.startWorker("w1", func(a *workeragent.Agent) { must(t, a.HandleTool(c.tool("it.effect"), h)) })
 			id := c.submit(sprintf(catchScript, "it.effect"))
 			testwait.Until(t, 0, "the first run", func() bool { return fx.count() == 1 })
 			crashed.nc.Close()
-			survivor := c.startWorker("w2", func(a *workeragent.Agent) { must(t, a.Handle("it.effect", h, tt.opts...)) })
+			survivor := c.startWorker("w2", func(a *workeragent.Agent) { must(t, a.HandleTool(c.tool("it.effect"), h)) })
 			s := c.wait(id, 15*time.Second)
 			wantValuePrefix(t, s, tt.wantValue)
 			if tt.wantIndeterminate != strings.Contains(s.Value, "indeterminate") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -16,14 +17,14 @@ import (
 // is refused and recorded, and changes nothing.
 func TestDeadlineLateResultChangesNothing(t *testing.T) {
 	ht := tool("it.slow")
-	ht.policy = ht.policy.WithDeadline(300 * time.Millisecond)
-	c := newCluster(t, options{tools: []hostTool{ht}})
+	ht.Deadline = toolspec.Duration(300 * time.Millisecond)
+	c := newCluster(t, options{tools: []toolspec.Spec{ht}})
 	fx := newEffects()
 	started := make(chan struct{})
 	cause := make(chan error, 1)
 	release := make(chan struct{})
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.slow", counting(fx, func(ctx context.Context, _ *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.slow"), counting(fx, func(ctx context.Context, _ *workeragent.Call) (workeragent.Output, error) {
 			close(started)
 			<-ctx.Done()
 			cause <- context.Cause(ctx)

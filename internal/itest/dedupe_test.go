@@ -8,6 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -17,14 +18,14 @@ import (
 // journal answers it, while the call runs and after it finished. The tool
 // runs once.
 func TestDuplicateDeliveriesRunOnce(t *testing.T) {
-	c := newCluster(t, options{tools: []hostTool{tool("it.dup")}})
+	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.dup")}})
 	subject, err := fabric.InvokeSubject("it.dup")
 	must(t, err)
 	invokes := c.capture(subject)
 	fx := newEffects()
 	gate := make(chan struct{})
 	w := c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.dup", counting(fx, func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.dup"), counting(fx, func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			select {
 			case <-gate:
 			case <-ctx.Done():

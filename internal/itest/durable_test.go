@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
-	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 	"github.com/splashfabric/splashfabric/workflow"
 )
@@ -202,18 +202,18 @@ func TestDurableSessionSurvivesHostStop(t *testing.T) {
 }
 
 func runInterruption(t *testing.T, point string, graceful bool) {
-	step := func(name string) hostTool {
-		ht := tool(name)
-		ht.meta.Cancellable = true
-		ht.policy = ht.policy.WithMaxAttempts(3).WithStream(host.NewToolStreamPolicy(16, 64, 1024, 1024))
-		return ht
+	step := func(name string) toolspec.Spec {
+		s := tool(name)
+		s.Cancellable, s.MaxAttempts = true, 3
+		s.Stream = &toolspec.StreamPolicy{MaxChunks: 16, MaxChunkBytes: 64, MaxSourceBytes: 1024, MaxReleasedBytes: 1024}
+		return s
 	}
 	retryInitial := 20 * time.Millisecond
 	if point == "during_retry_backoff" {
 		// Long enough that the stop lands inside it.
 		retryInitial = 3 * time.Second
 	}
-	c := newCluster(t, options{tools: []hostTool{step("it.step"), step("it.later")}, durable: true, retryInitial: retryInitial, retryMax: retryInitial})
+	c := newCluster(t, options{tools: []toolspec.Spec{step("it.step"), step("it.later")}, durable: true, retryInitial: retryInitial, retryMax: retryInitial})
 	var ok successes
 	secondStarted := make(chan struct{}, 8)
 	releaseSecond := make(chan struct{})
@@ -252,7 +252,7 @@ func runInterruption(t *testing.T, point string, graceful bool) {
 	serve := func(tools ...string) func(*workeragent.Agent) {
 		return func(a *workeragent.Agent) {
 			for _, name := range tools {
-				must(t, a.Handle(name, handler, workeragent.Cancellable()))
+				must(t, a.HandleTool(c.tool(name), handler))
 			}
 		}
 	}
@@ -326,11 +326,11 @@ func runInterruption(t *testing.T, point string, graceful bool) {
 // it answers from its journal, and the script completes with that result
 // without the effect running again.
 func TestResumedOperationIsReconciled(t *testing.T) {
-	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true, reconcileAfter: 300 * time.Millisecond})
+	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.step")}, durable: true, reconcileAfter: 300 * time.Millisecond})
 	var ok successes
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	w := c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.step", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.step"), workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			started <- struct{}{}
 			<-release
 			ok.add(call.IdempotencyKey)
@@ -364,11 +364,11 @@ func TestResumedOperationIsReconciled(t *testing.T) {
 // once its redelivery horizon passed the claimed tool's call ends
 // indeterminate. It never ran.
 func TestOldResumedOperationIsNeverDispatchedAgain(t *testing.T) {
-	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true,
+	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.step")}, durable: true,
 		reconcileAfter: 100 * time.Millisecond, horizon: 500 * time.Millisecond, duplicateWindow: time.Nanosecond})
 	var ok successes
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.step", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.step"), workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			ok.add(call.IdempotencyKey)
 			return workeragent.Result(call.Input.Text + "!"), nil
 		})))

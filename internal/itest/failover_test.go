@@ -14,6 +14,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -97,12 +98,12 @@ func (p *peerHost) submit(t testing.TB, src string) hostloop.SessionID {
 // not drive, a host names the one that does.
 func TestSecondHostAdoptsTheSessionsOfAnAbandonedHost(t *testing.T) {
 	const scripts = 12
-	c := newCluster(t, options{tools: []hostTool{tool("it.step")}, durable: true})
+	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.step")}, durable: true})
 	var ok successes
 	release := make(chan struct{})
 	started := make(chan struct{}, 2*scripts)
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.step", heldSecondStep(&ok, started, release)))
+		must(t, a.HandleTool(c.tool("it.step"), heldSecondStep(&ok, started, release)))
 	})
 	a, b := c.startPeer("ha"), c.startPeer("hb")
 	var ids []hostloop.SessionID
@@ -174,12 +175,12 @@ type heldLoss struct {
 // answer, to the first host's answer subjects.
 func loseHostWithHeldAnswers(t *testing.T, opts options, scripts int) heldLoss {
 	t.Helper()
-	opts.tools, opts.durable = []hostTool{tool("it.step")}, true
+	opts.tools, opts.durable = []toolspec.Spec{idempotentTool("it.step")}, true
 	l := heldLoss{c: newCluster(t, opts), ok: &successes{}}
 	release := make(chan struct{})
 	started := make(chan struct{}, scripts)
 	l.w = l.c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.step", heldSecondStep(l.ok, started, release), workeragent.Idempotent()))
+		must(t, a.HandleTool(l.c.tool("it.step"), heldSecondStep(l.ok, started, release)))
 	})
 	a := l.c.startPeer("ha")
 	l.b = l.c.startPeer("hb")

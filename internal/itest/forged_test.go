@@ -11,6 +11,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -19,7 +20,7 @@ import (
 // change nothing: the tool does not run for them and the script they name
 // completes only with its genuine result.
 func TestForgedFramesRejected(t *testing.T) {
-	c := newCluster(t, options{tools: []hostTool{tool("it.guard")}})
+	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.guard")}})
 	invokeSubject, err := fabric.InvokeSubject("it.guard")
 	must(t, err)
 	eventsSubject := fabric.EventsSubject(hostID, "it.guard")
@@ -27,7 +28,7 @@ func TestForgedFramesRejected(t *testing.T) {
 	fx := newEffects()
 	gate := make(chan struct{})
 	w := c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.guard", counting(fx, func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.guard"), counting(fx, func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			select {
 			case <-gate:
 			case <-ctx.Done():

@@ -20,6 +20,7 @@ import (
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
@@ -38,20 +39,16 @@ func opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), testwait.Scale(10*time.Second))
 }
 
-// hostTool is one tool the host's catalog registers for every session.
-type hostTool struct {
-	policy   host.ToolPolicy
-	meta     host.ToolMetadata
-	redactor func(string) string
-}
-
-func tool(name string) hostTool {
-	return hostTool{policy: host.NewToolPolicy(name), meta: host.NewToolMetadata("integration test tool " + name)}
+// tool is the definition of a test tool with every default.
+func tool(name string) toolspec.Spec {
+	return toolspec.Spec{Name: name, Description: "integration test tool " + name}
 }
 
 // options shape a cluster; the zero value is a usable default.
 type options struct {
-	tools []hostTool
+	// tools are the definitions the host's catalog registers for every
+	// session; workers handle the same ones (cluster.tool).
+	tools []toolspec.Spec
 	// defs, when set, gives the definitions every new session registers
 	// besides tools: the host's catalog as it is at that moment.
 	defs         func() *toolspec.Set
@@ -78,6 +75,7 @@ type cluster struct {
 	srv    *natstest.Server
 	fcfg   fabric.Config
 	opts   options
+	tools  *toolspec.Set // opts.tools, compiled
 	key    protocol.Keys // a single key unless a test rotates the ring
 	codec  *fabric.Codec
 	hostNC *nats.Conn
@@ -123,7 +121,7 @@ func newCluster(t testing.TB, o options) *cluster {
 	must(t, err)
 	codec, err := fabric.NewCodec(key)
 	must(t, err)
-	c := &cluster{t: t, fcfg: fcfg, opts: o, key: key, codec: codec, obs: newObserver()}
+	c := &cluster{t: t, fcfg: fcfg, opts: o, tools: tooltest.Set(t, o.tools...), key: key, codec: codec, obs: newObserver()}
 	c.srv = natstest.Start(t)
 	c.hostNC = c.srv.Connect(reconnecting()...)
 	c.hostJS, err = jetstream.New(c.hostNC)
@@ -194,17 +192,14 @@ func (c *cluster) catalog(rt *host.Runtime) error {
 			return err
 		}
 	}
-	for _, ht := range c.opts.tools {
-		if err := rt.RegisterExternalToolWithMetadata(ht.policy, ht.meta); err != nil {
-			return err
-		}
-		if ht.redactor != nil {
-			if err := rt.SetExternalStreamRedactor(ht.policy.Name, ht.redactor); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return rt.RegisterTools(c.tools)
+}
+
+// tool is the host's definition of the tool named name, for a worker to
+// handle: both sides hold one definition, so every call's digest matches.
+func (c *cluster) tool(name string) *toolspec.Tool {
+	c.t.Helper()
+	return tooltest.Lookup(c.t, c.tools, name)
 }
 
 // worker is a running agent with its own connection and journal, so

@@ -10,6 +10,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -22,7 +23,7 @@ import (
 // live ledger holds anything of the retired key.
 func TestKeyRotationWhileSessionsAreSuspended(t *testing.T) {
 	const sessions = 6
-	c := newCluster(t, options{tools: []hostTool{tool("it.step"), tool("it.wait")}, durable: true})
+	c := newCluster(t, options{tools: []toolspec.Spec{idempotentTool("it.step"), idempotentTool("it.wait")}, durable: true})
 	started := make(chan struct{}, 4*sessions)
 	release := make(chan struct{})
 	handler := workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
@@ -39,8 +40,8 @@ func TestKeyRotationWhileSessionsAreSuspended(t *testing.T) {
 		}
 	})
 	serve := func(a *workeragent.Agent) {
-		must(t, a.Handle("it.step", handler, workeragent.Idempotent()))
-		must(t, a.Handle("it.wait", handler, workeragent.Idempotent()))
+		must(t, a.HandleTool(c.tool("it.step"), handler))
+		must(t, a.HandleTool(c.tool("it.wait"), handler))
 	}
 	w := c.startWorker("w1", serve)
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -26,13 +27,13 @@ func sumTo(n int) string { return strconv.Itoa(n * (n - 1) / 2) }
 // exactly once.
 func TestManyScriptsManyWorkersRunEveryCallOnce(t *testing.T) {
 	const scripts, calls = 20, 50
-	c := newCluster(t, options{tools: []hostTool{tool("it.count")}})
+	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.count")}})
 	fx := newEffects()
 	h := counting(fx, echo)
 	var workers []*worker
 	for i := range 3 {
 		workers = append(workers, c.startWorker(fmt.Sprintf("w%d", i+1), func(a *workeragent.Agent) {
-			must(t, a.Handle("it.count", h))
+			must(t, a.HandleTool(c.tool("it.count"), h))
 		}))
 	}
 	ids := make([]hostloop.SessionID, scripts)

@@ -21,7 +21,9 @@ import (
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/pooltest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -36,6 +38,7 @@ type poolFabric struct {
 	cfg    fabric.Config
 	loop   *hostloop.Loop
 	tr     *hostnats.HostTransport
+	tools  *toolspec.Set // every pool's, each naming its pool
 	pools  map[string]*pooltest.Pool
 	poolOf map[string]string
 
@@ -45,14 +48,12 @@ type poolFabric struct {
 
 const poolHostID = "ph"
 
-func startPoolFabric(t *testing.T, pools ...*pooltest.Pool) *poolFabric {
+// startPoolFabric serves tools, each in the pool its definition names.
+func startPoolFabric(t *testing.T, tools *toolspec.Set) *poolFabric {
 	t.Helper()
-	f := &poolFabric{t: t, pools: map[string]*pooltest.Pool{}, poolOf: map[string]string{}, counts: map[string]float64{}}
-	for _, p := range pools {
-		f.pools[p.Name] = p
-		for _, tool := range p.Tools {
-			f.poolOf[tool] = p.Name
-		}
+	f := &poolFabric{t: t, tools: tools, pools: pooltest.PoolsOf(t, tools), poolOf: map[string]string{}, counts: map[string]float64{}}
+	for _, tool := range tools.Tools() {
+		f.poolOf[tool.Name()] = tool.Pool()
 	}
 	users, err := natsconf.Users(map[string]string{natsconf.UserHost: "host-pw", natsconf.UserOps: "ops-pw"}, pooltest.NATSPools(t, f.pools))
 	must(t, err)
@@ -70,11 +71,7 @@ func startPoolFabric(t *testing.T, pools ...*pooltest.Pool) *poolFabric {
 	ctx, cancel := opCtx()
 	defer cancel()
 	must(t, fabric.Provision(ctx, js, f.cfg))
-	var tools []string
-	for tool := range f.poolOf {
-		tools = append(tools, tool)
-	}
-	must(t, fabric.EnsureToolConsumers(ctx, js, f.cfg, tools))
+	must(t, fabric.EnsureToolConsumers(ctx, js, f.cfg, tools.Names()))
 	hostKey, err := protocol.GenerateSessionKey(nil)
 	must(t, err)
 	f.tr, err = hostnats.NewHostTransport(ctx, hostNC, f.cfg, poolHostID, hostKey,
@@ -85,14 +82,7 @@ func startPoolFabric(t *testing.T, pools ...*pooltest.Pool) *poolFabric {
 		Transport: f.tr,
 		HostID:    poolHostID,
 		Observer:  rejectCounter{f},
-		Catalog: func(rt *host.Runtime) error {
-			for tool := range f.poolOf {
-				if err := rt.RegisterExternalTool(host.NewToolPolicy(tool)); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		Catalog:   func(rt *host.Runtime) error { return rt.RegisterTools(f.tools) },
 	})
 	if err != nil {
 		_ = f.tr.Close()
@@ -103,6 +93,12 @@ func startPoolFabric(t *testing.T, pools ...*pooltest.Pool) *poolFabric {
 		_ = f.tr.Close()
 	})
 	return f
+}
+
+// tool is the definition of the tool named name, as the host holds it.
+func (f *poolFabric) tool(name string) *toolspec.Tool {
+	f.t.Helper()
+	return tooltest.Lookup(f.t, f.tools, name)
 }
 
 func (f *poolFabric) count(reason string) {
@@ -238,18 +234,20 @@ func (f *poolFabric) AuthFailures(context.Context) (map[string]float64, error) {
 // wired as `splash worker --pool` wires them, meet no permission
 // violation of their own.
 func TestPoolIsolation(t *testing.T) {
-	text := pooltest.NewPool(t, "text", "it.upper")
-	demo := pooltest.NewPool(t, "demo", "it.wait")
-	f := startPoolFabric(t, text, demo)
+	f := startPoolFabric(t, tooltest.Set(t,
+		// Idempotent: its answers go to answer subjects, its pool's own.
+		toolspec.Spec{Name: "it.upper", Pool: "text", Idempotent: true},
+		toolspec.Spec{Name: "it.wait", Pool: "demo"}))
+	text, demo := f.pools["text"], f.pools["demo"]
 	release := make(chan struct{})
 	var once sync.Once
 	f.startWorker("text", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.upper", workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(f.tool("it.upper"), workeragent.HandlerFunc(func(_ context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			return workeragent.Result(strings.ToUpper(c.Input.Text)), nil
-		}), workeragent.Idempotent()))
+		})))
 	})
 	f.startWorker("demo", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.wait", workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(f.tool("it.wait"), workeragent.HandlerFunc(func(ctx context.Context, c *workeragent.Call) (workeragent.Output, error) {
 			select {
 			case <-release:
 				return workeragent.Result("waited " + c.Input.Text), nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -15,13 +16,13 @@ import (
 // once only where a worker took over a lease the outage left behind.
 func TestServerRestartMidLoad(t *testing.T) {
 	const scripts, calls = 10, 20
-	c := newCluster(t, options{tools: []hostTool{tool("it.durable")}})
+	c := newCluster(t, options{tools: []toolspec.Spec{idempotentTool("it.durable")}})
 	fx := newEffects()
 	h := counting(fx, echo)
 	var workers []*worker
 	for i := range 2 {
 		workers = append(workers, c.startWorker(fmt.Sprintf("w%d", i+1), func(a *workeragent.Agent) {
-			must(t, a.Handle("it.durable", h, workeragent.Idempotent()))
+			must(t, a.HandleTool(c.tool("it.durable"), h))
 		}))
 	}
 	ids := make([]hostloop.SessionID, scripts)

@@ -15,6 +15,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 	"github.com/splashfabric/splashfabric/workflow"
 )
@@ -63,12 +64,12 @@ func resumeOnce(b *testing.B, n int, adoption bool) (ready, live time.Duration) 
 	// Held calls of an idempotent tool with a worker that reports
 	// progress rarely: thousands of claimed calls renewing their journal
 	// leases every 200ms would measure the worker, not the resume.
-	c := newCluster(b, options{tools: []hostTool{idempotentTool("it.hold"), tool("it.now")}, durable: true,
+	c := newCluster(b, options{tools: []toolspec.Spec{idempotentTool("it.hold"), tool("it.now")}, durable: true,
 		fabric: func(cfg *fabric.Config) { cfg.AckWait = time.Minute }, heartbeat: 20 * time.Second, lease: time.Minute})
 	var held atomic.Int64
 	release := make(chan struct{})
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(b, a.Handle("it.hold", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(b, a.HandleTool(c.tool("it.hold"), workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			held.Add(1)
 			select {
 			case <-release:
@@ -76,8 +77,8 @@ func resumeOnce(b *testing.B, n int, adoption bool) (ready, live time.Duration) 
 				return workeragent.Output{}, ctx.Err()
 			}
 			return workeragent.Result("done"), nil
-		}), workeragent.Concurrency(2*n), workeragent.Idempotent()))
-		must(b, a.Handle("it.now", workeragent.HandlerFunc(echo), workeragent.Concurrency(64)))
+		}), workeragent.Concurrency(2*n)))
+		must(b, a.HandleTool(c.tool("it.now"), workeragent.HandlerFunc(echo), workeragent.Concurrency(64)))
 	})
 	defer close(release)
 	var first, second *peerHost
@@ -179,7 +180,7 @@ func BenchmarkResumeLongLedger(b *testing.B) {
 }
 
 func longLedger(b *testing.B, n int, rewritten bool) {
-	c := newCluster(b, options{tools: []hostTool{tool("it.now")}})
+	c := newCluster(b, options{tools: []toolspec.Spec{tool("it.now")}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	log, err := hostnats.NewLedgerLog(ctx, c.hostNC, c.fcfg, c.key)
@@ -250,8 +251,8 @@ func okResult(request string) protocol.Result {
 }
 
 // idempotentTool is tool, declared idempotent.
-func idempotentTool(name string) hostTool {
-	t := tool(name)
-	t.meta.Idempotent = true
-	return t
+func idempotentTool(name string) toolspec.Spec {
+	s := tool(name)
+	s.Idempotent = true
+	return s
 }

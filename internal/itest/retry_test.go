@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -41,11 +42,11 @@ func TestTransientRetries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ht := tool("it.flaky")
-			ht.policy = ht.policy.WithMaxAttempts(tt.maxAttempts)
-			c := newCluster(t, options{tools: []hostTool{ht}, retryInitial: initial, retryMax: 2 * time.Second})
+			ht.MaxAttempts = tt.maxAttempts
+			c := newCluster(t, options{tools: []toolspec.Spec{ht}, retryInitial: initial, retryMax: 2 * time.Second})
 			fx := newEffects()
 			c.startWorker("w1", func(a *workeragent.Agent) {
-				must(t, a.Handle("it.flaky", counting(fx, failing(2, func() error {
+				must(t, a.HandleTool(c.tool("it.flaky"), counting(fx, failing(2, func() error {
 					return workeragent.Retryable(errors.New("flaky backend"))
 				}))))
 			})
@@ -83,12 +84,12 @@ func TestTransientRetries(t *testing.T) {
 func TestRateLimitedWaitsRetryAfter(t *testing.T) {
 	const after = 300 * time.Millisecond
 	ht := tool("it.limited")
-	ht.policy = ht.policy.WithMaxAttempts(2)
+	ht.MaxAttempts = 2
 	// A tiny transient backoff, so only the retry-after can explain the wait.
-	c := newCluster(t, options{tools: []hostTool{ht}, retryInitial: time.Millisecond})
+	c := newCluster(t, options{tools: []toolspec.Spec{ht}, retryInitial: time.Millisecond})
 	fx := newEffects()
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.limited", counting(fx, failing(1, func() error {
+		must(t, a.HandleTool(c.tool("it.limited"), counting(fx, failing(1, func() error {
 			return workeragent.RateLimited(after, errors.New("slow down"))
 		}))))
 	})

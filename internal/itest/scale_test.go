@@ -11,6 +11,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -29,12 +30,12 @@ func TestHostResumesMoreSessionsThanAStreamHasConsumers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("resumes over a thousand sessions")
 	}
-	c := newCluster(t, options{tools: []hostTool{tool("it.hold"), tool("it.now")}, durable: true})
+	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.hold"), tool("it.now")}, durable: true})
 	release := make(chan struct{})
 	var started atomic.Int64
 	ok := &successes{}
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.hold", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.hold"), workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			started.Add(1)
 			select {
 			case <-release:
@@ -44,7 +45,7 @@ func TestHostResumesMoreSessionsThanAStreamHasConsumers(t *testing.T) {
 			ok.add(call.IdempotencyKey)
 			return workeragent.Result(call.Input.Text + "!"), nil
 		}), workeragent.Concurrency(2*resumeScale)))
-		must(t, a.Handle("it.now", workeragent.HandlerFunc(echo)))
+		must(t, a.HandleTool(c.tool("it.now"), workeragent.HandlerFunc(echo)))
 	})
 	ids := make([]hostloop.SessionID, resumeScale)
 	var wg sync.WaitGroup
@@ -117,11 +118,11 @@ func TestResumeOfCPUHeavySessionsLetsNewScriptsRun(t *testing.T) {
 		// speed; the resumer's code is raced by the other resume tests.
 		t.Skip("CPU-heavy scripts under the race detector")
 	}
-	c := newCluster(t, options{tools: []hostTool{tool("it.now")}, durable: true})
+	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.now")}, durable: true})
 	release := make(chan struct{})
 	var seen atomic.Int64
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.now", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.now"), workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			// The last call of each script waits, so the three are
 			// suspended, every heavy step behind them, when the host dies.
 			if strings.HasPrefix(call.Input.Text, "step2") && seen.Add(1) > 0 {

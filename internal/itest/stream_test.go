@@ -10,6 +10,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/internal/testwait"
+	"github.com/splashfabric/splashfabric/toolspec"
 	"github.com/splashfabric/splashfabric/workeragent"
 )
 
@@ -19,13 +20,13 @@ import (
 func TestStreamingStopsAtLimitAndResultArrives(t *testing.T) {
 	const maxChunks = 3
 	ht := tool("it.stream")
-	ht.policy = ht.policy.WithStream(host.NewToolStreamPolicy(maxChunks, 64, 1000, 1000))
-	ht.redactor = func(s string) string { return strings.ReplaceAll(s, "secret", "[redacted]") }
-	c := newCluster(t, options{tools: []hostTool{ht}})
+	ht.Stream = &toolspec.StreamPolicy{MaxChunks: maxChunks, MaxChunkBytes: 64, MaxSourceBytes: 1000, MaxReleasedBytes: 1000}
+	ht.Redact = []toolspec.RedactRule{{Literal: "secret", Replace: "[redacted]"}}
+	c := newCluster(t, options{tools: []toolspec.Spec{ht}})
 	fx := newEffects()
 	limitErr := make(chan error, 1)
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.stream", counting(fx, func(_ context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.stream"), counting(fx, func(_ context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			sent := 0
 			for i := 1; ; i++ {
 				if err := call.Stream.Write(fmt.Sprintf("part %d secret", i)); err != nil {
@@ -69,13 +70,13 @@ func TestStreamingStopsAtLimitAndResultArrives(t *testing.T) {
 // streaming on into refusals.
 func TestStreamDenialReachesTheWorker(t *testing.T) {
 	ht := tool("it.expand")
-	ht.policy = ht.policy.WithStream(host.NewToolStreamPolicy(1000, 64, 100000, 50))
-	// Each one-byte chunk is released as 17 bytes.
-	ht.redactor = func(s string) string { return strings.ReplaceAll(s, "s", "[secret-removed]") }
-	c := newCluster(t, options{tools: []hostTool{ht}})
+	ht.Stream = &toolspec.StreamPolicy{MaxChunks: 1000, MaxChunkBytes: 64, MaxSourceBytes: 100000, MaxReleasedBytes: 50}
+	// Each one-byte chunk is released as 16 bytes.
+	ht.Redact = []toolspec.RedactRule{{Literal: "s", Replace: "[secret-removed]"}}
+	c := newCluster(t, options{tools: []toolspec.Spec{ht}})
 	stopped := make(chan error, 1)
 	c.startWorker("w1", func(a *workeragent.Agent) {
-		must(t, a.Handle("it.expand", workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
+		must(t, a.HandleTool(c.tool("it.expand"), workeragent.HandlerFunc(func(ctx context.Context, call *workeragent.Call) (workeragent.Output, error) {
 			tick := time.NewTicker(10 * time.Millisecond)
 			defer tick.Stop()
 			for range 1000 {
