@@ -30,7 +30,13 @@ func TestHostResumesMoreSessionsThanAStreamHasConsumers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("resumes over a thousand sessions")
 	}
-	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.hold"), tool("it.now")}, durable: true})
+	// The worker renews a claim's lease per call it holds: the suite's
+	// one-second lease, renewed every 200 ms for over a thousand calls,
+	// is more journal writes than a busy machine keeps up with under
+	// -race; the production default is 30 s. What this test is about is
+	// the host's restart, not the worker's leases.
+	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.hold"), tool("it.now")}, durable: true,
+		lease: testwait.Scale(20 * time.Second), heartbeat: 2 * time.Second})
 	release := make(chan struct{})
 	var started atomic.Int64
 	ok := &successes{}
