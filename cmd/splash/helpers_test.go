@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/splashfabric/splashfabric/apiclient"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 )
 
@@ -192,6 +193,18 @@ func repeatedKeys(line []byte) []string {
 	}
 	value()
 	return repeated
+}
+
+// client waits for dev's "dev ready" record and returns an API client of
+// the API it names, holding token.
+func (p *proc) client(t *testing.T, token string) *apiclient.Client {
+	t.Helper()
+	rec := p.waitRecord(t, "dev ready")
+	c, err := apiclient.New(rec["api_url"].(string), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // waitRecord waits for a JSON log record with the given message and returns

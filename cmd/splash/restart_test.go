@@ -22,12 +22,7 @@ func TestDevAnswersForSessionsOfAnEarlierProcess(t *testing.T) {
 	start := func() (*proc, *apiclient.Client) {
 		dev := startSplash(t, "dev", "--log-format", "json", "--data-dir", dir,
 			"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "1")
-		rec := dev.waitRecord(t, "dev ready")
-		c, err := apiclient.New(rec["api_url"].(string), token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return dev, c
+		return dev, dev.client(t, token)
 	}
 	dev, c := start()
 	ctx := t.Context()
@@ -92,12 +87,7 @@ func TestDevKilledMidCallRunsTheCallAgain(t *testing.T) {
 	start := func() (*proc, *apiclient.Client) {
 		dev := startSplash(t, "dev", "--log-format", "json", "--data-dir", dir,
 			"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "4")
-		rec := dev.waitRecord(t, "dev ready")
-		c, err := apiclient.New(rec["api_url"].(string), token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return dev, c
+		return dev, dev.client(t, token)
 	}
 	dev, c := start()
 	ctx := t.Context()

@@ -254,12 +254,7 @@ func TestResumedSessionKeepsItsTrace(t *testing.T) {
 	start := func() (*proc, *apiclient.Client) {
 		dev := startSplashEnv(t, traceEnv(r), "dev", "--log-format", "json", "--data-dir", dir,
 			"--api-addr", "127.0.0.1:0", "--nats-port", "-1", "--api-token", token, "--workers", "1", "--ack-wait", "2s")
-		rec := dev.waitRecord(t, "dev ready")
-		c, err := apiclient.New(rec["api_url"].(string), token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return dev, c
+		return dev, dev.client(t, token)
 	}
 	dev, c := start()
 	ctx := t.Context()
