@@ -202,22 +202,30 @@ func TestDurableCancelLeavesOnlyOnceRecorded(t *testing.T) {
 	})
 }
 
+// startCancelling starts a loop on cfg, submits script and, once its first
+// call is published, asks for that call's cancel.
+func startCancelling(t *testing.T, cfg LoopConfig, tr interface{ Invocations() <-chan protocol.Invoke }, script string) (*Loop, SessionStatus) {
+	t.Helper()
+	l, err := StartLoop(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := submit(t, l, script)
+	<-tr.Invocations()
+	if err := l.Cancel(context.Background(), s.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	return l, s
+}
+
 // With the cancel's record stored, the next process asks again.
 func TestDurableRecordedCancelIsAskedAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr, a, log := newChanTransport(), newMemArchive(), &dyingLog{Log: workflow.NewMemoryLog()}
 		cat := catalogOf(t, "tools:\n  - name: text.remote\n    cancellable: true\n")
 		cfg := LoopConfig{Transport: tr, HostID: "h1", Archive: a, Ledger: log, Catalog: cat}
-		l, err := StartLoop(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := submit(t, l, `try { return await tool.start("text.remote", "a") } catch (e) { return "stopped" }`)
-		<-tr.Invocations()
-		if err := l.Cancel(context.Background(), s.ID, 1); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		l, s := startCancelling(t, cfg, tr, `try { return await tool.start("text.remote", "a") } catch (e) { return "stopped" }`)
 		if c := tr.Cancels(); len(c) != 1 {
 			t.Fatalf("%d cancels sent once recorded", len(c))
 		}
@@ -320,16 +328,7 @@ func TestResumedRedispatchChecksCancellation(t *testing.T) {
 		cat := catalogOf(t, "tools:\n  - name: text.idem\n    idempotent: true\n    cancellable: true\n")
 		cfg := LoopConfig{Transport: tr, HostID: "h1", Archive: a, Ledger: log, Catalog: cat,
 			ReconcileAfter: 10 * time.Second, RedeliveryHorizon: 50 * time.Second}
-		l, err := StartLoop(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := submit(t, l, `try { return await tool.start("text.idem", "x") } catch (e) { return "cancelled" }`)
-		<-tr.Invocations()
-		if err := l.Cancel(context.Background(), s.ID, 1); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		l, s := startCancelling(t, cfg, tr, `try { return await tool.start("text.idem", "x") } catch (e) { return "cancelled" }`)
 		l = restartLoop(t, l, true, log, a, cfg)
 		defer l.Stop()
 		time.Sleep(2 * time.Minute)
