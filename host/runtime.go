@@ -27,6 +27,7 @@ type Runtime struct {
 	allowedErr error         // a malformed Config.Tools; refuses every tool
 	execBudget time.Duration // read by the script engine
 	memBudget  int64         // read by the script engine
+	maxInput   int           // Config.MaxInputBytes; 0: unlimited
 	// background: the script's slices give way to live ones (a replay).
 	background bool
 
@@ -90,6 +91,7 @@ func NewRuntime(cfg Config) *Runtime {
 		grants:     cfg.Grants,
 		execBudget: cfg.ExecutionBudget,
 		memBudget:  cfg.MemoryBudget,
+		maxInput:   cfg.MaxInputBytes,
 		tools:      make(map[string]*tool),
 	}
 	if r.clock == nil {
@@ -246,6 +248,9 @@ func (r *Runtime) StartJSON(tool string, input json.RawMessage) (*Promise, error
 
 func (r *Runtime) startOp(name, in string, format Format, onSettle func(Settlement)) (*Promise, error) {
 	if err := r.granted(name); err != nil {
+		return nil, err
+	}
+	if err := r.inputFits(name, in); err != nil {
 		return nil, err
 	}
 	t, err := r.toolFor(name, format, in)

@@ -73,6 +73,12 @@ var (
 	// ErrLedgerUnavailable: StartLoop could not list or read the ledgers
 	// of the sessions an earlier process left, so it cannot resume them.
 	ErrLedgerUnavailable = errors.New("hostloop: session ledgers unavailable")
+	// ErrInvocationTooLarge: the transport refused an invocation as
+	// larger than it carries. It never will carry it, so the operation
+	// fails at once rather than being published again. A host whose
+	// runtimes bound tool inputs (host.Config.MaxInputBytes) never meets
+	// it.
+	ErrInvocationTooLarge = errors.New("hostloop: invocation larger than the transport carries")
 	// ErrLeaseHeld is returned by Leases.Take for an incarnation another
 	// live host holds.
 	ErrLeaseHeld = errors.New("hostloop: lease held by another host")

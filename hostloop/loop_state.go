@@ -139,6 +139,9 @@ type dispatched struct {
 	// answered: a worker's terminal frame for it came through the
 	// transport, which then holds nothing more of it.
 	answered bool
+	// unsendable is why the transport can never carry the operation's
+	// invocation; its operation fails at its next publish timer.
+	unsendable error
 	// dispatched is when the operation's current attempt was last
 	// published, as far as this process knows (a resumed one's attempt
 	// time): its redelivery horizon counts from there.
@@ -395,8 +398,9 @@ func (st *loopState) publish(d *dispatched) {
 	st.scheduleReconcile(d)
 	if err := st.send(d.s, invokeFor(d.requestID(), inv)); err != nil {
 		// A refused publish is retried like a lost one: after a backoff,
-		// with the same message id.
-		st.schedulePublish(d, st.nextDelay(d))
+		// with the same message id; one the transport can never carry
+		// fails.
+		st.publishFailed(d, err)
 		return
 	}
 	if o := st.cfg.Observer; o != nil {
@@ -484,6 +488,10 @@ func (st *loopState) fireTimers(now time.Time) {
 			if st.byRequest[d.requestID()] != d || d.op.Inv.Attempt != e.attempt {
 				continue // settled or superseded meanwhile
 			}
+			if d.unsendable != nil {
+				st.failUnsendable(d)
+				continue
+			}
 			d.s.core.Republish(d.op)
 			st.touch(d.s)
 		case timerLedger:
@@ -525,7 +533,7 @@ func (st *loopState) handleEvent(ev Event) {
 		if d == nil || d.op.Inv.Attempt != ev.Invoke.Attempt {
 			return
 		}
-		st.schedulePublish(d, st.nextDelay(d))
+		st.publishFailed(d, ev.Err)
 	case EventMessage:
 		st.handleMessage(ev.Message, ev.Worker, ev.Ack)
 	}

@@ -2,6 +2,7 @@ package hostnats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -217,7 +218,7 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 	t.seqs.published(inv.RequestID, inv.Tool, inv.Attempt, inv.AttemptLimit)
 	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(fabric.StreamInvoke))
 	if err != nil {
-		return fmt.Errorf("hostnats: publish %q: %w", truncate(inv.RequestID), err)
+		return fmt.Errorf("hostnats: publish %q: %w", truncate(inv.RequestID), tooLarge(err))
 	}
 	return t.track(ctx, pendingAck{fut: fut, inv: inv})
 }
@@ -321,7 +322,7 @@ func (t *HostTransport) watch() {
 			continue
 		}
 		if err != nil {
-			t.emit(hostloop.Event{Kind: hostloop.EventPublishFailed, Invoke: p.inv, Err: err})
+			t.emit(hostloop.Event{Kind: hostloop.EventPublishFailed, Invoke: p.inv, Err: tooLarge(err)})
 		}
 	}
 }
@@ -446,4 +447,15 @@ func retryable(msg protocol.WorkerMessage) bool {
 		return true
 	}
 	return false
+}
+
+// tooLarge marks a refusal of a message as larger than the connection or
+// the stream takes (hostloop.ErrInvocationTooLarge): publishing it again
+// cannot succeed.
+func tooLarge(err error) error {
+	var api *jetstream.APIError
+	if errors.Is(err, nats.ErrMaxPayload) || (errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum) {
+		return fmt.Errorf("%w: %w", hostloop.ErrInvocationTooLarge, err)
+	}
+	return err
 }

@@ -182,6 +182,8 @@ var sessionErrorCodes = []struct {
 	{host.ErrMemoryBudget, "memory_budget"},
 	{host.ErrExecutionBudget, "execution_budget"},
 	{host.ErrPendingLimit, "pending_limit"},
+	// A tool input longer than its way to a worker carries.
+	{host.ErrInputTooLarge, "input_too_large"},
 	// Its ledger did not verify or replay after a restart (a damaged or
 	// forged record, one sealed under a key no longer held).
 	{hostloop.ErrLedgerRejected, "ledger_rejected"},

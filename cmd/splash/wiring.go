@@ -294,7 +294,10 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		HostID:    p.hostID,
 		// Each session registers the catalog as it is when the session
 		// starts, and keeps it: a change reaches new sessions only.
-		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
+		Catalog: func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
+		// An input no invocation could carry is refused at the
+		// script's tool.start, before it takes any budget.
+		Runtime:  host.Config{MaxInputBytes: p.fabric.MaxToolInputBytes(p.nc.MaxPayload())},
 		Observer: httpapi.Tee(h.events, obs, index, newResumeLog(p.log)),
 		Archive:  h.archive,
 		Ledger:   ledger,

@@ -64,6 +64,9 @@ type options struct {
 	// durable gives the host a session archive and a ledger log, so its
 	// sessions outlive its loop.
 	durable bool
+	// boundInputs gives the runtimes the input bound a host over NATS
+	// derives from the streams (host.Config.MaxInputBytes).
+	boundInputs bool
 	// reconcileAfter, horizon and duplicateWindow, if set, are the
 	// loop's ReconcileAfter, RedeliveryHorizon and DuplicateWindow.
 	reconcileAfter, horizon, duplicateWindow time.Duration
@@ -152,6 +155,9 @@ func (c *cluster) startHost() {
 		RetryInitial: c.opts.retryInitial,
 		RetryMax:     c.opts.retryMax,
 		Observer:     c.obs,
+	}
+	if c.opts.boundInputs {
+		cfg.Runtime.MaxInputBytes = c.fcfg.MaxToolInputBytes(c.hostNC.MaxPayload())
 	}
 	if c.opts.durable {
 		c.archive, err = hostnats.NewSessionArchive(ctx, c.hostNC, c.fcfg, c.key)
