@@ -93,6 +93,12 @@ type Config struct {
 	// and array (a 64th, in elements) a builtin may make in one call.
 	// Over it the script fails with ErrMemoryBudget.
 	MemoryBudget int64
+	// Owner names the tenant the session's script runs for: its slices
+	// are scheduled fairly between tenants by the time they ran, and its
+	// session shares a realm only with its own tenant's (see
+	// DefaultQuantum). A host names the API token's owner; "" is one
+	// tenant like any other.
+	Owner string
 	// MaxInputBytes bounds an external tool's input as it travels to a
 	// worker: its length as JSON text (quotes and escapes counted at
 	// their worst), so an input that fits is one the transport can carry.

@@ -30,6 +30,12 @@ type Runtime struct {
 	maxInput   int           // Config.MaxInputBytes; 0: unlimited
 	// background: the script's slices give way to live ones (a replay).
 	background bool
+	// owner is the tenant the script's slices are scheduled for
+	// (Config.Owner); turns and turnTag, when set, are where its turns
+	// are told (SetTurns).
+	owner   string
+	turns   *Turns
+	turnTag any
 
 	nonce        CapabilitySessionNonce
 	nonceErr     error  // why the nonce could not be drawn; refuses external tools
@@ -92,6 +98,7 @@ func NewRuntime(cfg Config) *Runtime {
 		execBudget: cfg.ExecutionBudget,
 		memBudget:  cfg.MemoryBudget,
 		maxInput:   cfg.MaxInputBytes,
+		owner:      cfg.Owner,
 		tools:      make(map[string]*tool),
 	}
 	if r.clock == nil {

@@ -42,13 +42,12 @@ const memoryMeterPeriod = time.Millisecond
 // waiting for a collection to confirm it.
 const hardBudgetFactor = 2
 
-// memoryMeter is the process-wide reader of heap growth. gate is held for
-// the length of a slice; the fields below mu are guarded by it. The
-// running account's timer callbacks run on their own goroutines and touch
-// it only under mu; the collections they ask for run without it.
+// memoryMeter is the process-wide reader of heap growth. The scheduler's
+// gate is held for the length of each quantum of a slice; the fields
+// below mu are guarded by it. The running account's timer callbacks run
+// on their own goroutines and touch it only under mu; the collections
+// they ask for run without it.
 type memoryMeter struct {
-	gate *sliceGate
-
 	mu     sync.Mutex
 	sample [2]metrics.Sample
 	last   int64 // heap object bytes at the last reading
@@ -71,7 +70,6 @@ type memoryMeter struct {
 
 // sharedMeter reads the heap for every script engine of the process.
 var sharedMeter = &memoryMeter{
-	gate:  newSliceGate(),
 	scale: 1,
 	sample: [2]metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
@@ -151,12 +149,9 @@ func (m *memoryMeter) carry(a *memoryAccount) float64 {
 	return a.norm * m.scale
 }
 
-// enter waits for the gate, runs prepare (which may build what the slice
-// runs in: that growth is nobody's) and starts charging a for a slice of
-// the vm prepare returns. The gate stays held until unlock.
-func (m *memoryMeter) enter(a *memoryAccount, background bool, prepare func() *goja.Runtime) {
-	m.gate.lock(background)
-	vm := prepare()
+// begin starts charging a for a quantum of a slice of vm; the gate is
+// held. What was built before it (a realm) is nobody's growth.
+func (m *memoryMeter) begin(a *memoryAccount, vm *goja.Runtime) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// The floor is taken as slices start, never while one is being
@@ -201,8 +196,30 @@ func (m *memoryMeter) exit(a *memoryAccount) (over bool) {
 	return over
 }
 
-// unlock opens the gate for the next slice.
-func (m *memoryMeter) unlock() { m.gate.unlock() }
+// pause stops charging a at the end of a quantum whose slice goes on
+// later, and reports whether it may: a session over its budget
+// (confirmed by a collection) is stopped instead, its vm interrupted and
+// its account still running, so that the slice unwinds and ends as any
+// other stopped slice does (exit).
+func (m *memoryMeter) pause(a *memoryAccount) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a.timer.Stop()
+	m.charge()
+	if a.charge > a.budget && a.charge <= hardBudgetFactor*a.budget {
+		m.confirm()
+	}
+	if a.stopped || a.charge > a.budget {
+		if !a.stopped {
+			m.stop(a)
+		}
+		return false
+	}
+	m.cur, a.vm = nil, nil
+	a.norm, a.epoch = float64(a.charge)/m.scale, m.epoch
+	m.total += float64(a.charge)
+	return true
+}
 
 // forget drops a's carry: its script and what it held are gone.
 func (m *memoryMeter) forget(a *memoryAccount) {
