@@ -329,6 +329,7 @@ func (l *Loop) run() {
 		}
 		select {
 		case <-l.stop:
+			st.stopAllRunning()
 			l.stopStores()
 			return
 		case c := <-l.cmds:
@@ -355,6 +356,9 @@ func (l *Loop) run() {
 			armed = time.Time{}
 			st.now = clock.Now()
 			st.fireTimers(st.now)
+		case <-st.turns.Ready():
+			st.now = clock.Now()
+			st.takeTurns()
 		}
 		st.flush()
 	}

@@ -200,7 +200,12 @@ func (l *Loop) Operations(ctx context.Context) ([]OperationStatus, error) {
 // result wins the race).
 func (l *Loop) Cancel(ctx context.Context, id SessionID, op host.ExternalToolID) error {
 	errc, err := call(ctx, l, func(reply chan<- error) command {
-		return cmdFunc(func(st *loopState) { reply <- st.cancel(id, op) })
+		return cmdFunc(func(st *loopState) {
+			if s := st.sessions[id]; s != nil && st.later(s, func() { reply <- st.cancel(id, op) }) {
+				return
+			}
+			reply <- st.cancel(id, op)
+		})
 	})
 	if err != nil {
 		return err
@@ -316,6 +321,8 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 	if s.core == nil {
 		s.core = workflow.NewSession(workflow.Config{Runtime: n.rt, First: n.res, Clock: n.clock, Ledger: n.ledger, RequestID: st.requestID})
 	}
+	// From now on its slices never hold the loop beyond a quantum.
+	s.core.SetTurns(st.turns, s)
 	lifetime := n.lifetime
 	if l := s.core.Ledger(); l != nil {
 		s.created, lifetime = l.Entries(0)[0].At, l.Submitted().MaxLifetime

@@ -74,6 +74,8 @@ type loopState struct {
 	resumingOwn bool
 	bg          *sync.WaitGroup
 	gone        <-chan struct{}
+	// turns tells the loop when a running session's slice may go on.
+	turns *host.Turns
 }
 
 // settledMemory bounds how many settled operations the loop remembers for
@@ -118,6 +120,9 @@ type session struct {
 	// submitter is that submission, to tell whether its caller left.
 	onAccepted func()
 	submitter  *submitWait
+	// deferred holds what waits for the session's running slice to end
+	// (see later).
+	deferred []func()
 }
 
 // dispatched is the loop's bookkeeping of one operation a session claimed:
@@ -168,6 +173,7 @@ func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loo
 		resuming:      make(map[string]bool),
 		parked:        make(map[string][]Event),
 		resumingOwn:   cfg.Ledger != nil,
+		turns:         host.NewTurns(),
 	}
 }
 
@@ -370,7 +376,7 @@ const pumpRounds = 64
 // pump runs the session's host-pumped (local) tools on the loop, as the
 // reference's Pump: their handlers are the host's own Go functions.
 func (st *loopState) pump(s *session) {
-	if s.withdrawn || !s.core.LocalPending() {
+	if s.withdrawn || !s.core.LocalPending() || s.core.Running() {
 		return
 	}
 	more, err := s.core.Pump(pumpRounds)
@@ -480,7 +486,9 @@ func (st *loopState) fireTimers(now time.Time) {
 			if e.s.deadline.Equal(e.at) {
 				e.s.deadline = time.Time{}
 			}
-			st.expire(e.s)
+			if !st.later(e.s, func() { st.expire(e.s) }) {
+				st.expire(e.s)
+			}
 		case timerPump:
 			st.touch(e.s)
 		case timerPublish:
@@ -489,7 +497,9 @@ func (st *loopState) fireTimers(now time.Time) {
 				continue // settled or superseded meanwhile
 			}
 			if d.unsendable != nil {
-				st.failUnsendable(d)
+				if !st.later(d.s, func() { st.failUnsendable(d) }) {
+					st.failUnsendable(d)
+				}
 				continue
 			}
 			d.s.core.Republish(d.op)
@@ -504,9 +514,13 @@ func (st *loopState) fireTimers(now time.Time) {
 				st.reconcile(d)
 			}
 		case timerLifetime:
-			st.endLifetime(e.s)
+			if !st.later(e.s, func() { st.endLifetime(e.s) }) {
+				st.endLifetime(e.s)
+			}
 		case timerForce:
-			st.forceEnding(e.s)
+			if !st.later(e.s, func() { st.forceEnding(e.s) }) {
+				st.forceEnding(e.s)
+			}
 		}
 	}
 }
@@ -584,6 +598,9 @@ func (st *loopState) handleMessage(m protocol.WorkerMessage, worker string, ack 
 			return
 		}
 		st.reject("unknown_request", fmt.Errorf("%w: %s", host.ErrUnknownOperation, quoteID(requestID)))
+		return
+	}
+	if st.later(d.s, func() { st.handleMessage(m, worker, ack) }) {
 		return
 	}
 	core := d.s.core
