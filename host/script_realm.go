@@ -93,14 +93,15 @@ func (s *scheduler) unbindRealm(r *realm) {
 }
 
 // prune lets go of a realm nobody needs: no session is bound to it and
-// no slice holds it, and it is retired or not its key's first (which
-// stays warm for the next session). mu is held.
+// no slice holds it, and it is retired or another realm of its key is
+// free too (one stays warm for the next session: building one costs
+// milliseconds). mu is held.
 func (s *scheduler) prune(r *realm) {
 	if r.sessions > 0 || r.holder != nil {
 		return
 	}
 	list := s.realms[r.key]
-	if !r.retired && len(list) > 0 && list[0] == r {
+	if !r.retired && !slices.ContainsFunc(list, func(x *realm) bool { return x != r && x.holder == nil }) {
 		return
 	}
 	s.realms[r.key] = slices.DeleteFunc(list, func(x *realm) bool { return x == r })

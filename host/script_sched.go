@@ -1,6 +1,7 @@
 package host
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -80,7 +81,13 @@ type tenant struct {
 	name   string
 	weight time.Duration
 	vtime  time.Duration
-	queue  []*ticket
+	// queue holds its waiting tickets: the first fresh of them are
+	// slices that have not run yet, in the order they came, then the
+	// slices that paused, in the order they paused. A new slice goes
+	// before the tenant's paused ones, so a short script of a tenant
+	// whose other scripts burn waits for one quantum, not one each.
+	queue []*ticket
+	fresh int
 	// holding: one of its tickets holds the gate.
 	holding bool
 }
@@ -91,6 +98,8 @@ type ticket struct {
 	e *scriptEngine
 	// tenant is the tenant's name, set as the ticket is queued.
 	tenant string
+	// fresh: its slice has not run yet (it waits for its first turn).
+	fresh bool
 	// wake is closed-over by a blocking waiter: a token arrives when the
 	// gate is granted.
 	wake chan struct{}
@@ -195,8 +204,7 @@ func (s *scheduler) enqueue(t *ticket, urgent bool) {
 		s.urgent = append(s.urgent, t)
 	} else {
 		t.at = inTenant
-		tn := s.tenantFor(t)
-		tn.queue = append(tn.queue, t)
+		s.tenantFor(t).push(t)
 	}
 	if s.holder == nil {
 		s.next()
@@ -245,6 +253,9 @@ func (s *scheduler) finish(t *ticket, rl *realm) {
 			w := rl.waiters[i]
 			tn := s.tenantFor(w)
 			tn.queue = append([]*ticket{w}, tn.queue...)
+			if w.fresh {
+				tn.fresh++
+			}
 			w.at = inTenant
 			s.blocked--
 			s.waiting++
@@ -267,7 +278,7 @@ func (s *scheduler) cancel(t *ticket) {
 	case inTenant:
 		s.waiting--
 		if tn := s.tenants[t.tenant]; tn != nil {
-			tn.queue = removeTicket(tn.queue, t)
+			tn.remove(t)
 			s.drop(tn)
 		}
 	case inUrgent:
@@ -288,6 +299,38 @@ func (s *scheduler) cancel(t *ticket) {
 		t.granted = false
 		s.holder = nil
 		s.next()
+	}
+}
+
+// push queues t: a fresh one after the tenant's other fresh ones, a
+// paused one last.
+func (tn *tenant) push(t *ticket) {
+	if !t.fresh {
+		tn.queue = append(tn.queue, t)
+		return
+	}
+	tn.queue = slices.Insert(tn.queue, tn.fresh, t)
+	tn.fresh++
+}
+
+// pop takes the tenant's first ticket.
+func (tn *tenant) pop() *ticket {
+	t := tn.queue[0]
+	tn.queue[0] = nil
+	tn.queue = tn.queue[1:]
+	if tn.fresh > 0 {
+		tn.fresh--
+	}
+	return t
+}
+
+// remove takes t out of the tenant's queue.
+func (tn *tenant) remove(t *ticket) {
+	if i := slices.Index(tn.queue, t); i >= 0 {
+		tn.queue = slices.Delete(tn.queue, i, i+1)
+		if i < tn.fresh {
+			tn.fresh--
+		}
 	}
 }
 
@@ -334,9 +377,7 @@ func (s *scheduler) next() {
 			return
 		}
 		s.vmin = max(s.vmin, best.vtime)
-		t := best.queue[0]
-		best.queue[0] = nil
-		best.queue = best.queue[1:]
+		t := best.pop()
 		s.waiting--
 		if !eligible(t) {
 			t.e.realm.waiters = append(t.e.realm.waiters, t)

@@ -37,7 +37,14 @@ type sliceRun struct {
 	// the script's new state. resume wakes the paused slice.
 	toOwner chan sliceNews
 	resume  chan struct{}
-	// due is set by the quantum timer: the slice should give way.
+	// The quantum is over when the slice has run for the scheduler's
+	// quantum since began: the yield point looks at the clock every
+	// yieldClockEvery calls, and the timer sets due for a slice whose
+	// calls are far apart (a loop whose every turn runs a long builtin).
+	// The timer alone would be late by as much as the Go scheduler lets
+	// a busy thread run before it looks at its timers (~10 ms).
+	began   time.Time
+	calls   uint32
 	due     atomic.Bool
 	quantum *time.Timer
 	// abort, when set as a paused slice resumes, unwinds it with this
@@ -61,7 +68,7 @@ func (e *scriptEngine) slice(first func() error) *EvalResult {
 	sr := &e.run
 	sr.first, sr.started, sr.abort = first, false, nil
 	t := &sr.ticket
-	t.e, t.turns, t.tag = e, e.r.turns, e.r.turnTag
+	t.e, t.turns, t.tag, t.fresh = e, e.r.turns, e.r.turnTag, true
 	if t.turns == nil {
 		sharedSched.acquire(t)
 		sr.started = true
@@ -177,6 +184,7 @@ func (e *scriptEngine) body() (res *EvalResult) {
 func (e *scriptEngine) startQuantum() {
 	sr := &e.run
 	sr.due.Store(false)
+	sr.began = time.Now()
 	if sr.quantum == nil {
 		// Made on the first slice, like budgetTimer's: a timer belongs
 		// to the synctest bubble of the goroutine that made it.
@@ -190,11 +198,21 @@ func (e *scriptEngine) startQuantum() {
 // a realm's scripts calls. It returns at once unless the running slice's
 // quantum is over.
 func (r *realm) yieldPoint(goja.FunctionCall) goja.Value {
-	if e := r.cur; e != nil && e.run.due.Load() {
+	e := r.cur
+	if e == nil {
+		return goja.Undefined()
+	}
+	sr := &e.run
+	sr.calls++
+	if sr.due.Load() || (sr.calls%yieldClockEvery == 0 && time.Since(sr.began) >= sharedSched.quantum) {
 		e.yield()
 	}
 	return goja.Undefined()
 }
+
+// yieldClockEvery is how many yield point calls go by between two looks
+// at the clock: a few nanoseconds each at most.
+const yieldClockEvery = 64
 
 // yield ends the running quantum and waits for the slice's next turn,
 // unless nobody else wants the gate (an owner's own goroutine runs on),
@@ -214,6 +232,7 @@ func (e *scriptEngine) yield() {
 		return
 	}
 	sharedSched.release(&sr.ticket)
+	sr.ticket.fresh = false
 	if sr.turns() == nil {
 		sharedSched.acquire(&sr.ticket)
 	} else {
