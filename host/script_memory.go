@@ -66,6 +66,10 @@ type memoryMeter struct {
 	// peak is the highest heap reading while a slice ran, for the tests
 	// that report what an attack reached.
 	peak int64
+
+	// limit is the process's memory budget (SetProcessMemoryLimit); 0:
+	// none.
+	limit int64
 }
 
 // sharedMeter reads the heap for every script engine of the process.
@@ -240,6 +244,10 @@ func (m *memoryMeter) tick(a *memoryAccount) {
 	// the next ones still stop what passes the hard bound.
 	a.timer.Reset(memoryMeterPeriod)
 	m.charge()
+	if m.limit > 0 && m.last >= m.limit && !a.stopped && !m.confirming {
+		m.processLimit(a)
+		return
+	}
 	switch {
 	case a.stopped || a.charge <= a.budget:
 		return
@@ -259,9 +267,58 @@ func (m *memoryMeter) tick(a *memoryAccount) {
 }
 
 // stop interrupts a's slice; mu is held.
-func (m *memoryMeter) stop(a *memoryAccount) {
+func (m *memoryMeter) stop(a *memoryAccount) { m.stopWith(a, memoryBudgetError(a.budget)) }
+
+func (m *memoryMeter) stopWith(a *memoryAccount, err error) {
 	a.stopped = true
-	a.vm.Interrupt(memoryBudgetError(a.budget))
+	a.vm.Interrupt(err)
+}
+
+// processLimit stops a's slice when, with the heap at the process's
+// limit, a collection confirms that what is live is over it: the slice
+// that runs is the one asking for memory the process does not have, and
+// the process must not wait for its host to shed a session first (the
+// host sheds one well before this line, see hostloop's memory watch). mu
+// is held.
+func (m *memoryMeter) processLimit(a *memoryAccount) {
+	m.confirming = true
+	m.confirm()
+	m.confirming = false
+	if m.cur != a || a.stopped {
+		return
+	}
+	if _, live := m.read(); live >= m.limit {
+		m.stopWith(a, fmt.Errorf("%w: the host ran out of memory (its budget is %s) while the script grew", ErrMemoryBudget, formatBytes(m.limit)))
+	}
+}
+
+// SetProcessMemoryLimit sets the process's memory budget, the heap size
+// that no slice of script may grow past: a slice that grows the heap to
+// it, and whose growth a collection confirms, fails with ErrMemoryBudget.
+// The host itself sheds sessions well before (see hostloop.LoopConfig's
+// MemoryBudget); this is the last line. 0 removes it.
+func SetProcessMemoryLimit(bytes int64) {
+	sharedMeter.mu.Lock()
+	defer sharedMeter.mu.Unlock()
+	sharedMeter.limit = max(bytes, 0)
+}
+
+// MemoryHeld is the memory the session's script is charged with: what it
+// held at the end of its last slice (less its share of what the collector
+// freed since), or what it holds so far while a slice runs. 0 without a
+// script.
+func (r *Runtime) MemoryHeld() int64 {
+	e, _ := r.script.(*scriptEngine)
+	if e == nil {
+		return 0
+	}
+	m := sharedMeter
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == &e.mem {
+		return e.mem.charge
+	}
+	return int64(m.carry(&e.mem))
 }
 
 // confirm collects garbage and credits what it freed to the running

@@ -107,9 +107,10 @@ type ticket struct {
 	// runtime there).
 	turns *Turns
 	tag   any
-	// at is where it waits; granted: it holds the gate.
-	at      waitingAt
-	granted bool
+	// at is where it waits; granted: it holds the gate; begun: its
+	// quantum began (an owner with Turns continued it).
+	at              waitingAt
+	granted, begun bool
 }
 
 // waitingAt is where a ticket waits.
@@ -160,7 +161,17 @@ func (s *scheduler) tryAcquire(t *ticket) bool {
 	}
 	s.tenantFor(t)
 	s.grant(t, false)
+	t.begun = true
 	return true
+}
+
+// begin reports whether t still holds the gate as its owner continues
+// it, and marks its quantum begun: from then on it cannot be revoked.
+func (s *scheduler) begin(t *ticket) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.begun = t.granted
+	return t.granted
 }
 
 // acquire waits for the gate for t, in its tenant's turn.
@@ -180,13 +191,15 @@ func (s *scheduler) acquireUrgent(t *ticket) {
 	if t.wake == nil {
 		t.wake = make(chan struct{}, 1)
 	}
+	s.mu.Lock()
 	turns := t.turns
 	t.turns = nil
-	s.mu.Lock()
 	s.enqueue(t, true)
 	s.mu.Unlock()
 	<-t.wake
+	s.mu.Lock()
 	t.turns = turns
+	s.mu.Unlock()
 }
 
 // queueTurn asks for the gate for t; the grant is told on t.turns.
@@ -199,6 +212,11 @@ func (s *scheduler) queueTurn(t *ticket) {
 // enqueue queues t and grants the gate if it is free; mu is held.
 func (s *scheduler) enqueue(t *ticket, urgent bool) {
 	s.waiting++
+	if urgent && s.holder != nil && s.holder.turns != nil && !s.holder.begun {
+		// Granted to an owner that has not continued it: that owner
+		// may be the one waiting here. It is put back first in line.
+		s.revoke(s.holder)
+	}
 	if urgent {
 		t.at = inUrgent
 		s.urgent = append(s.urgent, t)
@@ -209,6 +227,23 @@ func (s *scheduler) enqueue(t *ticket, urgent bool) {
 	if s.holder == nil {
 		s.next()
 	}
+}
+
+// revoke takes the gate back from t, granted but not begun, and queues
+// it again ahead of its tenant's others of its kind; mu is held.
+func (s *scheduler) revoke(t *ticket) {
+	tn := s.tenants[t.tenant]
+	t.granted = false
+	s.holder = nil
+	tn.holding = false
+	if t.fresh {
+		tn.queue = slices.Insert(tn.queue, 0, t)
+		tn.fresh++
+	} else {
+		tn.queue = slices.Insert(tn.queue, tn.fresh, t)
+	}
+	t.at = inTenant
+	s.waiting++
 }
 
 // contended reports whether another ticket waits for the gate.
@@ -235,7 +270,7 @@ func (s *scheduler) releaseLocked(t *ticket) {
 		tn.holding = false
 		s.drop(tn)
 	}
-	t.granted = false
+	t.granted, t.begun = false, false
 	s.holder = nil
 	s.next()
 }
@@ -296,7 +331,7 @@ func (s *scheduler) cancel(t *ticket) {
 			tn.holding = false
 			s.drop(tn)
 		}
-		t.granted = false
+		t.granted, t.begun = false, false
 		s.holder = nil
 		s.next()
 	}
@@ -397,6 +432,10 @@ func (s *scheduler) grant(t *ticket, notify bool) {
 	t.granted = true
 	if tn := s.tenants[t.tenant]; tn != nil {
 		tn.holding = true
+	}
+	if t.turns == nil {
+		// A waiter of its own goroutine takes its turn at once.
+		t.begun = true
 	}
 	switch {
 	case !notify:

@@ -109,7 +109,7 @@ func (e *scriptEngine) cont() *EvalResult {
 	switch {
 	case !e.inSlice:
 		return nil
-	case !sr.ticket.granted:
+	case !sharedSched.begin(&sr.ticket):
 		return running
 	case !sr.started:
 		return e.aside()

@@ -164,6 +164,7 @@ func (st *loopState) relinquish(s *session) {
 	if !s.done {
 		s.done = true
 		st.suspended--
+		st.disown(s)
 	}
 	s.core.ReleaseScript()
 }

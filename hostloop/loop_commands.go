@@ -30,6 +30,11 @@ type Submission struct {
 	// session if this one ends first; "" takes LoopConfig.Restart. It
 	// matters only with a LoopConfig.Ledger.
 	Restart workflow.RestartPolicy
+	// Owner names the tenant the session runs for (host.Config.Owner):
+	// its script's slices are scheduled fairly between owners, and it
+	// shares a realm with its owner's sessions only. The API sets the
+	// token's owner. A session resumed from its ledger runs as "".
+	Owner string
 	// MaxLifetime, when positive, ends the session once it has lived
 	// that long (workflow.ErrMaxLifetime): its live operations are
 	// cancelled, as an operator's cancel does. Zero: it lives as long as
@@ -118,6 +123,9 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if err := l.cfg.Limits.check(sub); err != nil {
 		return SessionStatus{}, err
 	}
+	if err := l.memory.admit(); err != nil {
+		return SessionStatus{}, err
+	}
 	policy := l.cfg.Restart
 	if sub.Restart != "" {
 		p, err := workflow.ParseRestartPolicy(string(sub.Restart))
@@ -130,7 +138,7 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if err != nil {
 		return SessionStatus{}, err
 	}
-	n.lifetime = sub.MaxLifetime
+	n.lifetime, n.owner = sub.MaxLifetime, sub.Owner
 	if l.cfg.durable(policy) {
 		n.ledger = newSubmitted(n.clock.own, n.cfg, n.rt, sub)
 	}
@@ -233,6 +241,8 @@ type newSession struct {
 	// lifetime is the submission's MaxLifetime (a durable session's is
 	// in its ledger).
 	lifetime time.Duration
+	// owner is the submission's Owner.
+	owner string
 }
 
 // prepareSession builds a session's runtime from the loop's template and
@@ -269,6 +279,9 @@ func sessionConfig(lc LoopConfig, sub Submission) host.Config {
 	}
 	if sub.Tools != nil {
 		cfg.Tools = sub.Tools
+	}
+	if sub.Owner != "" {
+		cfg.Owner = sub.Owner
 	}
 	switch {
 	case sub.ToolCallBudget > 0:
@@ -307,6 +320,11 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 	if (n.res == nil || n.res.Suspended) && n.id == "" && st.suspended >= st.cfg.Limits.MaxSuspendedSessions {
 		return SessionStatus{}, fmt.Errorf("%w: %d suspended, the limit", ErrHostBusy, st.suspended)
 	}
+	if (n.res == nil || n.res.Suspended) && n.id == "" {
+		if err := st.ownerRoom(n.owner); err != nil {
+			return SessionStatus{}, err
+		}
+	}
 	s := &session{
 		id:      n.id,
 		core:    n.core,
@@ -336,6 +354,8 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 	// Counted until it is done; one that finished at once is done at
 	// this step's flush.
 	st.suspended++
+	s.owner = n.owner
+	st.owned[s.owner]++
 	// Claim now so the returned status already lists the dispatches.
 	for _, op := range s.core.Claim() {
 		st.track(s, op)

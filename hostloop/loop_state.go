@@ -76,6 +76,9 @@ type loopState struct {
 	gone        <-chan struct{}
 	// turns tells the loop when a running session's slice may go on.
 	turns *host.Turns
+	// owned counts the sessions not done of each owner, against
+	// Limits.MaxSessionsPerOwner.
+	owned map[string]int
 }
 
 // settledMemory bounds how many settled operations the loop remembers for
@@ -123,6 +126,9 @@ type session struct {
 	// deferred holds what waits for the session's running slice to end
 	// (see later).
 	deferred []func()
+	// owner is its submission's Owner, counted in loopState.owned
+	// until it is done.
+	owner string
 }
 
 // dispatched is the loop's bookkeeping of one operation a session claimed:
@@ -174,6 +180,7 @@ func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loo
 		parked:        make(map[string][]Event),
 		resumingOwn:   cfg.Ledger != nil,
 		turns:         host.NewTurns(),
+		owned:         make(map[string]int),
 	}
 }
 
@@ -326,6 +333,7 @@ func (st *loopState) doReady(s *session, rd workflow.Ready) {
 func (st *loopState) finishSession(s *session) {
 	s.done = true
 	st.suspended--
+	st.disown(s)
 	s.core.End()
 	// Its summary is all a finished session keeps of its script: a VM
 	// per finished session, thousands of them, is memory nobody reads.

@@ -69,6 +69,8 @@ func (g *Gate) Submit(ctx context.Context, sub hostloop.Submission) (hostloop.Se
 	if sub.Tools, err = admitTools(t, sub.Tools); err != nil {
 		return hostloop.SessionStatus{}, err
 	}
+	// Its script's slices are scheduled fairly between owners.
+	sub.Owner = t.Owner()
 	st, err := g.backend.Submit(ctx, sub)
 	if err != nil {
 		return st, err

@@ -37,3 +37,7 @@ func (s *Session) Abort(err error) {
 		s.result = res
 	}
 }
+
+// MemoryHeld is the memory the session's script is charged with (see
+// host.Runtime.MemoryHeld).
+func (s *Session) MemoryHeld() int64 { return s.rt.MemoryHeld() }

@@ -1,0 +1,142 @@
+package hostloop
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+// A host's sessions each stay within their own memory budget, but
+// nothing else stopped their sum from passing what the process may hold:
+// eleven sessions each holding 240 MiB of a 256 MiB budget killed a host
+// capped at 4 GiB of address space. With LoopConfig.MemoryBudget set (a
+// host derives it from its real limit, as it does GOMEMLIMIT), a watch
+// beside the loop reads the live heap (what survived the last
+// collection) every MemoryWatchEvery:
+//
+//   - at memoryAdmitShare of the budget, new submissions are refused
+//     (ErrMemoryPressure, 503 memory_pressure with Retry-After): the
+//     sessions the host holds may still grow;
+//   - at memoryShedShare, once a collection confirms it, the session
+//     that holds the most memory fails with host.ErrMemoryBudget, one per
+//     watch until the heap is below the line again;
+//   - at the budget itself, a slice growing the heap is stopped where it
+//     grows (host.SetProcessMemoryLimit): the last line, for a slice that
+//     grows faster than the watch looks.
+//
+// A durable session is failed like any other rather than evicted to its
+// ledger: what it holds is its script's own state, which resuming it
+// would build again (see docs/decisions/0182).
+
+// Defaults and shares of the memory watch.
+const (
+	// DefaultMemoryWatchEvery is how often the watch reads the heap.
+	DefaultMemoryWatchEvery = 100 * time.Millisecond
+	// memoryAdmitShare of the budget live refuses new submissions;
+	// memoryShedShare fails the largest session.
+	memoryAdmitShare = 0.75
+	memoryShedShare  = 0.90
+)
+
+// memoryWatch is the loop's view of the process's memory. The watch
+// goroutine writes it; Submit and the loop read it.
+type memoryWatch struct {
+	budget int64
+	every  time.Duration
+	// live is the heap that survived the last collection.
+	live atomic.Int64
+	// refusing: live is at or over the admission line.
+	refusing atomic.Bool
+	// read returns the live heap; collect runs a collection first.
+	read func(collect bool) int64
+}
+
+// readLiveHeap reads what survived the last collection, after one if collect.
+func readLiveHeap(collect bool) int64 {
+	if collect {
+		runtime.GC()
+	}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+func newMemoryWatch(cfg LoopConfig) *memoryWatch {
+	if cfg.MemoryBudget <= 0 {
+		return nil
+	}
+	w := &memoryWatch{budget: cfg.MemoryBudget, every: cfg.MemoryWatchEvery, read: readLiveHeap}
+	if cfg.readHeap != nil {
+		w.read = cfg.readHeap
+	}
+	return w
+}
+
+func (w *memoryWatch) line(share float64) int64 { return int64(float64(w.budget) * share) }
+
+// admit refuses a submission while the heap is over the admission line.
+func (w *memoryWatch) admit() error {
+	if w == nil || !w.refusing.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s live of the host's %s budget", ErrMemoryPressure, mib(w.live.Load()), mib(w.budget))
+}
+
+func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
+
+// watchMemory is the watch goroutine: it reads the heap every
+// w.every and asks the loop to shed a session while it is over the shed
+// line. It ends with the loop.
+func (l *Loop) watchMemory(w *memoryWatch) {
+	defer l.st.bg.Done()
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		live := w.read(false)
+		if live >= w.line(memoryShedShare) {
+			// Garbage the collector has not reached yet is not held:
+			// confirmed before anybody fails for it.
+			live = w.read(true)
+		}
+		w.live.Store(live)
+		w.refusing.Store(live >= w.line(memoryAdmitShare))
+		if live < w.line(memoryShedShare) {
+			continue
+		}
+		if err := l.send(l.stopped, cmdFunc(func(st *loopState) { st.shed(live, w) })); err != nil {
+			return
+		}
+	}
+}
+
+// shed fails the session that holds the most memory.
+func (st *loopState) shed(live int64, w *memoryWatch) {
+	var largest *session
+	var held int64
+	for _, s := range st.sessions {
+		if s.done {
+			continue
+		}
+		if h := s.core.MemoryHeld(); h > held {
+			largest, held = s, h
+		}
+	}
+	if largest == nil {
+		st.reject("memory_pressure", fmt.Errorf("%w: %s live of a %s budget, and no session holds any of it", ErrMemoryPressure, mib(live), mib(w.budget)))
+		return
+	}
+	err := fmt.Errorf("%w: the host is short of memory (%s live of its %s budget) and this session held the most, %s",
+		host.ErrMemoryBudget, mib(live), mib(w.budget), mib(held))
+	largest.core.Abort(err)
+	st.touch(largest)
+	st.reject("memory_shed", err)
+}

@@ -1,0 +1,76 @@
+package hostloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/internal/testwait"
+)
+
+// TestMemoryWatchRefusesThenSheds: over the admission line the loop
+// refuses new submissions with ErrMemoryPressure, and over the shed line
+// it fails the session holding the most memory with ErrMemoryBudget, one
+// at a time, leaving the others to complete.
+func TestMemoryWatchRefusesThenSheds(t *testing.T) {
+	const budget = 1 << 30
+	var live atomic.Int64
+	var shedOnce atomic.Bool
+	tr := newChanTransport()
+	l, err := StartLoop(LoopConfig{
+		Transport: tr, HostID: "h1",
+		Catalog:          func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("text.remote")) },
+		MemoryBudget:     budget,
+		MemoryWatchEvery: time.Millisecond,
+		readHeap: func(collect bool) int64 {
+			// One session shed is enough: the collection that would
+			// confirm the next finds the heap below the line.
+			if collect && live.Load() > budget*90/100 && !shedOnce.CompareAndSwap(false, true) {
+				return budget / 2
+			}
+			return live.Load()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	ctx := context.Background()
+	// Three sessions that hold 1, 8 and 4 MiB across an await.
+	var ids []SessionID
+	for _, mib := range []int{1, 8, 4} {
+		s, err := l.Submit(ctx, Submission{Source: fmt.Sprintf(`const kept = []; for (let i = 0; i < %d; i++) kept.push("x".repeat(2**20) + i); await tool.start("text.remote", "x"); kept.length`, mib)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	for range ids {
+		next(t, tr)
+	}
+
+	live.Store(budget * 80 / 100)
+	testwait.Until(t, 0, "submissions to be refused", func() bool {
+		_, err := l.Submit(ctx, Submission{Source: `return 1`})
+		return errors.Is(err, ErrMemoryPressure)
+	})
+	live.Store(budget * 95 / 100)
+	st := waitState(t, l, ids[1], SessionFailed)
+	if !errors.Is(st.Err, host.ErrMemoryBudget) {
+		t.Fatalf("the largest session failed with %v, want ErrMemoryBudget", st.Err)
+	}
+	live.Store(budget / 2)
+	testwait.Until(t, 0, "submissions to be taken again", func() bool {
+		_, err := l.Submit(ctx, Submission{Source: `return 1`})
+		return err == nil
+	})
+	for _, id := range []SessionID{ids[0], ids[2]} {
+		if st, _, _ := l.Status(ctx, id); st.State != SessionSuspended {
+			t.Fatalf("session %s: %+v; only the largest should have failed", id, st)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package hostloop
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/splashfabric/splashfabric/host"
+)
+
+// TestOwnerHoldsItsShareOnly: an owner at its share of the host's
+// sessions is refused (ErrOwnerBusy) while another owner still gets in,
+// and a session of the first that ends makes room for it again.
+func TestOwnerHoldsItsShareOnly(t *testing.T) {
+	tr := newChanTransport()
+	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1", Limits: Limits{MaxSuspendedSessions: 10, MaxSessionsPerOwner: 2},
+		Catalog: func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	ctx := context.Background()
+	submit := func(owner string) (SessionStatus, error) {
+		return l.Submit(ctx, Submission{Source: `return await tool.start("t", "x")`, Owner: owner})
+	}
+	first, err := submit("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := submit("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := submit("a"); !errors.Is(err, ErrOwnerBusy) {
+		t.Fatalf("a third session of a: %v, want ErrOwnerBusy", err)
+	}
+	if _, err := submit("b"); err != nil {
+		t.Fatalf("b beside a at its share: %v", err)
+	}
+	// A script that does not wait takes no place.
+	if s, err := l.Submit(ctx, Submission{Source: `return 1`, Owner: "a"}); err != nil || s.State != SessionCompleted {
+		t.Fatalf("a script that finishes at once: %+v, %v", s, err)
+	}
+	for range 3 {
+		tr.Succeed(next(t, tr), "done")
+	}
+	waitState(t, l, first.ID, SessionCompleted)
+	if _, err := submit("a"); err != nil {
+		t.Fatalf("a after one of its sessions ended: %v", err)
+	}
+}
