@@ -109,7 +109,7 @@ type ticket struct {
 	tag   any
 	// at is where it waits; granted: it holds the gate; begun: its
 	// quantum began (an owner with Turns continued it).
-	at              waitingAt
+	at             waitingAt
 	granted, begun bool
 }
 
