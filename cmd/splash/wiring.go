@@ -309,6 +309,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		DuplicateWindow:   p.fabric.DuplicateWindow,
 		Restart:           workflow.RestartPolicy(p.limits.restart),
 		Limits:            p.limits.limits,
+		MemoryBudget:      p.limits.memoryBudget,
 		AuditPerSession:   p.limits.auditPerSession,
 	}, p.log)
 	if err != nil {
@@ -326,7 +327,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		Tokens: p.apiTokens,
 		// Shared with /mcp, so that a session run there is its token's
 		// on the API too.
-		Gate:   httpapi.NewGate(h.loop, httpapi.GateConfig{}),
+		Gate:   httpapi.NewGate(h.loop, p.http.gate()),
 		Events: h.events,
 		Ready: func(ctx context.Context) error {
 			return h.ready(ctx, p.nc, js)
