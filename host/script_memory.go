@@ -244,7 +244,7 @@ func (m *memoryMeter) tick(a *memoryAccount) {
 	// the next ones still stop what passes the hard bound.
 	a.timer.Reset(memoryMeterPeriod)
 	m.charge()
-	if m.limit > 0 && m.last >= m.limit && !a.stopped && !m.confirming {
+	if m.limit > 0 && m.last >= m.limit && !a.stopped {
 		m.processLimit(a)
 		return
 	}
@@ -274,22 +274,17 @@ func (m *memoryMeter) stopWith(a *memoryAccount, err error) {
 	a.vm.Interrupt(err)
 }
 
-// processLimit stops a's slice when, with the heap at the process's
-// limit, a collection confirms that what is live is over it: the slice
-// that runs is the one asking for memory the process does not have, and
-// the process must not wait for its host to shed a session first (the
-// host sheds one well before this line, see hostloop's memory watch). mu
-// is held.
+// processLimit stops a's slice, the heap being at the process's limit:
+// the slice that runs is the one asking for memory the process does not
+// have, and the process must not wait for its host to shed a session
+// first (the host sheds one well before this line, see hostloop's memory
+// watch). It is not confirmed by a collection: the runtime's own soft
+// limit (GOMEMLIMIT, the same figure) collects before the heap gets here,
+// so what is here is held, and a collection of a heap that size takes
+// long enough for the slice to grow by hundreds of megabytes meanwhile.
+// mu is held.
 func (m *memoryMeter) processLimit(a *memoryAccount) {
-	m.confirming = true
-	m.confirm()
-	m.confirming = false
-	if m.cur != a || a.stopped {
-		return
-	}
-	if _, live := m.read(); live >= m.limit {
-		m.stopWith(a, fmt.Errorf("%w: the host ran out of memory (its budget is %s) while the script grew", ErrMemoryBudget, formatBytes(m.limit)))
-	}
+	m.stopWith(a, fmt.Errorf("%w: the host ran out of memory (its budget is %s) while the script grew", ErrMemoryBudget, formatBytes(m.limit)))
 }
 
 // SetProcessMemoryLimit sets the process's memory budget, the heap size

@@ -40,6 +40,9 @@ const (
 	// memoryShedShare fails the largest session.
 	memoryAdmitShare = 0.75
 	memoryShedShare  = 0.90
+	// memoryRecollect is how often, while refusing, the watch runs a
+	// collection to see what is still held.
+	memoryRecollect = time.Second
 )
 
 // memoryWatch is the loop's view of the process's memory. The watch
@@ -95,6 +98,7 @@ func (l *Loop) watchMemory(w *memoryWatch) {
 	defer l.st.bg.Done()
 	t := time.NewTicker(w.every)
 	defer t.Stop()
+	var collected time.Time
 	for {
 		select {
 		case <-l.stop:
@@ -102,10 +106,16 @@ func (l *Loop) watchMemory(w *memoryWatch) {
 		case <-t.C:
 		}
 		live := w.read(false)
-		if live >= w.line(memoryShedShare) {
+		switch {
+		case live >= w.line(memoryShedShare):
 			// Garbage the collector has not reached yet is not held:
 			// confirmed before anybody fails for it.
-			live = w.read(true)
+			live, collected = w.read(true), time.Now()
+		case live >= w.line(memoryAdmitShare) && time.Since(collected) >= memoryRecollect:
+			// The sessions that held it may have ended since the last
+			// collection; while the host refuses work, nothing may
+			// allocate enough to run one.
+			live, collected = w.read(true), time.Now()
 		}
 		w.live.Store(live)
 		w.refusing.Store(live >= w.line(memoryAdmitShare))
