@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // maxResponseBytes bounds a JSON answer read into memory; the longest the
@@ -130,13 +132,23 @@ func errorOf(resp *http.Response) *Error {
 	}
 	if json.Unmarshal(raw, &body) == nil && body.Error.Code != "" {
 		e := body.Error
-		return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message, Scope: e.Scope, Tool: e.Tool}
+		return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message, Scope: e.Scope, Tool: e.Tool, RetryAfter: retryAfter(resp)}
 	}
 	msg := strings.TrimSpace(string(raw))
 	if len(msg) > maxErrorBytes {
 		msg = msg[:maxErrorBytes] + "…"
 	}
-	return &Error{Status: resp.StatusCode, Message: strings.Join(strings.Fields(msg), " ")}
+	return &Error{Status: resp.StatusCode, Message: strings.Join(strings.Fields(msg), " "), RetryAfter: retryAfter(resp)}
+}
+
+// retryAfter reads a response's Retry-After in seconds (the API sends
+// no dates); 0 without one.
+func retryAfter(resp *http.Response) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }
 
 // call sends a request and decodes the 2xx answer into out.
