@@ -291,7 +291,9 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	}
 	go l.run()
 	if l.memory = newMemoryWatch(cfg); l.memory != nil {
-		host.SetProcessMemoryLimit(cfg.MemoryBudget)
+		if cfg.readHeap == nil {
+			host.SetProcessMemoryLimit(cfg.MemoryBudget)
+		}
 		l.st.bg.Add(1)
 		go l.watchMemory(l.memory)
 	}
@@ -322,7 +324,7 @@ func (l *Loop) Stop() {
 	}
 	<-l.done
 	l.st.bg.Wait()
-	if l.memory != nil {
+	if l.memory != nil && l.cfg.readHeap == nil {
 		host.SetProcessMemoryLimit(0)
 	}
 	if l.cfg.Leases != nil {

@@ -123,7 +123,7 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if err := l.cfg.Limits.check(sub); err != nil {
 		return SessionStatus{}, err
 	}
-	if err := l.memory.admit(); err != nil {
+	if err := l.memory.admit(sub.Owner); err != nil {
 		return SessionStatus{}, err
 	}
 	policy := l.cfg.Restart

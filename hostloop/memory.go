@@ -19,8 +19,11 @@ import (
 // collection) every MemoryWatchEvery:
 //
 //   - at memoryAdmitShare of the budget, new submissions are refused
-//     (ErrMemoryPressure, 503 memory_pressure with Retry-After): the
-//     sessions the host holds may still grow;
+//     (ErrMemoryPressure, 503 memory_pressure with Retry-After) from the
+//     owners (Submission.Owner) whose sessions hold their share of the
+//     memory or more: the admission line divided among the owners holding
+//     any. An owner whose sessions hold less is still taken, so one
+//     client filling the host's memory does not shut the others out;
 //   - at memoryShedShare, once a collection confirms it, the session
 //     that holds the most memory fails with host.ErrMemoryBudget, one per
 //     watch until the heap is below the line again;
@@ -52,8 +55,12 @@ type memoryWatch struct {
 	every  time.Duration
 	// live is the heap that survived the last collection.
 	live atomic.Int64
-	// refusing: live is at or over the admission line.
+	// refusing: live is at or over the admission line; held is then
+	// what each owner's sessions hold, and share what one owner may hold
+	// before it is refused (nil and 0 until the loop reported).
 	refusing atomic.Bool
+	held     atomic.Pointer[map[string]int64]
+	share    atomic.Int64
 	// read returns the live heap; collect runs a collection first.
 	read func(collect bool) int64
 }
@@ -81,12 +88,39 @@ func newMemoryWatch(cfg LoopConfig) *memoryWatch {
 
 func (w *memoryWatch) line(share float64) int64 { return int64(float64(w.budget) * share) }
 
-// admit refuses a submission while the heap is over the admission line.
-func (w *memoryWatch) admit() error {
+// admit refuses a submission of owner while the heap is over the
+// admission line and owner's sessions hold their share of it.
+func (w *memoryWatch) admit(owner string) error {
 	if w == nil || !w.refusing.Load() {
 		return nil
 	}
-	return fmt.Errorf("%w: %s live of the host's %s budget", ErrMemoryPressure, mib(w.live.Load()), mib(w.budget))
+	held := int64(-1)
+	if m := w.held.Load(); m != nil {
+		held = (*m)[owner]
+		if held < w.share.Load() {
+			return nil
+		}
+	}
+	if held < 0 {
+		return fmt.Errorf("%w: %s live of the host's %s budget", ErrMemoryPressure, mib(w.live.Load()), mib(w.budget))
+	}
+	return fmt.Errorf("%w: %s live of the host's %s budget, and the sessions of %q hold %s, its share", ErrMemoryPressure, mib(w.live.Load()), mib(w.budget), owner, mib(held))
+}
+
+// account is the loop's report of what each owner's sessions hold,
+// while the watch refuses: admit then refuses only the owners holding
+// their share.
+func (st *loopState) account(w *memoryWatch) {
+	held := make(map[string]int64)
+	for _, s := range st.sessions {
+		if !s.done {
+			if h := s.core.MemoryHeld(); h > 0 {
+				held[s.owner] += h
+			}
+		}
+	}
+	w.share.Store(w.line(memoryAdmitShare) / int64(max(len(held), 1)))
+	w.held.Store(&held)
 }
 
 func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
@@ -118,7 +152,15 @@ func (l *Loop) watchMemory(w *memoryWatch) {
 			live, collected = w.read(true), time.Now()
 		}
 		w.live.Store(live)
-		w.refusing.Store(live >= w.line(memoryAdmitShare))
+		refusing := live >= w.line(memoryAdmitShare)
+		if refusing {
+			if err := l.send(l.stopped, cmdFunc(func(st *loopState) { st.account(w) })); err != nil {
+				return
+			}
+		} else {
+			w.held.Store(nil)
+		}
+		w.refusing.Store(refusing)
 		if live < w.line(memoryShedShare) {
 			continue
 		}

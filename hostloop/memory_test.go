@@ -13,11 +13,15 @@ import (
 )
 
 // TestMemoryWatchRefusesThenSheds: over the admission line the loop
-// refuses new submissions with ErrMemoryPressure, and over the shed line
-// it fails the session holding the most memory with ErrMemoryBudget, one
-// at a time, leaving the others to complete.
+// refuses new submissions of an owner whose sessions hold its share with
+// ErrMemoryPressure while it takes another's, and over the shed line it
+// fails the session holding the most memory with ErrMemoryBudget, one at
+// a time, leaving the others to complete.
 func TestMemoryWatchRefusesThenSheds(t *testing.T) {
-	const budget = 1 << 30
+	// The heap's level is the test's (readHeap); the budget is that of
+	// the sessions' real holdings (13 MiB), so that the heavy owner's
+	// share (the admission line, 12 MiB) is less than they hold.
+	const budget = 16 << 20
 	var live atomic.Int64
 	var shedOnce atomic.Bool
 	tr := newChanTransport()
@@ -43,7 +47,7 @@ func TestMemoryWatchRefusesThenSheds(t *testing.T) {
 	// Three sessions that hold 1, 8 and 4 MiB across an await.
 	var ids []SessionID
 	for _, mib := range []int{1, 8, 4} {
-		s, err := l.Submit(ctx, Submission{Source: fmt.Sprintf(`const kept = []; for (let i = 0; i < %d; i++) kept.push("x".repeat(2**20) + i); await tool.start("text.remote", "x"); kept.length`, mib)})
+		s, err := l.Submit(ctx, Submission{Owner: "heavy", Source: fmt.Sprintf(`const kept = []; for (let i = 0; i < %d; i++) kept.push("x".repeat(2**20) + i); await tool.start("text.remote", "x"); kept.length`, mib)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,10 +58,13 @@ func TestMemoryWatchRefusesThenSheds(t *testing.T) {
 	}
 
 	live.Store(budget * 80 / 100)
-	testwait.Until(t, 0, "submissions to be refused", func() bool {
-		_, err := l.Submit(ctx, Submission{Source: `return 1`})
+	testwait.Until(t, 0, "the heavy owner's submissions to be refused", func() bool {
+		_, err := l.Submit(ctx, Submission{Owner: "heavy", Source: `return 1`})
 		return errors.Is(err, ErrMemoryPressure)
 	})
+	if _, err := l.Submit(ctx, Submission{Owner: "light", Source: `return 1`}); err != nil {
+		t.Fatalf("an owner holding nothing, under pressure: %v", err)
+	}
 	live.Store(budget * 95 / 100)
 	st := waitState(t, l, ids[1], SessionFailed)
 	if !errors.Is(st.Err, host.ErrMemoryBudget) {
@@ -65,7 +72,7 @@ func TestMemoryWatchRefusesThenSheds(t *testing.T) {
 	}
 	live.Store(budget / 2)
 	testwait.Until(t, 0, "submissions to be taken again", func() bool {
-		_, err := l.Submit(ctx, Submission{Source: `return 1`})
+		_, err := l.Submit(ctx, Submission{Owner: "heavy", Source: `return 1`})
 		return err == nil
 	})
 	for _, id := range []SessionID{ids[0], ids[2]} {
