@@ -2,6 +2,7 @@ package host
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -142,5 +143,47 @@ func BenchmarkYieldPoints(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkResumeWithTurns is one resumption of a suspended script (a
+// tool result delivered, the script awaiting the next), as a plain owner
+// runs it and as the host loop does (SetTurns: the slice runs on a
+// goroutine of its own while the owner waits).
+func BenchmarkResumeWithTurns(b *testing.B) {
+	for _, turns := range []bool{false, true} {
+		name := "waiting-owner"
+		if turns {
+			name = "turns"
+		}
+		b.Run(name, func(b *testing.B) {
+			r := scriptBenchRuntime(b)
+			t := NewTurns()
+			if turns {
+				r.SetTurns(t, nil)
+			}
+			src := `for (let i = 0; i < ` + strconv.Itoa(b.N) + `; i++) { await tool.start("text.remote", "x") }`
+			if res, err := r.Eval(src); err != nil || !res.Suspended {
+				b.Fatalf("Eval: %+v, %v", res, err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				inv, _ := r.ClaimNextExternalTool()
+				res, err := r.CompleteExternalTool(inv.ID, Ok("done"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				// A slice held up past its quantum (a busy machine)
+				// goes on when its turn comes.
+				for res != nil && res.Running {
+					<-t.Ready()
+					t.Take()
+					res = r.Continue()
+				}
+			}
+			b.StopTimer()
+			r.ReleaseScript()
+		})
 	}
 }

@@ -100,6 +100,11 @@ const (
 	RejectWrongAttempt     = "wrong_attempt"
 	RejectContradictory    = "contradictory"
 	RejectLate             = "late"
+	// Reasons of splash_publish_failures_total: the transport can never
+	// carry the invocation (its operation fails), or refused it this
+	// once (it is published again after a backoff).
+	PublishTooLarge = "too_large"
+	PublishRefused  = "refused"
 )
 
 // Terminal session states (splash_sessions_total).
@@ -145,15 +150,16 @@ var (
 	handlerResult = []string{HandlerSucceeded, HandlerFailed, HandlerRetryTransient, HandlerRetryRateLimited, HandlerCancelled, HandlerIndeterminate, HandlerHandedBack}
 	poisonReasons = []string{PoisonGarbage, PoisonTooLong, PoisonBadTag, PoisonWrongSession, PoisonSequence, PoisonUnknownRequest,
 		PoisonContradictory, PoisonInvalidMessage, PoisonFlood, PoisonExited, PoisonWatchdog, PoisonStopped}
-	retryClasses  = []string{RetryTransient, RetryRateLimited}
-	dispositions  = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
-	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMalformed, AuthMissingToken, AuthWrongToken}
-	rejectReasons = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
-	sessionStates = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
-	resumeReasons = []string{ResumeLedgerRejected, ResumeToolsChanged, ResumeStore, ResumeLease}
-	budgets       = []string{BudgetMemory, BudgetExecution, BudgetPending}
-	streamSources = []string{StreamSource, StreamRedacted, StreamDenied}
-	reconciled    = []string{ReconcileRunning, ReconcileSucceeded, ReconcileFailed, ReconcileCancelled, ReconcileUnknown}
+	retryClasses   = []string{RetryTransient, RetryRateLimited}
+	dispositions   = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
+	authReasons    = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthMalformed, AuthMissingToken, AuthWrongToken}
+	publishReasons = []string{PublishTooLarge, PublishRefused}
+	rejectReasons  = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
+	sessionStates  = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
+	resumeReasons  = []string{ResumeLedgerRejected, ResumeToolsChanged, ResumeStore, ResumeLease}
+	budgets        = []string{BudgetMemory, BudgetExecution, BudgetPending}
+	streamSources  = []string{StreamSource, StreamRedacted, StreamDenied}
+	reconciled     = []string{ReconcileRunning, ReconcileSucceeded, ReconcileFailed, ReconcileCancelled, ReconcileUnknown}
 )
 
 // oneOf returns v when it is in set and Other otherwise.
