@@ -159,6 +159,7 @@ func BenchmarkResumeWithTurns(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			r := scriptBenchRuntime(b)
 			t := NewTurns()
+			defer t.Close()
 			if turns {
 				r.SetTurns(t, nil)
 			}

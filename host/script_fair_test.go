@@ -164,6 +164,7 @@ func drive(t *testing.T, turns *Turns, rts map[any]*Runtime, results map[any]*Ev
 // unwinds it.
 func TestTurnsKeepTheOwnerFree(t *testing.T) {
 	turns := NewTurns()
+	defer turns.Close()
 	burner := NewRuntime(Config{ExecutionBudget: time.Minute})
 	burner.SetTurns(turns, "burner")
 	res, err := burner.Eval(`while (true) {}`)
@@ -198,6 +199,7 @@ func TestTurnsKeepTheOwnerFree(t *testing.T) {
 // in another realm meanwhile.
 func TestPausedSliceHoldsItsRealm(t *testing.T) {
 	turns := NewTurns()
+	defer turns.Close()
 	waiter := scriptRuntime(t, Config{Owner: "realm-test"})
 	waiter.SetTurns(turns, "waiter")
 	res := evalScript(t, waiter, `const out = await tool.start("text.remote", "x"); "got " + out`)

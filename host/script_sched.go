@@ -455,6 +455,8 @@ type Turns struct {
 	mu     sync.Mutex
 	due    []any
 	signal chan struct{}
+	// pool runs the slices of its runtimes that run aside.
+	pool asidePool
 }
 
 // NewTurns returns an empty Turns.
@@ -472,6 +474,11 @@ func (t *Turns) Take() []any {
 	t.due = nil
 	return due
 }
+
+// Close lets go of the goroutines the Turns keeps for its runtimes'
+// slices; an owner closes it once it runs no more script (its runtimes
+// done or aborted). A slice run after it gets a goroutine of its own.
+func (t *Turns) Close() { t.pool.close() }
 
 func (t *Turns) push(tag any) {
 	t.mu.Lock()

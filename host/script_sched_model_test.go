@@ -98,6 +98,7 @@ func runSchedModel(t *testing.T, seed uint64) {
 	}
 	// Owners with Turns: one goroutine drives them all.
 	turns := NewTurns()
+	defer turns.Close()
 	type driven struct {
 		r       *Runtime
 		res     *EvalResult

@@ -89,7 +89,7 @@ func (e *scriptEngine) aside() *EvalResult {
 		sr.toOwner, sr.resume = make(chan sliceNews), make(chan struct{})
 	}
 	sr.started = true
-	go func() { sr.toOwner <- sliceNews{res: e.body()} }()
+	sr.turns().pool.run(func() { sr.toOwner <- sliceNews{res: e.body()} })
 	return e.news()
 }
 

@@ -357,6 +357,7 @@ func (l *Loop) run() {
 		select {
 		case <-l.stop:
 			st.stopAllRunning()
+			st.turns.Close()
 			l.stopStores()
 			return
 		case c := <-l.cmds:
