@@ -48,3 +48,44 @@ func TestOwnerHoldsItsShareOnly(t *testing.T) {
 		t.Fatalf("a after one of its sessions ended: %v", err)
 	}
 }
+
+// The issue's reproduction at the default limits: one client's
+// never-ending scripts filled --max-sessions and every other client got
+// host_busy. Now the client stops at a quarter of them and another still
+// gets in.
+func TestOneOwnerCannotFillTheHost(t *testing.T) {
+	tr := newChanTransport()
+	l, err := StartLoop(LoopConfig{Transport: tr, HostID: "h1",
+		Catalog: func(rt *host.Runtime) error { return rt.RegisterExternalTool(host.NewToolPolicy("t")) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A worker that never answers: the invocations go nowhere.
+	done := make(chan struct{})
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for {
+			select {
+			case <-tr.Invocations():
+			case <-done:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-drained })
+	t.Cleanup(l.Stop)
+	ctx := context.Background()
+	share := DefaultMaxSuspendedSessions / 4
+	for i := range share {
+		if _, err := l.Submit(ctx, Submission{Source: `await tool.start("t", "x")`, Owner: "flood"}); err != nil {
+			t.Fatalf("session %d of %d: %v", i+1, share, err)
+		}
+	}
+	if _, err := l.Submit(ctx, Submission{Source: `await tool.start("t", "x")`, Owner: "flood"}); !errors.Is(err, ErrOwnerBusy) {
+		t.Fatalf("one more of the flood: %v, want ErrOwnerBusy", err)
+	}
+	if _, err := l.Submit(ctx, Submission{Source: `await tool.start("t", "x")`, Owner: "other"}); err != nil {
+		t.Fatalf("another client beside the flood: %v", err)
+	}
+}
