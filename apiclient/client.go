@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/splashfabric/splashfabric/internal/clip"
 )
@@ -132,10 +134,20 @@ func errorOf(resp *http.Response) *Error {
 	}
 	if json.Unmarshal(raw, &body) == nil && body.Error.Code != "" {
 		e := body.Error
-		return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message, Scope: e.Scope, Tool: e.Tool}
+		return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message, Scope: e.Scope, Tool: e.Tool, RetryAfter: retryAfter(resp)}
 	}
 	msg := strings.TrimSpace(string(raw))
-	return &Error{Status: resp.StatusCode, Message: strings.Join(strings.Fields(clip.String(msg, maxErrorBytes)), " ")}
+	return &Error{Status: resp.StatusCode, Message: strings.Join(strings.Fields(clip.String(msg, maxErrorBytes)), " "), RetryAfter: retryAfter(resp)}
+}
+
+// retryAfter reads a response's Retry-After in seconds (the API sends
+// no dates); 0 without one.
+func retryAfter(resp *http.Response) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }
 
 // call sends a request and decodes the 2xx answer into out.

@@ -26,9 +26,16 @@
 // by status class (ErrUnauthorized, ErrForbidden, ErrNotFound,
 // ErrConflict, ErrRejected, ...) or by code (ErrUnknownSession,
 // ErrUnknownOperation, ErrMissingScope, ErrToolNotPermitted; the last two
-// name the scope or tool in Error.Scope and Error.Tool). A host that
+// name the scope or tool in Error.Scope and Error.Tool). A refusal for
+// now says when to try again in Error.RetryAfter: ErrTooManyRequests (429:
+// the host is full, or ErrQuota, the token's owner is over one of its
+// quotas, Error.Code naming it) and ErrMemoryPressure (503). A host that
 // cannot be reached gives ErrUnreachable; a cancelled context gives its
 // own error.
+//
+// A submission asks for its session's tool call budget and pending limit
+// (SubmitRequest.ToolCallBudget, MaxPending; `splash run --budget
+// --pending`); zero takes the host's defaults.
 //
 // The request and response types are httpapi's wire types, aliased, so
 // the client and the server cannot drift apart. Package apitest serves the

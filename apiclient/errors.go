@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Sentinels an *Error matches with errors.Is, by status class or by the
@@ -41,8 +42,21 @@ var (
 	// (unknown tool, limit too high, capability denied, ...).
 	ErrRejected = errors.New("apiclient: rejected")
 	// ErrUnavailable matches a 501 or 503: the host is stopping, not
-	// ready, or serves no event streams.
+	// ready, short of memory, or serves no event streams.
 	ErrUnavailable = errors.New("apiclient: unavailable")
+	// ErrTooManyRequests matches every 429: the host holds all the
+	// sessions it may (host_busy) or the token is over one of its
+	// quotas (ErrQuota). Error.RetryAfter says when to try again.
+	ErrTooManyRequests = errors.New("apiclient: too many requests")
+	// ErrQuota matches the 429 of a token over one of its owner's quotas
+	// (session_quota, submission_rate, token_stream_limit) or of a client
+	// over its connections (client_connection_limit); Error.Code names
+	// the quota.
+	ErrQuota = errors.New("apiclient: over a quota")
+	// ErrMemoryPressure matches the 503 of a host too short of memory to
+	// take a new session (memory_pressure); it takes one again once its
+	// sessions let memory go.
+	ErrMemoryPressure = errors.New("apiclient: host short of memory")
 	// ErrServer matches any other 5xx.
 	ErrServer = errors.New("apiclient: server error")
 
@@ -73,6 +87,9 @@ type Error struct {
 	// pattern a tool_not_permitted refusal names.
 	Scope string
 	Tool  string
+	// RetryAfter is the answer's Retry-After (a 429's or a 503's): how
+	// long until the request may be taken. 0 without one.
+	RetryAfter time.Duration
 }
 
 // Error puts the host's message first, since it names the problem, then
@@ -115,8 +132,19 @@ func (e *Error) Is(target error) bool {
 		return e.Status == http.StatusUnprocessableEntity
 	case ErrUnavailable:
 		return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusNotImplemented
+	case ErrTooManyRequests:
+		return e.Status == http.StatusTooManyRequests
+	case ErrQuota:
+		return e.Status == http.StatusTooManyRequests && quotaCodes[e.Code]
+	case ErrMemoryPressure:
+		return e.Code == "memory_pressure"
 	case ErrServer:
 		return e.Status >= 500 && e.Status != http.StatusServiceUnavailable && e.Status != http.StatusNotImplemented
 	}
 	return false
+}
+
+// quotaCodes are the codes of the 429s a quota gives.
+var quotaCodes = map[string]bool{
+	"session_quota": true, "submission_rate": true, "token_stream_limit": true, "client_connection_limit": true,
 }

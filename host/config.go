@@ -93,6 +93,19 @@ type Config struct {
 	// and array (a 64th, in elements) a builtin may make in one call.
 	// Over it the script fails with ErrMemoryBudget.
 	MemoryBudget int64
+	// Owner names the tenant the session's script runs for: its slices
+	// are scheduled fairly between tenants by the time they ran, and its
+	// session shares a realm only with its own tenant's (see
+	// DefaultQuantum). A host names the API token's owner; "" is one
+	// tenant like any other.
+	Owner string
+	// MaxInputBytes bounds an external tool's input as it travels to a
+	// worker: its length as JSON text (quotes and escapes counted at
+	// their worst), so an input that fits is one the transport can carry.
+	// A start over it fails with ErrInputTooLarge before it consumes
+	// budget. 0 means unlimited; a host over NATS derives it from the
+	// largest message its streams take (fabric.Config.MaxToolInputBytes).
+	MaxInputBytes int
 	// AuditLimit bounds the retained audit log; 0 means DefaultAuditLimit.
 	// A host that drains after every step never reaches it.
 	AuditLimit int

@@ -70,7 +70,18 @@
 // a RangeError before they allocate. Over a budget the script fails with
 // ErrExecutionBudget or ErrMemoryBudget; the runtime, and every other,
 // go on. The timers that watch a slice are the only code of a runtime
-// that runs on another goroutine.
+// that runs on another goroutine, besides the slice itself for an owner
+// with Turns.
+//
+// Slices take turns fairly. Every loop turn and function body of a script
+// reaches a yield point, where a slice that ran for a quantum
+// (DefaultQuantum) gives way to others that wait and goes on, its stack
+// kept, when its turn comes again; turns go to the tenant (Config.Owner)
+// whose slices ran least. An owner that must not wait (the host loop)
+// gives the runtime Turns: a method that runs script then returns Running
+// after a quantum, and the owner calls Continue when Turns says the turn
+// came. SetProcessMemoryLimit stops a slice that grows the heap past the
+// process's memory budget.
 //
 // Package hostloop keeps sessions, drives them from worker events and
 // timers, and answers for them across restarts.

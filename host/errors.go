@@ -80,6 +80,10 @@ var (
 	// budget, or asked a builtin for a string, array or argument list
 	// larger than the budget allows.
 	ErrMemoryBudget = errors.New("host: memory budget exceeded")
+	// ErrInputTooLarge: a tool input longer than its way to a worker can
+	// carry (Config.MaxInputBytes). It is refused at the start, before
+	// any budget is consumed.
+	ErrInputTooLarge = errors.New("host: tool input too large")
 	// ErrNondeterministic: a replayed script made a call its ledger does
 	// not have at that call index (another tool or input), so its recorded
 	// answers no longer belong to it.

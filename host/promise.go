@@ -34,6 +34,12 @@ type EvalResult struct {
 	// Err is a *ScriptError when the script failed (a thrown error, a
 	// rejected promise, an assertion, the execution budget).
 	Err error
+	// Running (with Suspended) says that the script's slice has not
+	// ended: it used its quantum, or waits for its first turn. Only a
+	// runtime with Turns (SetTurns) returns it; its owner continues it
+	// with Continue when its turn comes, and gives it no other input
+	// until the slice ends.
+	Running bool
 }
 
 // Completed reports whether the script ran to the end without error.

@@ -27,8 +27,15 @@ type Runtime struct {
 	allowedErr error         // a malformed Config.Tools; refuses every tool
 	execBudget time.Duration // read by the script engine
 	memBudget  int64         // read by the script engine
+	maxInput   int           // Config.MaxInputBytes; 0: unlimited
 	// background: the script's slices give way to live ones (a replay).
 	background bool
+	// owner is the tenant the script's slices are scheduled for
+	// (Config.Owner); turns and turnTag, when set, are where its turns
+	// are told (SetTurns).
+	owner   string
+	turns   *Turns
+	turnTag any
 
 	nonce        CapabilitySessionNonce
 	nonceErr     error  // why the nonce could not be drawn; refuses external tools
@@ -89,6 +96,8 @@ func NewRuntime(cfg Config) *Runtime {
 		grants:     cfg.Grants,
 		execBudget: cfg.ExecutionBudget,
 		memBudget:  cfg.MemoryBudget,
+		maxInput:   cfg.MaxInputBytes,
+		owner:      cfg.Owner,
 		tools:      make(map[string]*tool),
 	}
 	if r.clock == nil {
@@ -138,6 +147,9 @@ func NewRuntime(cfg Config) *Runtime {
 	r.keyPrefixLen = len(r.keyBuf)
 	return r
 }
+
+// Owner returns the tenant the runtime's script runs for (Config.Owner).
+func (r *Runtime) Owner() string { return r.owner }
 
 // SessionNonce returns the nonce in this session's idempotency keys; it is
 // the zero nonce if entropy was unavailable.
@@ -218,6 +230,9 @@ func (r *Runtime) StartJSON(tool string, input json.RawMessage) (*Promise, error
 
 func (r *Runtime) startOp(name, in string, format Format, onSettle func(Settlement)) (*Promise, error) {
 	if err := r.granted(name); err != nil {
+		return nil, err
+	}
+	if err := r.inputFits(name, in); err != nil {
 		return nil, err
 	}
 	t, err := r.toolFor(name, format, in)

@@ -34,6 +34,8 @@ type scriptEngine struct {
 	now    goja.Now
 	budget budgetTimer
 	mem    memoryAccount
+	// run holds what a slice does between its turns (script_slice.go).
+	run sliceRun
 
 	// main is the promise of the running script's async body; nil when
 	// no script is suspended.
@@ -42,7 +44,8 @@ type scriptEngine struct {
 	// an earlier script dropped are ignored.
 	gen uint64
 	// active is true from the start of Eval until the script completes or
-	// fails; inSlice while JavaScript is on the stack.
+	// fails; inSlice from the start of a slice (waiting for its first
+	// turn included) to its end.
 	active, inSlice bool
 	// ready holds settlements queued by onSettle hooks and not yet
 	// delivered to JavaScript.
@@ -112,6 +115,10 @@ func (r *Runtime) ReleaseScript() bool {
 		return false
 	}
 	sharedMeter.forget(&e.mem)
+	if e.realm != nil {
+		sharedSched.unbindRealm(e.realm)
+	}
+	e.stopTimers()
 	r.script = nil
 	return true
 }
@@ -138,7 +145,16 @@ func (e *scriptEngine) eval(source string) (*EvalResult, error) {
 		if err != nil {
 			return err
 		}
-		e.main = v.Export().(*goja.Promise)
+		start, ok := goja.AssertFunction(v)
+		if !ok {
+			return fmt.Errorf("host: a compiled script is not its wrapper function")
+		}
+		if v, err = start(goja.Undefined(), e.realm.yield); err != nil {
+			return err
+		}
+		if e.main, ok = v.Export().(*goja.Promise); !ok {
+			return fmt.Errorf("host: a script's body is not an async function")
+		}
 		return nil
 	}), nil
 }
@@ -151,6 +167,9 @@ func (e *scriptEngine) dropVM(panicked bool) {
 	if panicked && e.realm != nil {
 		e.realm.retire()
 	}
+	if e.realm != nil {
+		sharedSched.unbindRealm(e.realm)
+	}
 	e.realm, e.vm, e.api = nil, nil, nil
 	e.globals, e.deleted, e.symbols = nil, nil, nil
 	sharedMeter.forget(&e.mem)
@@ -159,11 +178,17 @@ func (e *scriptEngine) dropVM(panicked bool) {
 // enterRealm binds the session to its realm for a slice, choosing the
 // realm on the first one (or after dropVM). The gate is held.
 func (e *scriptEngine) enterRealm() *goja.Runtime {
-	if e.realm == nil || (e.realm.retired && !e.active) {
-		e.realm = realmFor(e.r.grants)
+	bound := e.realm != nil
+	if bound && e.realm.retired && !e.active {
+		sharedSched.unbindRealm(e.realm)
+		bound = false
+	}
+	if !bound {
+		e.realm = realmFor(realmKey(e.r.owner, e.r.grants), e.r.grants)
 		e.vm, e.api = e.realm.vm, e.realm.api
 		e.globals, e.deleted, e.symbols = nil, nil, nil
 	}
+	sharedSched.hold(e.realm, e, bound)
 	e.realm.bind(e)
 	return e.vm
 }
@@ -180,66 +205,6 @@ func (e *scriptEngine) afterSettle() *EvalResult {
 		return nil
 	}
 	return e.slice(nil)
-}
-
-// slice runs one stretch of JavaScript under the execution budget: run
-// (nil when resuming), then every queued settlement, each of which runs
-// the continuations it releases.
-func (e *scriptEngine) slice(run func() error) (res *EvalResult) {
-	e.inSlice = true
-	// Waiting for the gate is not the script's time.
-	sharedMeter.enter(&e.mem, e.r.background, e.enterRealm)
-	rl := e.realm // a failure below may drop it from e
-	e.budget.arm(e.vm)
-	defer func() {
-		// The meter lets go of the vm before its interrupt is cleared,
-		// and the gate opens last: the realm is another session's
-		// after it.
-		defer sharedMeter.unlock()
-		over := sharedMeter.exit(&e.mem)
-		e.budget.disarm()
-		rl.unbind()
-		e.inSlice = false
-		if x := recover(); x != nil {
-			// No panic may escape to the host; the vm state is
-			// unknown after one, so the realm is retired.
-			e.dropVM(true)
-			res = e.end(&EvalResult{Err: &ScriptError{
-				Message: fmt.Sprint("script engine: ", x),
-				Err:     fmt.Errorf("script engine: %v", x),
-			}})
-			return
-		}
-		if over {
-			// The slice ended before the meter could stop it, holding
-			// more than the budget: dropping the vm is what gives the
-			// memory back. A script that completed keeps its result.
-			e.dropVM(false)
-			if res != nil && res.Suspended {
-				err := memoryBudgetError(e.mem.budget)
-				res = e.end(&EvalResult{Err: &ScriptError{Message: err.Error(), Err: err}})
-			}
-		}
-	}()
-	var err error
-	if run != nil {
-		err = run()
-	}
-	// Delivering may queue more settlements (a continuation's tool call
-	// can settle something), hence the length is read on every turn.
-	for i := 0; err == nil && i < len(e.ready); i++ {
-		err = e.deliver(e.ready[i])
-	}
-	clear(e.ready) // drop the resolving functions they hold
-	e.ready = e.ready[:0]
-	if err != nil {
-		// Only uncatchable errors get here (an interrupt, a stack
-		// overflow): everything a script can catch ends up in main.
-		// The vm unwound them; what the session held goes.
-		e.dropVM(false)
-		return e.end(&EvalResult{Err: e.uncatchable(err)})
-	}
-	return e.state()
 }
 
 // deliver settles one goja promise with a tool result.

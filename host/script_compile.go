@@ -1,6 +1,8 @@
 package host
 
 import (
+	"errors"
+
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/parser"
@@ -16,60 +18,56 @@ const (
 	scriptName = "script"
 )
 
-// compile turns a script into a program whose completion value is the
-// promise of its async body. Scripts are strict-mode code: an assignment
-// to an undeclared name is an error rather than a global that the next
-// script on the same runtime would see. The script's result is the value of a
-// top-level `return`, or else of its final statement when that statement
-// is an expression (`1 + 2` at the end yields "3"); otherwise it is
-// undefined.
+// errUnbalanced marks a source that closes the function it is run in.
+var errUnbalanced = errors.New("the script closes the function it runs in (its braces do not balance)")
+
+// compile turns a script into a program whose completion value is a
+// function of the realm's yield point (see yieldName) that starts the
+// script and returns the promise of its async body. Scripts are
+// strict-mode code: an assignment to an undeclared name is an error
+// rather than a global that the next script on the same runtime would
+// see. The script's result is the value of a top-level `return`, or else
+// of its final statement when that statement is an expression (`1 + 2`
+// at the end yields "3"); otherwise it is undefined.
+//
+// Every loop and function of the script yields to the scheduler at each
+// turn (see instrument), so that no slice holds the engine longer than a
+// quantum while others wait.
 func compile(source string) (*goja.Program, error) {
-	wrapped := scriptPrefix + source + scriptSuffix
-	tree, err := parser.ParseFile(nil, scriptName, wrapped, 0)
+	tree, err := parser.ParseFile(nil, scriptName, scriptPrefix+source+scriptSuffix, 0)
 	if err != nil {
 		return nil, err
 	}
-	if at, ok := finalExpressionStart(tree, len(scriptPrefix)); ok {
-		// Returning the final expression is a textual rewrite; should it
-		// ever not compile (a position the parser reports oddly), the
-		// script still runs as written, with an undefined result.
-		rewritten := wrapped[:at] + "return " + wrapped[at:]
-		if prg, err := goja.Compile(scriptName, rewritten, true); err == nil {
-			return prg, nil
+	body := (*ast.BlockStatement)(nil)
+	if len(tree.Body) == 1 {
+		body = asyncBody(tree.Body[0])
+	}
+	if body == nil {
+		// The source closed the wrapper and went on outside it.
+		return nil, errUnbalanced
+	}
+	if n := len(body.List); n > 0 {
+		if last, ok := body.List[n-1].(*ast.ExpressionStatement); ok {
+			body.List[n-1] = &ast.ReturnStatement{Return: last.Idx0(), Argument: last.Expression}
 		}
 	}
-	return goja.CompileAST(tree, true)
+	return compileYielding(tree, true)
 }
 
-// finalExpressionStart finds where the script's last statement begins when
-// that statement is an expression, as an offset into the wrapped source.
-func finalExpressionStart(tree *ast.Program, bodyStart int) (int, bool) {
-	if len(tree.Body) != 1 {
-		return 0, false
-	}
-	body := asyncBody(tree.Body[0])
-	if body == nil || len(body.List) == 0 {
-		return 0, false
-	}
-	last, ok := body.List[len(body.List)-1].(*ast.ExpressionStatement)
-	if !ok {
-		return 0, false
-	}
-	at := int(last.Idx0()) - 1 // file.Idx counts from 1
-	// The parser reports a parenthesised expression from inside its
-	// parentheses; step back over them so `return` precedes the whole.
-	// Never past a line break: `return` followed by one returns nothing.
-	for at > bodyStart {
-		c := tree.File.Source()[at-1]
-		if c != '(' && c != ' ' && c != '\t' {
-			break
-		}
-		at--
-	}
-	if at < bodyStart {
-		return 0, false
-	}
-	return at, true
+// compileYielding instruments tree, a program of one expression
+// statement, and compiles it as `(function (yield) { return <it> })`.
+func compileYielding(tree *ast.Program, strict bool) (*goja.Program, error) {
+	instrument(tree)
+	expr := tree.Body[0].(*ast.ExpressionStatement).Expression
+	at := expr.Idx0()
+	tree.Body = []ast.Statement{&ast.ExpressionStatement{Expression: &ast.FunctionLiteral{
+		Function:      at,
+		ParameterList: &ast.ParameterList{Opening: at, List: []*ast.Binding{{Target: yieldIdent(at)}}, Closing: at},
+		Body: &ast.BlockStatement{LeftBrace: at, RightBrace: at, List: []ast.Statement{
+			&ast.ReturnStatement{Return: at, Argument: expr},
+		}},
+	}}}
+	return goja.CompileAST(tree, strict)
 }
 
 // asyncBody returns the body of the wrapper function in `(async function
@@ -80,7 +78,7 @@ func asyncBody(s ast.Statement) *ast.BlockStatement {
 		return nil
 	}
 	call, ok := es.Expression.(*ast.CallExpression)
-	if !ok {
+	if !ok || len(call.ArgumentList) > 0 {
 		return nil
 	}
 	fn, ok := call.Callee.(*ast.FunctionLiteral)

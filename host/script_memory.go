@@ -42,13 +42,12 @@ const memoryMeterPeriod = time.Millisecond
 // waiting for a collection to confirm it.
 const hardBudgetFactor = 2
 
-// memoryMeter is the process-wide reader of heap growth. gate is held for
-// the length of a slice; the fields below mu are guarded by it. The
-// running account's timer callbacks run on their own goroutines and touch
-// it only under mu; the collections they ask for run without it.
+// memoryMeter is the process-wide reader of heap growth. The scheduler's
+// gate is held for the length of each quantum of a slice; the fields
+// below mu are guarded by it. The running account's timer callbacks run
+// on their own goroutines and touch it only under mu; the collections
+// they ask for run without it.
 type memoryMeter struct {
-	gate *sliceGate
-
 	mu     sync.Mutex
 	sample [2]metrics.Sample
 	last   int64 // heap object bytes at the last reading
@@ -67,11 +66,14 @@ type memoryMeter struct {
 	// peak is the highest heap reading while a slice ran, for the tests
 	// that report what an attack reached.
 	peak int64
+
+	// limit is the process's memory budget (SetProcessMemoryLimit); 0:
+	// none.
+	limit int64
 }
 
 // sharedMeter reads the heap for every script engine of the process.
 var sharedMeter = &memoryMeter{
-	gate:  newSliceGate(),
 	scale: 1,
 	sample: [2]metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
@@ -151,12 +153,9 @@ func (m *memoryMeter) carry(a *memoryAccount) float64 {
 	return a.norm * m.scale
 }
 
-// enter waits for the gate, runs prepare (which may build what the slice
-// runs in: that growth is nobody's) and starts charging a for a slice of
-// the vm prepare returns. The gate stays held until unlock.
-func (m *memoryMeter) enter(a *memoryAccount, background bool, prepare func() *goja.Runtime) {
-	m.gate.lock(background)
-	vm := prepare()
+// begin starts charging a for a quantum of a slice of vm; the gate is
+// held. What was built before it (a realm) is nobody's growth.
+func (m *memoryMeter) begin(a *memoryAccount, vm *goja.Runtime) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// The floor is taken as slices start, never while one is being
@@ -201,8 +200,30 @@ func (m *memoryMeter) exit(a *memoryAccount) (over bool) {
 	return over
 }
 
-// unlock opens the gate for the next slice.
-func (m *memoryMeter) unlock() { m.gate.unlock() }
+// pause stops charging a at the end of a quantum whose slice goes on
+// later, and reports whether it may: a session over its budget
+// (confirmed by a collection) is stopped instead, its vm interrupted and
+// its account still running, so that the slice unwinds and ends as any
+// other stopped slice does (exit).
+func (m *memoryMeter) pause(a *memoryAccount) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a.timer.Stop()
+	m.charge()
+	if a.charge > a.budget && a.charge <= hardBudgetFactor*a.budget {
+		m.confirm()
+	}
+	if a.stopped || a.charge > a.budget {
+		if !a.stopped {
+			m.stop(a)
+		}
+		return false
+	}
+	m.cur, a.vm = nil, nil
+	a.norm, a.epoch = float64(a.charge)/m.scale, m.epoch
+	m.total += float64(a.charge)
+	return true
+}
 
 // forget drops a's carry: its script and what it held are gone.
 func (m *memoryMeter) forget(a *memoryAccount) {
@@ -223,6 +244,10 @@ func (m *memoryMeter) tick(a *memoryAccount) {
 	// the next ones still stop what passes the hard bound.
 	a.timer.Reset(memoryMeterPeriod)
 	m.charge()
+	if m.limit > 0 && m.last >= m.limit && !a.stopped {
+		m.processLimit(a)
+		return
+	}
 	switch {
 	case a.stopped || a.charge <= a.budget:
 		return
@@ -242,9 +267,53 @@ func (m *memoryMeter) tick(a *memoryAccount) {
 }
 
 // stop interrupts a's slice; mu is held.
-func (m *memoryMeter) stop(a *memoryAccount) {
+func (m *memoryMeter) stop(a *memoryAccount) { m.stopWith(a, memoryBudgetError(a.budget)) }
+
+func (m *memoryMeter) stopWith(a *memoryAccount, err error) {
 	a.stopped = true
-	a.vm.Interrupt(memoryBudgetError(a.budget))
+	a.vm.Interrupt(err)
+}
+
+// processLimit stops a's slice, the heap being at the process's limit:
+// the slice that runs is the one asking for memory the process does not
+// have, and the process must not wait for its host to shed a session
+// first (the host sheds one well before this line, see hostloop's memory
+// watch). It is not confirmed by a collection: the runtime's own soft
+// limit (GOMEMLIMIT, the same figure) collects before the heap gets here,
+// so what is here is held, and a collection of a heap that size takes
+// long enough for the slice to grow by hundreds of megabytes meanwhile.
+// mu is held.
+func (m *memoryMeter) processLimit(a *memoryAccount) {
+	m.stopWith(a, fmt.Errorf("%w: the host ran out of memory (its budget is %s) while the script grew", ErrMemoryBudget, formatBytes(m.limit)))
+}
+
+// SetProcessMemoryLimit sets the process's memory budget, the heap size
+// that no slice of script may grow past: a slice that grows the heap to
+// it, and whose growth a collection confirms, fails with ErrMemoryBudget.
+// The host itself sheds sessions well before (see hostloop.LoopConfig's
+// MemoryBudget); this is the last line. 0 removes it.
+func SetProcessMemoryLimit(bytes int64) {
+	sharedMeter.mu.Lock()
+	defer sharedMeter.mu.Unlock()
+	sharedMeter.limit = max(bytes, 0)
+}
+
+// MemoryHeld is the memory the session's script is charged with: what it
+// held at the end of its last slice (less its share of what the collector
+// freed since), or what it holds so far while a slice runs. 0 without a
+// script.
+func (r *Runtime) MemoryHeld() int64 {
+	e, _ := r.script.(*scriptEngine)
+	if e == nil {
+		return 0
+	}
+	m := sharedMeter
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == &e.mem {
+		return e.mem.charge
+	}
+	return int64(m.carry(&e.mem))
 }
 
 // confirm collects garbage and credits what it freed to the running

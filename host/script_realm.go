@@ -22,39 +22,92 @@ import (
 
 // realm is one hardened vm and the script API bound in it.
 type realm struct {
-	key string // the sorted grants it binds
+	key string // the tenant and the sorted grants it binds
 	vm  *goja.Runtime
 	api *scriptAPI
+	// yield is the vm's yield point (script_yield.go), handed to every
+	// script it starts.
+	yield goja.Value
 	// globals is the running session's view of the global object; cur is
 	// that session, nil between slices.
 	globals *realmGlobals
 	cur     *scriptEngine
 	// retired: a Go panic went through the vm, so its state is unknown
 	// and no new session is bound to it; sessions suspended in it go on.
+	// Guarded by sharedSched.mu, as are the fields below.
 	retired bool
+	// holder is the session whose slice runs or is paused in the vm,
+	// from its first quantum to its end; waiters are the tickets of
+	// other sessions of the realm that wait for it to end.
+	holder  *scriptEngine
+	waiters []*ticket
+	// sessions counts the sessions bound to the realm.
+	sessions int
 }
 
-// realms holds the current realm of each grant set; guarded by
-// sharedMeter.gate.
-var realms = map[string]*realm{}
-
-// grantsKey names a grant set whatever its order and repeats.
-func grantsKey(grants []string) string {
+// realmKey names the realms of a tenant's sessions with a grant set,
+// whatever the grants' order and repeats.
+func realmKey(owner string, grants []string) string {
 	g := slices.Clone(grants)
 	slices.Sort(g)
-	return strings.Join(slices.Compact(g), ",")
+	return owner + "\x00" + strings.Join(slices.Compact(g), ",")
 }
 
-// realmFor returns the realm for grants, building it on first use. The
-// gate is held.
-func realmFor(grants []string) *realm {
-	key := grantsKey(grants)
-	if r := realms[key]; r != nil {
-		return r
+// realmFor returns a realm of key that no slice holds, building one when
+// every realm of key is held (a paused slice keeps its realm). The gate
+// is held.
+func realmFor(key string, grants []string) *realm {
+	s := sharedSched
+	s.mu.Lock()
+	for _, r := range s.realms[key] {
+		if r.holder == nil {
+			s.mu.Unlock()
+			return r
+		}
 	}
+	s.mu.Unlock()
 	r := newRealm(key, grants)
-	realms[key] = r
+	s.mu.Lock()
+	s.realms[key] = append(s.realms[key], r)
+	s.mu.Unlock()
 	return r
+}
+
+// hold makes e the realm's holder for its slice, counting e among its
+// sessions if it is new to it.
+func (s *scheduler) hold(r *realm, e *scriptEngine, bound bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.holder = e
+	if !bound {
+		r.sessions++
+	}
+}
+
+// unbindRealm counts a session out of r: its script is gone.
+func (s *scheduler) unbindRealm(r *realm) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.sessions--
+	s.prune(r)
+}
+
+// prune lets go of a realm nobody needs: no session is bound to it and
+// no slice holds it, and it is retired or another realm of its key is
+// free too (one stays warm for the next session: building one costs
+// milliseconds). mu is held.
+func (s *scheduler) prune(r *realm) {
+	if r.sessions > 0 || r.holder != nil {
+		return
+	}
+	list := s.realms[r.key]
+	if !r.retired && !slices.ContainsFunc(list, func(x *realm) bool { return x != r && x.holder == nil }) {
+		return
+	}
+	s.realms[r.key] = slices.DeleteFunc(list, func(x *realm) bool { return x == r })
+	if len(s.realms[r.key]) == 0 {
+		delete(s.realms, r.key)
+	}
 }
 
 // newRealm builds a vm, binds the granted capabilities and the bounded
@@ -68,11 +121,13 @@ func newRealm(key string, grants []string) *realm {
 	r.api = bindScriptAPI(vm, grants)
 	r.api.installBounds()
 	r.api.installSymbolRegistry(r)
+	r.installDynamicFunctions()
 	// Hardening is the host's own script, bound by nothing.
 	r.api.bounds = scriptBounds{maxString: math.MaxInt64, maxArray: math.MaxInt64}
 	harden(vm)
 	r.api.bounds = scriptBounds{}
 	r.globals = installGlobals(r)
+	r.yield = vm.ToValue(r.yieldPoint)
 	return r
 }
 
@@ -105,9 +160,13 @@ func (r *realm) unbind() {
 
 // retire takes the realm out of use for new sessions.
 func (r *realm) retire() {
+	s := sharedSched
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	r.retired = true
-	if realms[r.key] == r {
-		delete(realms, r.key)
+	s.realms[r.key] = slices.DeleteFunc(s.realms[r.key], func(x *realm) bool { return x == r })
+	if len(s.realms[r.key]) == 0 {
+		delete(s.realms, r.key)
 	}
 }
 

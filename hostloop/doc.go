@@ -21,6 +21,15 @@
 // everything claimable, re-arms deadlines, and tells its Observer what the
 // step changed: each operation whose status changed, and each session
 // whose state changed.
+//
+// The loop never waits for a script beyond one quantum: a session whose
+// script runs longer is continued on its turns (host.Turns) between the
+// loop's other steps, and what reaches it meanwhile waits until its slice
+// ends. Sessions are scheduled fairly between their owners
+// (Submission.Owner), each owner holds at most its share of the sessions
+// (Limits.MaxSessionsPerOwner), and with a MemoryBudget the loop refuses
+// new sessions near the budget (ErrMemoryPressure) and fails the one
+// holding the most memory rather than let the process die.
 // Host-owned retries back off (exponential with jitter; a rate-limited
 // retry waits the worker's retry-after), a retry or cancellation always
 // leaves a way for the operation to end, and Limits bound what one host

@@ -198,6 +198,7 @@ func (st *loopState) ledgerRemoved(s *session) {
 // relinquish drops a session another host took over: nothing of it is
 // recorded here, since its ledger and outcome are that host's now.
 func (st *loopState) relinquish(s *session) {
+	st.stopRunning(s, errRelinquished)
 	// Out of the loop's sessions first: a submitter waiting for the
 	// first write is answered below, and one that left must not have
 	// the session withdrawn here, since it is another host's now.
@@ -210,6 +211,7 @@ func (st *loopState) relinquish(s *session) {
 	if !s.done {
 		s.done = true
 		st.suspended--
+		st.disown(s)
 	}
 	s.core.ReleaseScript()
 }

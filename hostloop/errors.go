@@ -21,6 +21,10 @@ var (
 	// ErrHostBusy: the host holds as many suspended sessions as its
 	// Limits allow; a submission may succeed later.
 	ErrHostBusy = errors.New("hostloop: too many suspended sessions")
+	// ErrOwnerBusy: the submission's owner holds as many suspended
+	// sessions as one owner may (Limits.MaxSessionsPerOwner); nothing was
+	// submitted.
+	ErrOwnerBusy = errors.New("hostloop: too many suspended sessions for this owner")
 	// ErrLimitTooHigh: a submission asked for a budget or pending limit
 	// above the host's Limits.
 	ErrLimitTooHigh = errors.New("hostloop: limit above the host's maximum")
@@ -75,6 +79,16 @@ var (
 	// ErrLedgerUnavailable: StartLoop could not list or read the ledgers
 	// of the sessions an earlier process left, so it cannot resume them.
 	ErrLedgerUnavailable = errors.New("hostloop: session ledgers unavailable")
+	// ErrMemoryPressure: the host's heap is near its memory budget
+	// (LoopConfig.MemoryBudget), so it takes no new session until its
+	// sessions let some go; nothing was submitted.
+	ErrMemoryPressure = errors.New("hostloop: host short of memory")
+	// ErrInvocationTooLarge: the transport refused an invocation as
+	// larger than it carries. It never will carry it, so the operation
+	// fails at once rather than being published again. A host whose
+	// runtimes bound tool inputs (host.Config.MaxInputBytes) never meets
+	// it.
+	ErrInvocationTooLarge = errors.New("hostloop: invocation larger than the transport carries")
 	// ErrLeaseHeld is returned by Leases.Take for an incarnation another
 	// live host holds.
 	ErrLeaseHeld = errors.New("hostloop: lease held by another host")

@@ -22,6 +22,12 @@ type Limits struct {
 	// for; more is refused with ErrLimitTooHigh.
 	MaxToolCallBudget int
 	MaxPending        int
+	// MaxSessionsPerOwner bounds the sessions one owner (an API token's,
+	// Submission.Owner) holds waiting at once, so that one client cannot
+	// take every slot of MaxSuspendedSessions; a submission over it is
+	// refused with ErrOwnerBusy. Zero picks a quarter of
+	// MaxSuspendedSessions, but no fewer than 64 (or all of them).
+	MaxSessionsPerOwner int
 	// SessionMemoryBudget is each session's memory budget in bytes (see
 	// host.Config.MemoryBudget), for a runtime template that sets none.
 	SessionMemoryBudget int64
@@ -40,8 +46,17 @@ const (
 	DefaultSessionMemoryBudget = host.DefaultMemoryBudget
 )
 
+// ownerShare is the share of the host's sessions one owner may hold when
+// Limits.MaxSessionsPerOwner is zero: a quarter, so that at least four
+// clients each find room whatever the others do; on a host too small for
+// a quarter to be of use, minOwnerSessions (or all it holds).
+const (
+	ownerShare       = 4
+	minOwnerSessions = 64
+)
+
 func (l Limits) withDefaults() (Limits, error) {
-	for _, v := range []int{l.MaxSuspendedSessions, l.DefaultToolCallBudget, l.DefaultMaxPending, l.MaxToolCallBudget, l.MaxPending} {
+	for _, v := range []int{l.MaxSuspendedSessions, l.DefaultToolCallBudget, l.DefaultMaxPending, l.MaxToolCallBudget, l.MaxPending, l.MaxSessionsPerOwner} {
 		if v < 0 {
 			return l, fmt.Errorf("%w: negative limit in %+v", ErrInvalidConfig, l)
 		}
@@ -58,6 +73,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		}
 	}
 	def(&l.MaxSuspendedSessions, DefaultMaxSuspendedSessions)
+	def(&l.MaxSessionsPerOwner, min(l.MaxSuspendedSessions, max(l.MaxSuspendedSessions/ownerShare, minOwnerSessions)))
 	def(&l.MaxToolCallBudget, DefaultMaxSessionToolCallBudget)
 	def(&l.MaxPending, DefaultMaxSessionPending)
 	// A default never exceeds the maximum an operator set alone.

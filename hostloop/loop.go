@@ -92,6 +92,17 @@ type LoopConfig struct {
 	// message id (fabric.Config.DuplicateWindow); zero picks two
 	// minutes. A resumed operation is published again only within it.
 	DuplicateWindow time.Duration
+	// MemoryBudget, when positive, is the process's memory budget in
+	// bytes: a host derives it from its real limit (cgroup, RLIMIT_AS,
+	// the machine), as it does GOMEMLIMIT. Near it the loop refuses new
+	// submissions (ErrMemoryPressure) and fails the session holding the
+	// most memory rather than let the process die (see memory.go). Zero:
+	// no watch. MemoryWatchEvery is how often the heap is read; zero
+	// picks DefaultMemoryWatchEvery.
+	MemoryBudget     int64
+	MemoryWatchEvery time.Duration
+	// readHeap stands in for the live heap's reading in tests.
+	readHeap func(collect bool) int64
 	// LifetimeGrace is how long the workers of a session that outlived
 	// its MaxLifetime have to acknowledge its cancellations before the
 	// host asserts them cancelled; zero picks DefaultLifetimeGrace.
@@ -175,6 +186,9 @@ type Loop struct {
 	digestSet  map[string]string
 	digestErr  error
 
+	// memory is the memory watch; nil without a MemoryBudget.
+	memory *memoryWatch
+
 	// Everything below is owned by the run goroutine.
 	st *loopState
 }
@@ -243,6 +257,9 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 	if cfg.LifetimeGrace <= 0 {
 		cfg.LifetimeGrace = DefaultLifetimeGrace
 	}
+	if cfg.MemoryWatchEvery <= 0 {
+		cfg.MemoryWatchEvery = DefaultMemoryWatchEvery
+	}
 	if cfg.Leases != nil && cfg.Ledger == nil {
 		return nil, fmt.Errorf("%w: leases without a ledger hold nothing", ErrInvalidConfig)
 	}
@@ -292,6 +309,13 @@ func StartLoop(cfg LoopConfig) (*Loop, error) {
 		}
 	}
 	go l.run()
+	if l.memory = newMemoryWatch(cfg); l.memory != nil {
+		if cfg.readHeap == nil {
+			host.SetProcessMemoryLimit(cfg.MemoryBudget)
+		}
+		l.st.bg.Add(1)
+		go l.watchMemory(l.memory)
+	}
 	if cfg.Ledger != nil {
 		// The sessions earlier processes left are brought back beside
 		// the loop, each as soon as it is replayed: the host takes new
@@ -319,6 +343,9 @@ func (l *Loop) Stop() {
 	}
 	<-l.done
 	l.st.bg.Wait()
+	if l.memory != nil && l.cfg.readHeap == nil {
+		host.SetProcessMemoryLimit(0)
+	}
 	if l.cfg.Leases != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ArchiveTimeout)
 		l.releaseAll(ctx)
@@ -348,6 +375,8 @@ func (l *Loop) run() {
 		}
 		select {
 		case <-l.stop:
+			st.stopAllRunning()
+			st.turns.Close()
 			l.stopStores()
 			return
 		case c := <-l.cmds:
@@ -374,6 +403,9 @@ func (l *Loop) run() {
 			armed = time.Time{}
 			st.now = clock.Now()
 			st.fireTimers(st.now)
+		case <-st.turns.Ready():
+			st.now = clock.Now()
+			st.takeTurns()
 		}
 		st.flush()
 	}

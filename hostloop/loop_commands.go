@@ -37,9 +37,13 @@ type Submission struct {
 	// cancelled, as an operator's cancel does. Zero: it lives as long as
 	// its script waits.
 	MaxLifetime time.Duration
-	// Owner names who submitted the session (an API token's owner): it
-	// is kept with the session, in its ledger and its archived outcome,
-	// and reported in its status, so any host tells who may reach it.
+	// Owner names who submitted the session (an API token's owner), the
+	// tenant it runs for (host.Config.Owner): its script's slices are
+	// scheduled fairly between owners, it shares a realm with its owner's
+	// sessions only, and it counts in its owner's share of the sessions.
+	// It is kept with the session, in its ledger and its archived
+	// outcome, and reported in its status, so any host tells who the
+	// session is for, and a resumed session runs for the same tenant.
 	Owner string
 	// Trace is the W3C traceparent of whatever submitted the session
 	// (an API request's span), or "". The loop does not read it: it keeps
@@ -139,6 +143,9 @@ func (l *Loop) Submit(ctx context.Context, sub Submission) (SessionStatus, error
 	if err := l.cfg.Limits.check(sub); err != nil {
 		return SessionStatus{}, err
 	}
+	if err := l.memory.admit(sub.Owner); err != nil {
+		return SessionStatus{}, err
+	}
 	policy := l.cfg.Restart
 	if sub.Restart != "" {
 		p, err := workflow.ParseRestartPolicy(string(sub.Restart))
@@ -221,7 +228,12 @@ func (l *Loop) Operations(ctx context.Context) ([]OperationStatus, error) {
 // result wins the race).
 func (l *Loop) Cancel(ctx context.Context, id SessionID, op host.ExternalToolID) error {
 	errc, err := call(ctx, l, func(reply chan<- error) command {
-		return cmdFunc(func(st *loopState) { reply <- st.cancel(id, op) })
+		return cmdFunc(func(st *loopState) {
+			if s := st.sessions[id]; s != nil && st.later(s, func() { reply <- st.cancel(id, op) }) {
+				return
+			}
+			reply <- st.cancel(id, op)
+		})
 	})
 	if err != nil {
 		return err
@@ -290,6 +302,9 @@ func sessionConfig(lc LoopConfig, sub Submission) host.Config {
 	if sub.Tools != nil {
 		cfg.Tools = sub.Tools
 	}
+	if sub.Owner != "" {
+		cfg.Owner = sub.Owner
+	}
 	switch {
 	case sub.ToolCallBudget > 0:
 		cfg.ToolCallBudget = sub.ToolCallBudget
@@ -327,6 +342,11 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 	if (n.res == nil || n.res.Suspended) && n.id == "" && st.suspended >= st.cfg.Limits.MaxSuspendedSessions {
 		return SessionStatus{}, fmt.Errorf("%w: %d suspended, the limit", ErrHostBusy, st.suspended)
 	}
+	if (n.res == nil || n.res.Suspended) && n.id == "" {
+		if err := st.ownerRoom(n.owner); err != nil {
+			return SessionStatus{}, err
+		}
+	}
 	s := &session{
 		id:      n.id,
 		core:    n.core,
@@ -343,6 +363,8 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 	if s.core == nil {
 		s.core = workflow.NewSession(workflow.Config{Runtime: n.rt, First: n.res, Clock: n.clock, Ledger: n.ledger, RequestID: st.requestID})
 	}
+	// From now on its slices never hold the loop beyond a quantum.
+	s.core.SetTurns(st.turns, s)
 	lifetime := n.lifetime
 	s.owner = n.owner
 	if l := s.core.Ledger(); l != nil {
@@ -361,6 +383,7 @@ func (st *loopState) adopt(n newSession) (SessionStatus, error) {
 	// Counted until it is done; one that finished at once is done at
 	// this step's flush.
 	st.suspended++
+	st.owned[s.owner]++
 	// Claim now so the returned status already lists the dispatches.
 	for _, op := range s.core.Claim() {
 		st.track(s, op)

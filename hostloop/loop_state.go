@@ -78,6 +78,11 @@ type loopState struct {
 	resumingOwn bool
 	bg          *sync.WaitGroup
 	gone        <-chan struct{}
+	// turns tells the loop when a running session's slice may go on.
+	turns *host.Turns
+	// owned counts the sessions not done of each owner, against
+	// Limits.MaxSessionsPerOwner.
+	owned map[string]int
 }
 
 // settledMemory bounds how many settled operations the loop remembers for
@@ -128,6 +133,9 @@ type session struct {
 	// resumed: the session came back from its ledger here.
 	trace   string
 	resumed bool
+	// deferred holds what waits for the session's running slice to end
+	// (see later).
+	deferred []func()
 }
 
 // dispatched is the loop's bookkeeping of one operation a session claimed:
@@ -149,6 +157,9 @@ type dispatched struct {
 	// answered: a worker's terminal frame for it came through the
 	// transport, which then holds nothing more of it.
 	answered bool
+	// unsendable is why the transport can never carry the operation's
+	// invocation; its operation fails at its next publish timer.
+	unsendable error
 	// dispatched is when the operation's current attempt was last
 	// published, as far as this process knows (a resumed one's attempt
 	// time): its redelivery horizon counts from there.
@@ -177,6 +188,8 @@ func newLoopState(cfg LoopConfig, incarnation string, gone <-chan struct{}) *loo
 		resuming:      make(map[string]bool),
 		parked:        make(map[string][]Event),
 		resumingOwn:   cfg.Ledger != nil,
+		turns:         host.NewTurns(),
+		owned:         make(map[string]int),
 	}
 }
 
@@ -334,6 +347,7 @@ func (st *loopState) sendCancels(cs []workflow.CancelOut) {
 func (st *loopState) finishSession(s *session) {
 	s.done = true
 	st.suspended--
+	st.disown(s)
 	s.core.End()
 	// Its summary is all a finished session keeps of its script: a VM
 	// per finished session, thousands of them, is memory nobody reads.
@@ -384,7 +398,7 @@ const pumpRounds = 64
 // pump runs the session's host-pumped (local) tools on the loop, as the
 // reference's Pump: their handlers are the host's own Go functions.
 func (st *loopState) pump(s *session) {
-	if s.withdrawn || !s.core.LocalPending() {
+	if s.withdrawn || !s.core.LocalPending() || s.core.Running() {
 		return
 	}
 	more, err := s.core.Pump(pumpRounds)
@@ -412,8 +426,9 @@ func (st *loopState) publish(d *dispatched) {
 	st.scheduleReconcile(d)
 	if err := st.send(d.s, invokeFor(d.requestID(), inv), inv); err != nil {
 		// A refused publish is retried like a lost one: after a backoff,
-		// with the same message id.
-		st.schedulePublish(d, st.nextDelay(d))
+		// with the same message id; one the transport can never carry
+		// fails.
+		st.publishFailed(d, err)
 		return
 	}
 	if o := st.cfg.Observer; o != nil {
@@ -497,13 +512,21 @@ func (st *loopState) fireTimers(now time.Time) {
 			if e.s.deadline.Equal(e.at) {
 				e.s.deadline = time.Time{}
 			}
-			st.expire(e.s)
+			if !st.later(e.s, func() { st.expire(e.s) }) {
+				st.expire(e.s)
+			}
 		case timerPump:
 			st.touch(e.s)
 		case timerPublish:
 			d := e.d
 			if st.byRequest[d.requestID()] != d || d.op.Inv.Attempt != e.attempt {
 				continue // settled or superseded meanwhile
+			}
+			if d.unsendable != nil {
+				if !st.later(d.s, func() { st.failUnsendable(d) }) {
+					st.failUnsendable(d)
+				}
+				continue
 			}
 			d.s.core.Republish(d.op)
 			st.touch(d.s)
@@ -517,9 +540,13 @@ func (st *loopState) fireTimers(now time.Time) {
 				st.reconcile(d)
 			}
 		case timerLifetime:
-			st.endLifetime(e.s)
+			if !st.later(e.s, func() { st.endLifetime(e.s) }) {
+				st.endLifetime(e.s)
+			}
 		case timerForce:
-			st.forceEnding(e.s)
+			if !st.later(e.s, func() { st.forceEnding(e.s) }) {
+				st.forceEnding(e.s)
+			}
 		}
 	}
 }
@@ -546,7 +573,7 @@ func (st *loopState) handleEvent(ev Event) {
 		if d == nil || d.op.Inv.Attempt != ev.Invoke.Attempt {
 			return
 		}
-		st.schedulePublish(d, st.nextDelay(d))
+		st.publishFailed(d, ev.Err)
 	case EventMessage:
 		st.handleMessage(ev)
 	}
@@ -610,6 +637,9 @@ func (st *loopState) handleMessage(ev Event) {
 			return
 		}
 		st.reject("unknown_request", fmt.Errorf("%w: %s", host.ErrUnknownOperation, clip.Quote(requestID, clip.Echo)))
+		return
+	}
+	if st.later(d.s, func() { st.handleMessage(ev) }) {
 		return
 	}
 	core := d.s.core

@@ -124,6 +124,9 @@ func (st *loopState) reconciled(a reconcileAnswer) {
 		st.scheduleReconcile(d)
 		return
 	}
+	if st.later(d.s, func() { st.reconciled(a) }) {
+		return
+	}
 	past := st.now.Sub(d.dispatched) >= st.cfg.RedeliveryHorizon
 	action, err := d.s.core.Reconciled(d.op, a.res.Status, past)
 	st.changedOp(d)

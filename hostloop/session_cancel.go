@@ -33,8 +33,14 @@ func (l *Loop) CancelSession(ctx context.Context, id SessionID, force bool) (Ses
 	}
 	a, err := call(ctx, l, func(reply chan<- answer) command {
 		return cmdFunc(func(st *loopState) {
-			s, err := st.cancelSession(id, workflow.EndOperator, force)
-			reply <- answer{s, err}
+			end := func() {
+				s, err := st.cancelSession(id, workflow.EndOperator, force)
+				reply <- answer{s, err}
+			}
+			if s := st.sessions[id]; s != nil && st.later(s, end) {
+				return
+			}
+			end()
 		})
 	})
 	if err != nil {

@@ -121,6 +121,7 @@ func (st *loopState) withdraw(s *session) {
 		return
 	}
 	why := fmt.Errorf("%w: its submitter left before its ledger was stored; nothing it started was dispatched", ErrSubmissionWithdrawn)
+	st.stopRunning(s, why)
 	if s.core.Withdraw(why) != nil {
 		// Out already (it cannot be, before the first write): the
 		// session goes on as if its caller had been answered.

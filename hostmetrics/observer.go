@@ -321,6 +321,18 @@ func (o *Observer) remember(id hostloop.SessionID) {
 // authenticated it.
 func (o *Observer) Rejected(reason string, err error) {
 	switch reason {
+	case "publish":
+		if errors.Is(err, hostloop.ErrInvocationTooLarge) {
+			o.m.PublishFailed(metrics.PublishTooLarge)
+		} else {
+			o.m.PublishFailed(metrics.PublishRefused)
+		}
+	case "memory_shed":
+		// Its session fails with ErrMemoryBudget: counted over budget
+		// when it ends.
+		o.m.SessionShed()
+	case "memory_pressure":
+		// No session to shed: what holds the memory is the host's own.
 	case "resume", "ledger", "ledger_conflict", "max_lifetime", "reconcile", "cancel", "pump":
 		// Not a worker's frame: the host's own stores and decisions,
 		// counted (where they are) by ResumeFailed and the stores' own

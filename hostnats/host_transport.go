@@ -2,6 +2,7 @@ package hostnats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -225,7 +226,7 @@ func (t *HostTransport) publish(ctx context.Context, host string, inv protocol.I
 	t.seqs.published(inv.RequestID, inv.Tool, inv.Attempt, inv.AttemptLimit)
 	fut, err := t.js.PublishMsgAsync(m, jetstream.WithExpectStream(fabric.StreamInvoke))
 	if err != nil {
-		return fmt.Errorf("hostnats: publish %q: %w", clip.String(inv.RequestID, clip.Echo), err)
+		return fmt.Errorf("hostnats: publish %q: %w", clip.String(inv.RequestID, clip.Echo), tooLarge(err))
 	}
 	return t.track(ctx, pendingAck{fut: fut, inv: inv})
 }
@@ -330,7 +331,7 @@ func (t *HostTransport) watch() {
 			continue
 		}
 		if err != nil {
-			t.emit(hostloop.Event{Kind: hostloop.EventPublishFailed, Invoke: p.inv, Err: err})
+			t.emit(hostloop.Event{Kind: hostloop.EventPublishFailed, Invoke: p.inv, Err: tooLarge(err)})
 		}
 	}
 }
@@ -463,4 +464,15 @@ func retryable(msg protocol.WorkerMessage) bool {
 		return true
 	}
 	return false
+}
+
+// tooLarge marks a refusal of a message as larger than the connection or
+// the stream takes (hostloop.ErrInvocationTooLarge): publishing it again
+// cannot succeed.
+func tooLarge(err error) error {
+	var api *jetstream.APIError
+	if errors.Is(err, nats.ErrMaxPayload) || (errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum) {
+		return fmt.Errorf("%w: %w", hostloop.ErrInvocationTooLarge, err)
+	}
+	return err
 }

@@ -122,6 +122,7 @@ var errorKinds = []struct {
 	{host.ErrMemoryBudget, "memory_budget"},
 	{host.ErrExecutionBudget, "execution_budget"},
 	{host.ErrPendingLimit, "pending_limit"},
+	{host.ErrInputTooLarge, "input_too_large"},
 	{hostloop.ErrLedgerRejected, "ledger_rejected"},
 	{workflow.ErrSessionCancelled, "cancelled"},
 	{workflow.ErrMaxLifetime, "max_lifetime"},

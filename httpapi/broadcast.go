@@ -12,9 +12,15 @@ import (
 
 // Defaults for the zero values of BroadcasterConfig.
 const (
-	// DefaultSubscriberBuffer is how many events a subscriber may fall
-	// behind before it is dropped.
+	// DefaultSubscriberBuffer is how many events a subscriber's channel
+	// holds; beyond it, events wait in its queue (see DefaultMaxQueued).
 	DefaultSubscriberBuffer = 256
+	// DefaultMaxQueued is how many events may wait for a subscriber
+	// beyond its channel before it is dropped as lagged: more than one
+	// step of the largest session makes at once (every operation of a
+	// 10,000-call script changing, with its audit), so a reader that
+	// keeps up is never dropped for a burst.
+	DefaultMaxQueued = 1 << 16
 	// DefaultBacklog is how many recent events of a session are kept for
 	// replay to a subscriber that arrives late, such as a client that
 	// subscribes right after submitting.
@@ -83,9 +89,13 @@ func (e Event) Terminal() bool { return e.Kind == EventState && terminal(e.Statu
 
 // BroadcasterConfig sizes a Broadcaster's buffers.
 type BroadcasterConfig struct {
-	// Buffer is each subscriber's buffer; zero picks
+	// Buffer is each subscriber's channel buffer; zero picks
 	// DefaultSubscriberBuffer.
 	Buffer int
+	// MaxQueued is how many events may wait beyond a subscriber's
+	// channel before it is dropped as lagged; zero picks
+	// DefaultMaxQueued.
+	MaxQueued int
 	// Backlog is how many recent events per session are replayed to a
 	// new subscriber; zero picks DefaultBacklog, negative keeps none.
 	Backlog int
@@ -96,8 +106,11 @@ type BroadcasterConfig struct {
 
 // Broadcaster is a hostloop.Observer that fans each session's events out to
 // its subscribers. The loop calls it on its own goroutine, so nothing here
-// blocks: every send is non-blocking, and a subscriber whose buffer is full
-// gets a final EventLagged and is dropped.
+// blocks: an event goes into a subscriber's channel when there is room,
+// else into its queue, which a goroutine of the subscriber's own moves
+// into the channel as the reader takes them (one step of a script can
+// change thousands of operations at once); a subscriber whose queue
+// passes MaxQueued gets a final EventLagged and is dropped.
 type Broadcaster struct {
 	cfg   BroadcasterConfig
 	epoch string
@@ -113,6 +126,8 @@ type Broadcaster struct {
 // topic is one session's subscribers and recent events.
 type topic struct {
 	subs map[*subscriber]struct{}
+	// ends are told the session's final state (Done).
+	ends []chan hostloop.SessionStatus
 	// backlog and the subscribers' channels share each event: one
 	// pointer a slot rather than a copy, since a buffer of a few hundred
 	// slots is allocated for every stream opened.
@@ -124,8 +139,19 @@ type topic struct {
 	seq  uint64
 }
 
+// subscriber is one subscription. Under the broadcaster's mu: queue,
+// pumping, closing. The pump goroutine is the only sender on ch while
+// pumping; it closes ch when closing, once queue is empty.
 type subscriber struct {
 	ch chan *Event
+	// queue holds the events the channel had no room for, oldest first.
+	queue []*Event
+	// pumping: a pump goroutine moves queue into ch; closing: ch is to
+	// be closed once the queue is out; gone ends the pump early (the
+	// subscription was cancelled).
+	pumping, closing bool
+	gone             chan struct{}
+	stop             sync.Once
 }
 
 var _ hostloop.Observer = (*Broadcaster)(nil)
@@ -140,6 +166,9 @@ func NewBroadcaster(cfg BroadcasterConfig) *Broadcaster {
 	}
 	if cfg.KeepFinished <= 0 {
 		cfg.KeepFinished = DefaultKeepFinished
+	}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = DefaultMaxQueued
 	}
 	var r [6]byte
 	_, _ = rand.Read(r[:])
@@ -164,7 +193,7 @@ func (b *Broadcaster) SubscribeAfter(session hostloop.SessionID, after uint64) (
 	defer b.mu.Unlock()
 	t := b.topic(session)
 	// One slot beyond the buffer is kept for the lagged notice.
-	sub := &subscriber{ch: make(chan *Event, max(b.cfg.Buffer, len(t.backlog))+1)}
+	sub := &subscriber{ch: make(chan *Event, max(b.cfg.Buffer, len(t.backlog))+1), gone: make(chan struct{})}
 	gap = after < t.seq && (len(t.backlog) == 0 || t.backlog[0].Seq > after+1)
 	for _, ev := range t.backlog {
 		if ev.Seq > after {
@@ -192,15 +221,59 @@ func (b *Broadcaster) Close() {
 	b.closed = true
 	for _, t := range b.topics {
 		for sub := range t.subs {
-			close(sub.ch)
+			sub.end(true)
 		}
 		t.subs = nil
+		for _, end := range t.ends {
+			close(end)
+		}
+		t.ends = nil
+	}
+}
+
+// Done returns a channel that receives session's final state once, then
+// is closed; it is closed without a value if the broadcaster closes, or
+// on cancel. A state already final when Done is called is not sent: the
+// caller asks for the state after subscribing, as with Subscribe. It
+// cannot fall behind, whatever the session's other events: what a
+// submission with wait_ms waits on.
+func (b *Broadcaster) Done(session hostloop.SessionID) (<-chan hostloop.SessionStatus, func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch := make(chan hostloop.SessionStatus, 1)
+	t := b.topic(session)
+	if t.done || b.closed {
+		close(ch)
+		return ch, func() {}
+	}
+	t.ends = append(t.ends, ch)
+	return ch, func() { b.undo(session, ch) }
+}
+
+func (b *Broadcaster) undo(session hostloop.SessionID, ch chan hostloop.SessionStatus) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topics[session]
+	if t == nil {
+		return
+	}
+	if i := slices.Index(t.ends, ch); i >= 0 {
+		t.ends = slices.Delete(t.ends, i, i+1)
+		close(ch)
+	}
+	if len(t.subs) == 0 && len(t.ends) == 0 && len(t.backlog) == 0 && !t.done {
+		delete(b.topics, session)
 	}
 }
 
 func (b *Broadcaster) unsubscribe(session hostloop.SessionID, sub *subscriber) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if sub.pumping {
+		// The reader left: what waits for it goes, and so does the
+		// pump, even if the subscription ended already.
+		sub.drop()
+	}
 	t := b.topics[session]
 	if t == nil {
 		return
@@ -209,11 +282,81 @@ func (b *Broadcaster) unsubscribe(session hostloop.SessionID, sub *subscriber) {
 		return
 	}
 	delete(t.subs, sub)
-	close(sub.ch)
+	sub.end(true)
 	// A topic made only by this subscription (say, for an id that names
 	// no session) leaves nothing behind.
-	if len(t.subs) == 0 && len(t.backlog) == 0 && !t.done {
+	if len(t.subs) == 0 && len(t.ends) == 0 && len(t.backlog) == 0 && !t.done {
 		delete(b.topics, session)
+	}
+}
+
+// end closes sub's channel, at once or, while its pump runs, once the
+// pump has sent what is queued (drop: not even that, the reader left);
+// b.mu is held.
+func (sub *subscriber) end(drop bool) {
+	if !sub.pumping {
+		close(sub.ch)
+		return
+	}
+	sub.closing = true
+	if drop {
+		sub.drop()
+	}
+}
+
+// drop empties a pumping sub's queue and stops its pump; b.mu is held.
+func (sub *subscriber) drop() {
+	sub.queue = nil
+	sub.closing = true
+	sub.stop.Do(func() { close(sub.gone) })
+}
+
+// offer hands ev to sub: into its channel when the channel has room and
+// nothing waits before it, else into its queue, which a pump goroutine
+// moves into the channel. It reports false when the queue is full: the
+// subscriber is then lagged. b.mu is held.
+func (b *Broadcaster) offer(sub *subscriber, ev *Event) bool {
+	if !sub.pumping && len(sub.ch) < cap(sub.ch)-1 {
+		sub.ch <- ev
+		return true
+	}
+	if len(sub.queue) >= b.cfg.MaxQueued {
+		return false
+	}
+	sub.queue = append(sub.queue, ev)
+	if !sub.pumping {
+		sub.pumping = true
+		go b.pump(sub)
+	}
+	return true
+}
+
+// pump moves sub's queue into its channel as the reader takes events,
+// and closes the channel if the subscription ended meanwhile.
+func (b *Broadcaster) pump(sub *subscriber) {
+	for {
+		b.mu.Lock()
+		if len(sub.queue) == 0 {
+			sub.pumping = false
+			if sub.closing {
+				close(sub.ch)
+			}
+			b.mu.Unlock()
+			return
+		}
+		ev := sub.queue[0]
+		sub.queue[0] = nil
+		sub.queue = sub.queue[1:]
+		b.mu.Unlock()
+		select {
+		case sub.ch <- ev:
+		case <-sub.gone:
+			b.mu.Lock()
+			sub.pumping = false
+			close(sub.ch)
+			b.mu.Unlock()
+			return
+		}
 	}
 }
 
@@ -244,9 +387,14 @@ func (b *Broadcaster) SessionChanged(s hostloop.SessionStatus) {
 	if ev.Terminal() {
 		t.done = true
 		for sub := range t.subs {
-			close(sub.ch)
+			sub.end(false)
 		}
 		t.subs = nil
+		for _, end := range t.ends {
+			end <- s
+			close(end)
+		}
+		t.ends = nil
 		b.finished = append(b.finished, s.ID)
 		for len(b.finished) > b.cfg.KeepFinished {
 			delete(b.topics, b.finished[0])
@@ -308,13 +456,13 @@ func (b *Broadcaster) publish(t *topic, e Event) {
 		t.backlog = append(t.backlog, ev)
 	}
 	for sub := range t.subs {
-		if len(sub.ch) >= cap(sub.ch)-1 {
-			sub.ch <- &Event{Kind: EventLagged, Session: ev.Session}
-			close(sub.ch)
+		if !b.offer(sub, ev) {
+			// The queue is full: the lagged notice goes last, after
+			// what the reader has yet to take.
+			sub.queue = append(sub.queue, &Event{Kind: EventLagged, Session: ev.Session})
+			sub.end(false)
 			delete(t.subs, sub)
-			continue
 		}
-		sub.ch <- ev
 	}
 }
 

@@ -26,7 +26,7 @@ func kinds(evs []httpapi.Event) []httpapi.EventKind {
 }
 
 func TestBroadcasterDropsSlowSubscriberWithLagged(t *testing.T) {
-	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{Buffer: 4, Backlog: -1})
+	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{Buffer: 4, MaxQueued: 2, Backlog: -1})
 	slow, cancelSlow := b.Subscribe("s")
 	defer cancelSlow()
 	fast, cancelFast := b.Subscribe("s")
@@ -37,11 +37,12 @@ func TestBroadcasterDropsSlowSubscriberWithLagged(t *testing.T) {
 		b.Chunk("s", host.ExternalToolStreamChunk{ID: 1, Index: i})
 		fastGot = append(fastGot, *<-fast)
 	}
+	// Four in its channel, two queued, then the notice.
 	got := drain(slow)
-	if len(got) != 5 || got[4].Kind != httpapi.EventLagged {
+	if len(got) != 7 || got[6].Kind != httpapi.EventLagged {
 		t.Fatalf("slow got %v", kinds(got))
 	}
-	for i, ev := range got[:4] {
+	for i, ev := range got[:6] {
 		if ev.Chunk.Index != i {
 			t.Fatalf("slow chunk %d has index %d", i, ev.Chunk.Index)
 		}
@@ -156,4 +157,65 @@ func closeAfterReplay(b *httpapi.Broadcaster, s hostloop.SessionID) <-chan *http
 	ch, cancel := b.Subscribe(s)
 	cancel()
 	return ch
+}
+
+// A step of a script can change thousands of operations at once: a reader
+// that takes its events as they come is not dropped for the burst, and
+// gets every event in order, then the terminal state.
+func TestBroadcasterKeepsAReaderThatKeepsUpThroughABurst(t *testing.T) {
+	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{Backlog: -1})
+	ch, cancel := b.Subscribe("s")
+	defer cancel()
+	const burst = 10_000
+	for i := range burst {
+		b.OperationChanged("s", hostloop.OperationStatus{Session: "s", ID: host.ExternalToolID(i + 1)})
+	}
+	b.SessionChanged(hostloop.SessionStatus{ID: "s", State: hostloop.SessionCompleted})
+	got := drain(ch)
+	if len(got) != burst+1 || !got[burst].Terminal() {
+		t.Fatalf("got %d events, the last %v", len(got), got[len(got)-1].Kind)
+	}
+	for i, ev := range got[:burst] {
+		if ev.Kind != httpapi.EventOperation || ev.Operation.ID != host.ExternalToolID(i+1) {
+			t.Fatalf("event %d: %v %d", i, ev.Kind, ev.Operation.ID)
+		}
+	}
+}
+
+// A reader that leaves in the middle of a burst stops what was moving its
+// events (no goroutine is left, see TestMain).
+func TestBroadcasterReaderLeavingMidBurst(t *testing.T) {
+	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{Backlog: -1})
+	ch, cancel := b.Subscribe("s")
+	for i := range 1000 {
+		b.Chunk("s", host.ExternalToolStreamChunk{Index: i})
+	}
+	<-ch
+	cancel()
+	b.SessionChanged(hostloop.SessionStatus{ID: "s", State: hostloop.SessionCompleted})
+	for range ch {
+	}
+}
+
+// Done gets the final state whatever the number of other events, and
+// cannot be dropped for them.
+func TestBroadcasterDoneOutlastsABurst(t *testing.T) {
+	b := httpapi.NewBroadcaster(httpapi.BroadcasterConfig{Buffer: 1, MaxQueued: 1, Backlog: -1})
+	done, cancel := b.Done("s")
+	defer cancel()
+	lagging, cancelLagging := b.Subscribe("s")
+	defer cancelLagging()
+	for i := range 1000 {
+		b.Chunk("s", host.ExternalToolStreamChunk{Index: i})
+	}
+	b.SessionChanged(hostloop.SessionStatus{ID: "s", State: hostloop.SessionCompleted, Value: "v"})
+	if st, ok := <-done; !ok || st.Value != "v" {
+		t.Fatalf("done: %+v, %v", st, ok)
+	}
+	if _, ok := <-done; ok {
+		t.Fatal("done sent twice")
+	}
+	if got := drain(lagging); got[len(got)-1].Kind != httpapi.EventLagged {
+		t.Fatalf("the lagging subscriber ended with %v", got[len(got)-1].Kind)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
@@ -74,6 +75,14 @@ var (
 	ErrConnectionLimit = errors.New("httpapi: too many connections")
 	// ErrStreamLimit: the host serves as many event streams as it allows.
 	ErrStreamLimit = errors.New("httpapi: too many event streams")
+	// ErrClientConnectionLimit: the client (its address) holds as many
+	// connections as one client may; the connection is answered and
+	// closed.
+	ErrClientConnectionLimit = errors.New("httpapi: too many connections from this client")
+	// ErrSubmissionRate: the token's owner submits faster than one owner
+	// may (GateConfig.SubmitRate); the error carries when to try again
+	// (a *QuotaError).
+	ErrSubmissionRate = errors.New("httpapi: too many submissions for this token")
 	// ErrTokenStreamLimit: the client's token holds as many event streams
 	// as one token may.
 	ErrTokenStreamLimit = errors.New("httpapi: too many event streams for this token")
@@ -119,6 +128,8 @@ var errorCodes = []errorCode{
 	{ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
 	{ErrUnknownGrant, http.StatusUnprocessableEntity, "unknown_grant"},
 	{ErrTokenStreamLimit, http.StatusTooManyRequests, "token_stream_limit"},
+	{ErrSubmissionRate, http.StatusTooManyRequests, "submission_rate"},
+	{ErrClientConnectionLimit, http.StatusTooManyRequests, "client_connection_limit"},
 	{ErrStreamLimit, http.StatusServiceUnavailable, "stream_limit"},
 	{ErrConnectionLimit, http.StatusServiceUnavailable, "connection_limit"},
 	{ErrNotFound, http.StatusNotFound, "not_found"},
@@ -150,6 +161,8 @@ var errorCodes = []errorCode{
 	{host.ErrNotClaimed, http.StatusConflict, "wrong_state"},
 	{host.ErrScriptRunning, http.StatusConflict, "script_running"},
 	{hostloop.ErrHostBusy, http.StatusTooManyRequests, "host_busy"},
+	{hostloop.ErrOwnerBusy, http.StatusTooManyRequests, "session_quota"},
+	{hostloop.ErrMemoryPressure, http.StatusServiceUnavailable, "memory_pressure"},
 	{hostloop.ErrLimitTooHigh, http.StatusUnprocessableEntity, "limit_too_high"},
 	{hostloop.ErrInvalidSubmission, http.StatusBadRequest, "invalid_field"},
 	{hostloop.ErrLoopStopped, http.StatusServiceUnavailable, "unavailable"},
@@ -182,6 +195,8 @@ var sessionErrorCodes = []struct {
 	{host.ErrMemoryBudget, "memory_budget"},
 	{host.ErrExecutionBudget, "execution_budget"},
 	{host.ErrPendingLimit, "pending_limit"},
+	// A tool input longer than its way to a worker carries.
+	{host.ErrInputTooLarge, "input_too_large"},
 	// Its ledger did not verify or replay after a restart (a damaged or
 	// forged record, one sealed under a key no longer held).
 	{hostloop.ErrLedgerRejected, "ledger_rejected"},
@@ -189,6 +204,26 @@ var sessionErrorCodes = []struct {
 	{workflow.ErrSessionCancelled, "cancelled"},
 	{workflow.ErrMaxLifetime, "max_lifetime"},
 }
+
+// QuotaError refuses a request over one of its token's quotas, and says
+// when one will be within it again. It matches its quota's sentinel
+// (ErrSubmissionRate, ...).
+type QuotaError struct {
+	// Err is the quota's sentinel; Detail says what the quota is.
+	Err    error
+	Detail string
+	// After is how long until a request would be taken.
+	After time.Duration
+}
+
+func (e *QuotaError) Error() string { return fmt.Sprintf("%v: %s", e.Err, e.Detail) }
+
+// Unwrap returns the quota's sentinel.
+func (e *QuotaError) Unwrap() error { return e.Err }
+
+// RetryAfter is how long until a request would be taken: the response's
+// Retry-After.
+func (e *QuotaError) RetryAfter() time.Duration { return e.After }
 
 // ScopeError refuses a request whose token lacks a scope. It matches
 // ErrMissingScope.

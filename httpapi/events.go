@@ -73,8 +73,9 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	// The server's read deadline would end the stream's context when it
 	// passes (the server reads on in the background to notice a client
-	// leaving); a stream reads nothing more, so it is lifted.
-	_ = rc.SetReadDeadline(time.Time{})
+	// leaving); a stream reads nothing more, so it is lifted, once what
+	// body the request has is read.
+	r.Body = liftAfterBody(r, rc)
 	// frame writes one batch under its own deadline and flushes it.
 	frame := func(write func() error) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))

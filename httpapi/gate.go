@@ -19,6 +19,13 @@ type GateConfig struct {
 	// picks DefaultOwnedSessions. The oldest is let go first; its owner
 	// is then read from its status when it is asked for.
 	MaxOwned int
+	// SubmitRate bounds the submissions a second of one token owner,
+	// with bursts of SubmitBurst; over it a submission is refused with
+	// ErrSubmissionRate (429 submission_rate, with Retry-After). Zero
+	// picks DefaultSubmitRate and DefaultSubmitBurst; a negative rate
+	// leaves submissions unbounded.
+	SubmitRate  float64
+	SubmitBurst int
 }
 
 // Gate is a Backend that acts for the token in each call's context
@@ -34,13 +41,20 @@ type GateConfig struct {
 type Gate struct {
 	backend Backend
 	owners  *owners
+	submits *rateLimiter
 }
 
 var _ Backend = (*Gate)(nil)
 
 // NewGate returns a gate in front of backend.
 func NewGate(backend Backend, cfg GateConfig) *Gate {
-	return &Gate{backend: backend, owners: newOwners(cfg.MaxOwned)}
+	if cfg.SubmitRate == 0 {
+		cfg.SubmitRate, cfg.SubmitBurst = DefaultSubmitRate, DefaultSubmitBurst
+	}
+	if cfg.SubmitBurst <= 0 {
+		cfg.SubmitBurst = int(max(cfg.SubmitRate, 1))
+	}
+	return &Gate{backend: backend, owners: newOwners(cfg.MaxOwned), submits: newRateLimiter(cfg.SubmitRate, cfg.SubmitBurst)}
 }
 
 // token returns the token ctx carries if it holds scope.
@@ -68,9 +82,13 @@ func (g *Gate) Submit(ctx context.Context, sub hostloop.Submission) (hostloop.Se
 	if err := CheckGrants(sub.Grants); err != nil {
 		return hostloop.SessionStatus{}, err
 	}
+	if err := g.submits.take(t.Owner()); err != nil {
+		return hostloop.SessionStatus{}, err
+	}
 	if sub.Tools, err = admitTools(t, sub.Tools); err != nil {
 		return hostloop.SessionStatus{}, err
 	}
+	// Its script's slices are scheduled fairly between owners.
 	sub.Owner = t.Owner()
 	st, err := g.backend.Submit(ctx, sub)
 	if err != nil {

@@ -27,6 +27,9 @@ const (
 	DefaultMaxHeaderBytes = 32 << 10
 	// DefaultMaxConns bounds the connections a server holds at once.
 	DefaultMaxConns = 512
+	// DefaultMaxConnsPerClient bounds the connections one client address
+	// holds at once: an eighth of DefaultMaxConns.
+	DefaultMaxConnsPerClient = 64
 )
 
 // ServerConfig bounds every connection of an API server. Zero values
@@ -40,6 +43,13 @@ type ServerConfig struct {
 	// MaxConns bounds open connections; one beyond is answered with 503
 	// connection_limit and closed (see LimitListener).
 	MaxConns int
+	// MaxConnsPerClient bounds the open connections of one client IP
+	// address; one beyond is answered with 429 client_connection_limit
+	// and closed (see LimitListenerPerClient). Zero picks
+	// DefaultMaxConnsPerClient, capped at MaxConns; negative: no bound
+	// per client (a host behind a proxy that every client comes
+	// through).
+	MaxConnsPerClient int
 	// OnRefused, if set, is called with "connection_limit" for every
 	// refused connection and CodeIdleTimeout for every keep-alive
 	// connection closed for idling, so the process can count them. It
@@ -62,6 +72,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	}
 	if c.MaxConns <= 0 {
 		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxConnsPerClient == 0 {
+		c.MaxConnsPerClient = min(DefaultMaxConnsPerClient, c.MaxConns)
 	}
 	if c.OnRefused == nil {
 		c.OnRefused = func(string) {}
@@ -98,7 +111,7 @@ func NewServer(h http.Handler, cfg ServerConfig) *Server {
 // Serve serves on l through LimitListener; it returns as http.Server's
 // Serve does.
 func (s *Server) Serve(l net.Listener) error {
-	return s.Server.Serve(LimitListener(l, s.cfg.MaxConns, s.cfg.OnRefused))
+	return s.Server.Serve(LimitListenerPerClient(l, s.cfg.MaxConns, s.cfg.MaxConnsPerClient, s.cfg.OnRefused))
 }
 
 // idleWatch counts the keep-alive connections the server closes for

@@ -27,16 +27,30 @@ const maxLingering = 64
 // connection counts from Accept until it is closed. Close waits for the
 // refused connections still lingering.
 func LimitListener(l net.Listener, max int, onRefused func(code string)) net.Listener {
+	return LimitListenerPerClient(l, max, 0, onRefused)
+}
+
+// LimitListenerPerClient is LimitListener that also bounds the
+// connections one client holds at once, by its IP address: one beyond
+// perClient is answered with 429 client_connection_limit (Retry-After,
+// Connection: close), reported to onRefused with that code, and closed,
+// so one client cannot hold every connection of the host, idle or not.
+// A perClient of zero, or a listener whose connections have no IP
+// address, bounds the total alone.
+func LimitListenerPerClient(l net.Listener, max, perClient int, onRefused func(code string)) net.Listener {
 	if onRefused == nil {
 		onRefused = func(string) {}
 	}
 	return &limitListener{
-		Listener:  l,
-		slots:     make(chan struct{}, max),
-		lingering: make(chan struct{}, maxLingering),
-		onRefused: onRefused,
-		refusal:   refusalResponse(max),
-		refused:   make(map[net.Conn]struct{}),
+		Listener:      l,
+		slots:         make(chan struct{}, max),
+		lingering:     make(chan struct{}, maxLingering),
+		onRefused:     onRefused,
+		refusal:       refusalResponse(max),
+		perClient:     perClient,
+		clientRefusal: clientRefusalResponse(perClient),
+		clients:       make(map[string]int),
+		refused:       make(map[net.Conn]struct{}),
 	}
 }
 
@@ -52,12 +66,18 @@ type limitListener struct {
 	onRefused func(string)
 	refusal   []byte
 	wg        sync.WaitGroup
+	// perClient bounds each client address's connections; clientRefusal
+	// answers one over it.
+	perClient     int
+	clientRefusal []byte
 
 	// mu guards refused, the lingering connections, so Close can cut
-	// their linger short, and closed.
+	// their linger short, closed, and clients, the open connections of
+	// each client address.
 	mu      sync.Mutex
 	refused map[net.Conn]struct{}
 	closed  bool
+	clients map[string]int
 }
 
 // refusalResponse is the whole HTTP response sent on a refused
@@ -72,6 +92,18 @@ func refusalResponse(max int) []byte {
 		"Retry-After: %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", retryAfterSeconds, len(body), body)
 }
 
+// clientRefusalResponse is the whole HTTP response sent on a connection
+// over its client's bound.
+func clientRefusalResponse(perClient int) []byte {
+	body, _ := json.Marshal(errorBody{Error: errorDetail{
+		Code:    "client_connection_limit",
+		Message: fmt.Sprintf("%v: one client holds at most %d connections at once", ErrClientConnectionLimit, perClient),
+	}})
+	body = append(body, '\n')
+	return fmt.Appendf(nil, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n"+
+		"Retry-After: %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", retryAfterSeconds, len(body), body)
+}
+
 // Accept returns the next connection there is room for, refusing the
 // others as they come.
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -82,17 +114,57 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.slots <- struct{}{}:
-			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
 		default:
 			l.onRefused("connection_limit")
-			l.refuse(c)
+			l.refuse(c, l.refusal)
+			continue
 		}
+		client, ok := l.enter(c)
+		if !ok {
+			<-l.slots
+			l.onRefused("client_connection_limit")
+			l.refuse(c, l.clientRefusal)
+			continue
+		}
+		return &limitConn{Conn: c, release: func() { <-l.slots; l.leave(client) }}, nil
+	}
+}
+
+// enter counts c against its client's bound, unless the client holds as
+// many as it may; it returns the client's key ("" when not counted).
+func (l *limitListener) enter(c net.Conn) (string, bool) {
+	if l.perClient <= 0 {
+		return "", true
+	}
+	addr, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return "", true
+	}
+	client := addr.IP.String()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.clients[client] >= l.perClient {
+		return "", false
+	}
+	l.clients[client]++
+	return client, true
+}
+
+// leave gives a client's connection back.
+func (l *limitListener) leave(client string) {
+	if client == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.clients[client]--; l.clients[client] <= 0 {
+		delete(l.clients, client)
 	}
 }
 
 // refuse answers c with the refusal and closes it, lingering in a
 // goroutine of its own when one is free.
-func (l *limitListener) refuse(c net.Conn) {
+func (l *limitListener) refuse(c net.Conn, refusal []byte) {
 	select {
 	case l.lingering <- struct{}{}:
 		l.mu.Lock()
@@ -103,7 +175,7 @@ func (l *limitListener) refuse(c net.Conn) {
 			l.refused[c] = struct{}{}
 			l.wg.Add(1)
 			l.mu.Unlock()
-			go l.linger(c)
+			go l.linger(c, refusal)
 			return
 		}
 		l.mu.Unlock()
@@ -113,13 +185,13 @@ func (l *limitListener) refuse(c net.Conn) {
 	// A fresh connection's send buffer is empty, so this write does not
 	// wait; the deadline holds if it ever would.
 	_ = c.SetWriteDeadline(time.Now().Add(refuseLinger))
-	_, _ = c.Write(l.refusal)
+	_, _ = c.Write(refusal)
 	_ = c.Close()
 }
 
 // linger writes the refusal, half-closes, and reads what the client sent
 // until it closes or refuseLinger passes.
-func (l *limitListener) linger(c net.Conn) {
+func (l *limitListener) linger(c net.Conn, refusal []byte) {
 	defer func() {
 		_ = c.Close()
 		l.mu.Lock()
@@ -128,7 +200,7 @@ func (l *limitListener) linger(c net.Conn) {
 		<-l.lingering
 		l.wg.Done()
 	}()
-	if _, err := c.Write(l.refusal); err != nil {
+	if _, err := c.Write(refusal); err != nil {
 		return
 	}
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/splashfabric/splashfabric/hostloop"
 
@@ -49,6 +52,17 @@ const retryAfterSeconds = "1"
 // wrapper put into it.
 const maxMessageBytes = 1 << 10
 
+// retryAfter is the Retry-After of err, in whole seconds: its own when
+// it knows when the request would be taken (a quota's refill), else
+// retryAfterSeconds.
+func retryAfter(err error) string {
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) && ra.RetryAfter() > 0 {
+		return strconv.FormatInt(int64(math.Ceil(ra.RetryAfter().Seconds())), 10)
+	}
+	return retryAfterSeconds
+}
+
 // writeError answers with err's status and code. The message is err's
 // text: sentinels carry the "package: " prefix, which says where the
 // refusal came from.
@@ -65,7 +79,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		// A busy or draining host may take the request a moment later
 		// (or another host may); say when to try again.
-		w.Header().Set("Retry-After", retryAfterSeconds)
+		w.Header().Set("Retry-After", retryAfter(err))
 	}
 	var elsewhere *hostloop.SessionElsewhereError
 	if errors.As(err, &elsewhere) {

@@ -136,12 +136,14 @@ func (s *server) checkWait(ms int64) error {
 
 // waitEnd waits until deadline for session id to end and returns its
 // state then: terminal, or as it stands when the wait ran out; false
-// when the client left first.
+// when the client left first. It waits on the session's end alone
+// (Broadcaster.Done), which no number of the session's other events can
+// make it miss.
 func (s *server) waitEnd(r *http.Request, id hostloop.SessionID, deadline time.Time) (hostloop.SessionStatus, bool) {
-	ch, cancel := s.cfg.Events.Subscribe(id)
+	done, cancel := s.cfg.Events.Done(id)
 	defer cancel()
 	// Asked after subscribing: an end reported before the subscription
-	// shows in this status, one after it comes down ch.
+	// shows in this status, one after it comes down done.
 	st, _, err := s.raw.Status(r.Context(), id)
 	if err != nil {
 		return st, false
@@ -151,22 +153,17 @@ func (s *server) waitEnd(r *http.Request, id hostloop.SessionID, deadline time.T
 	}
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return st, false
-		case <-timer.C:
-		case ev, ok := <-ch:
-			if ok && ev.Kind == EventState && ev.Terminal() {
-				return ev.Status, true
-			}
-			if ok && ev.Kind != EventLagged {
-				continue
-			}
+	select {
+	case <-r.Context().Done():
+		return st, false
+	case end, ok := <-done:
+		if ok {
+			return end, true
 		}
-		// The wait ran out, or the subscriber fell behind: the loop's
-		// own answer is the session as it stands.
-		st, _, err = s.raw.Status(r.Context(), id)
-		return st, err == nil
+	case <-timer.C:
 	}
+	// The wait ran out (or the broadcaster closed): the loop's own answer
+	// is the session as it stands.
+	st, _, err = s.raw.Status(r.Context(), id)
+	return st, err == nil
 }

@@ -21,6 +21,8 @@ type Host struct {
 	cancelRequests, cancellations    *prometheus.CounterVec
 	authFailures, sessions, rejected *prometheus.CounterVec
 	overBudget, resumeFailures       *prometheus.CounterVec
+	publishFailures                  *prometheus.CounterVec
+	shed                             prometheus.Counter
 	sessionsActive, resuming         prometheus.Gauge
 }
 
@@ -66,18 +68,23 @@ func NewHost(reg prometheus.Registerer, opts ...Option) *Host {
 			"Script sessions failed for going over one of their budgets, by budget (memory, execution, pending).", "budget"),
 		resuming: prometheus.NewGauge(prometheus.GaugeOpts{Name: "splash_sessions_resuming",
 			Help: "Durable sessions this host took on from ended processes (its own earlier ones, or adopted) and has not brought back yet.", ConstLabels: o.constLabels}),
+		publishFailures: b.counter("splash_publish_failures_total",
+			"Invocations the transport refused to publish, by reason: too_large (it can never carry it: the operation fails), refused (published again after a backoff).", "reason"),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{Name: "splash_sessions_shed_total",
+			Help: "Script sessions the host failed because it was short of memory and they held the most (also counted over their memory budget).", ConstLabels: o.constLabels}),
 		resumeFailures: b.counter("splash_resume_failures_total",
 			"Durable sessions that could not be resumed, and adoptions that failed, by reason: ledger_rejected (the session fails, its ledger is kept), tools_changed, store (tried again), lease.", "reason"),
 	}
 	h.set = set{h.started, h.finished, h.duration, h.dispatch, h.retries, h.pending, h.claimed,
 		h.chunks, h.bytes, h.cancelRequests, h.cancellations, h.authFailures, h.sessions, h.sessionsActive, h.rejected, h.overBudget,
-		h.resuming, h.resumeFailures}
+		h.resuming, h.resumeFailures, h.publishFailures, h.shed}
 	h.tools = newToolGuard(o, h.initTool)
 	initAll(h.authFailures, authReasons)
 	initAll(h.sessions, sessionStates)
 	initAll(h.rejected, rejectReasons)
 	initAll(h.overBudget, budgets)
 	initAll(h.resumeFailures, resumeReasons)
+	initAll(h.publishFailures, publishReasons)
 	return register(reg, h)
 }
 
@@ -230,6 +237,23 @@ func (h *Host) FrameRejected(reason string) {
 		return
 	}
 	h.rejected.WithLabelValues(oneOf(reason, rejectReasons)).Inc()
+}
+
+// PublishFailed counts an invocation the transport refused (one of the
+// Publish constants).
+func (h *Host) PublishFailed(reason string) {
+	if h == nil {
+		return
+	}
+	h.publishFailures.WithLabelValues(oneOf(reason, publishReasons)).Inc()
+}
+
+// SessionShed counts a session failed to give the host its memory back.
+func (h *Host) SessionShed() {
+	if h == nil {
+		return
+	}
+	h.shed.Inc()
 }
 
 // SessionStarted counts a script session that began running.

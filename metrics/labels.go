@@ -119,6 +119,11 @@ const (
 	RejectWrongAttempt     = "wrong_attempt"
 	RejectContradictory    = "contradictory"
 	RejectLate             = "late"
+	// Reasons of splash_publish_failures_total: the transport can never
+	// carry the invocation (its operation fails), or refused it this
+	// once (it is published again after a backoff).
+	PublishTooLarge = "too_large"
+	PublishRefused  = "refused"
 )
 
 // Terminal session states (splash_sessions_total).
@@ -166,15 +171,16 @@ var (
 		PoisonContradictory, PoisonInvalidMessage, PoisonFlood, PoisonExited, PoisonWatchdog, PoisonStopped,
 		PoisonCancelUnanswered, PoisonCancelUnsupported, PoisonMCP, PoisonMaxRuntime,
 		PoisonMemoryLimit, PoisonCPULimit, PoisonPidsLimit, PoisonFileSizeLimit, PoisonTmpFull}
-	retryClasses  = []string{RetryTransient, RetryRateLimited}
-	dispositions  = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
-	authReasons   = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthUnknownKey, AuthWrongPool, AuthMalformed, AuthMissingToken, AuthWrongToken}
-	rejectReasons = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
-	sessionStates = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
-	resumeReasons = []string{ResumeLedgerRejected, ResumeToolsChanged, ResumeStore, ResumeLease}
-	budgets       = []string{BudgetMemory, BudgetExecution, BudgetPending}
-	streamSources = []string{StreamSource, StreamRedacted, StreamDenied}
-	reconciled    = []string{ReconcileRunning, ReconcileSucceeded, ReconcileFailed, ReconcileCancelled, ReconcileUnknown}
+	retryClasses   = []string{RetryTransient, RetryRateLimited}
+	dispositions   = []string{DispositionAcknowledged, DispositionTooLate, DispositionUnsupported}
+	authReasons    = []string{AuthBadTag, AuthWrongRole, AuthWrongSession, AuthSequence, AuthWrongSubject, AuthUnknownKey, AuthWrongPool, AuthMalformed, AuthMissingToken, AuthWrongToken}
+	publishReasons = []string{PublishTooLarge, PublishRefused}
+	rejectReasons  = []string{RejectMalformed, RejectTooLarge, RejectInvalidMessage, RejectUnknownOperation, RejectWrongAttempt, RejectContradictory, RejectLate}
+	sessionStates  = []string{SessionCompleted, SessionFailed, SessionCancelled, SessionTimedOut}
+	resumeReasons  = []string{ResumeLedgerRejected, ResumeToolsChanged, ResumeStore, ResumeLease}
+	budgets        = []string{BudgetMemory, BudgetExecution, BudgetPending}
+	streamSources  = []string{StreamSource, StreamRedacted, StreamDenied}
+	reconciled     = []string{ReconcileRunning, ReconcileSucceeded, ReconcileFailed, ReconcileCancelled, ReconcileUnknown}
 )
 
 // oneOf returns v when it is in set and Other otherwise.

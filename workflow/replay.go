@@ -147,6 +147,9 @@ func runtimeConfig(tmpl host.Config, sub Submitted, clock host.Clock, entries []
 	cfg.Grants, cfg.Tools = sub.Grants, sub.ToolGrants
 	cfg.ToolCallBudget, cfg.MaxPending = sub.ToolCallBudget, sub.MaxPending
 	cfg.ExecutionBudget, cfg.MemoryBudget = sub.ExecutionBudget, sub.MemoryBudget
+	// A resumed session runs for the tenant it was submitted for: its
+	// slices are scheduled and its realm shared as the first run's were.
+	cfg.Owner = sub.Owner
 	cfg.Replay = nil
 	for _, e := range entries {
 		if p := e.Prepared; p != nil {

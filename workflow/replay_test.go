@@ -202,6 +202,23 @@ func TestReplayDivergenceDispatchesNothing(t *testing.T) {
 	}
 }
 
+// A replayed session runs for the tenant it was submitted for, so its
+// slices are scheduled and its realm shared as its first run's were.
+func TestReplayRunsForItsOwner(t *testing.T) {
+	entries, _ := firstRun(t)
+	owned := slices.Clone(entries)
+	sub := *owned[0].Submitted
+	sub.Owner = "team-a"
+	owned[0].Submitted = &sub
+	got, err := workflow.Restore(owned, workflow.ReplayConfig{Register: register(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Owner() != "team-a" {
+		t.Fatalf("replayed for %q, want team-a", got.Owner())
+	}
+}
+
 func TestReplayRefusesChangedToolDefinitions(t *testing.T) {
 	entries, _ := firstRun(t)
 	pinned := slices.Clone(entries)

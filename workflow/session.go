@@ -146,6 +146,10 @@ func (s *Session) Durable() bool { return s.led != nil }
 // change it.
 func (s *Session) Ledger() *Ledger { return s.led }
 
+// Owner is the tenant the session's script runs for: its submission's, on
+// the first run and on every replay.
+func (s *Session) Owner() string { return s.rt.Owner() }
+
 // Persisted is how many ledger entries the Log holds.
 func (s *Session) Persisted() int { return s.persisted }
 

@@ -74,7 +74,7 @@ func (s *Session) apply(a Applied) (taken, error) {
 // an ending session cancels what its script starts before anything is
 // dispatched, and ends once no operation is live.
 func (s *Session) after() {
-	if s.ending == "" {
+	if s.ending == "" || s.rt.Running() {
 		return
 	}
 	for {

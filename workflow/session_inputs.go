@@ -16,7 +16,7 @@ import (
 // operations claimed. An ending session claims nothing: what its script
 // starts is cancelled before it is dispatched.
 func (s *Session) Claim() []*Op {
-	if s.ended || s.relinquished || s.rt.Diverged() != nil {
+	if s.ended || s.relinquished || s.rt.Diverged() != nil || s.rt.Running() {
 		return nil
 	}
 	if s.ending != "" {

@@ -85,6 +85,9 @@ func startDevRunner(dataDir string, workers, streams int, complete func(uint64),
 		"--workers", strconv.Itoa(workers),
 		"--max-streams", strconv.Itoa(streams), "--max-streams-per-token", strconv.Itoa(streams),
 		"--http-max-conns", strconv.Itoa(2*streams + 64),
+		// One client is the whole load: the quotas that keep a client
+		// to its share of a host would measure themselves.
+		"--http-max-conns-per-client", "0", "--submit-rate", "0",
 	}, flags...), func(string) (string, bool) { return "", false })
 	if err != nil {
 		return nil, fmt.Errorf("bench: dev flags: %w", err)

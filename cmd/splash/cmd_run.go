@@ -34,6 +34,12 @@ With --json, stdout holds one object per line, {"event": kind, "data": ...},
 kind being "submitted" (the new session), then the host's event kinds
 ("audit", "chunk", "state", "lagged"); the last is the terminal "state".
 
+--budget and --pending ask for the session's tool call budget and its
+limit of operations in flight at once (SPLASH_RUN_BUDGET,
+SPLASH_RUN_PENDING); 0 takes the host's defaults (1,000 calls, 256 in
+flight unless its operator set others). The host refuses more than its
+maximum (--max-session-budget, --max-session-pending) with limit_too_high.
+
 --tools limits what the script may call to some of the tools its token may
 use ("demo.*,text.>": "*" stands for one dot-separated segment, a final ">"
 for one or more); a call outside them fails in the script, before it uses
@@ -70,6 +76,9 @@ type runConfig struct {
 	json   bool
 	// lifetime ends the session once it lived this long (0: no end).
 	lifetime time.Duration
+	// budget and pending are the session's tool call budget and pending
+	// limit (0: the host's defaults).
+	budget, pending int
 }
 
 func (c *runConfig) flags(fs *flagSet) {
@@ -78,6 +87,8 @@ func (c *runConfig) flags(fs *flagSet) {
 	fs.stringVar(&c.tools, "tools", "SPLASH_RUN_TOOLS", "", "comma-separated `patterns` of the tools the script may call (\"demo.*,text.>\"; \"none\" for none); empty: every tool the token may use")
 	fs.boolVar(&c.json, "json", "SPLASH_RUN_JSON", false, "print events as JSON lines")
 	fs.durationVar(&c.lifetime, "max-lifetime", "SPLASH_RUN_MAX_LIFETIME", 0, "end the session once it has lived this long, however long its calls wait (0: as long as the script waits)")
+	fs.intVar(&c.budget, "budget", "SPLASH_RUN_BUDGET", 0, "the session's tool call budget (`calls`; 0: the host's default)")
+	fs.intVar(&c.pending, "pending", "SPLASH_RUN_PENDING", 0, "how many `operations` the session may hold in flight at once (0: the host's default)")
 }
 
 // toolPatterns reads --tools: "" leaves the choice to the host (the
@@ -132,10 +143,15 @@ func (c *runConfig) run(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if c.lifetime < 0 {
+	switch {
+	case c.lifetime < 0:
 		return fmt.Errorf("%w: --max-lifetime %v is negative", errUsage, c.lifetime)
+	case c.budget < 0:
+		return fmt.Errorf("%w: --budget %d is negative", errUsage, c.budget)
+	case c.pending < 0:
+		return fmt.Errorf("%w: --pending %d is negative", errUsage, c.pending)
 	}
-	r := &scriptRun{client: client, a: a, json: c.json, lifetime: c.lifetime, tools: toolPatterns(c.tools)}
+	r := &scriptRun{client: client, a: a, json: c.json, lifetime: c.lifetime, tools: toolPatterns(c.tools), budget: c.budget, pending: c.pending}
 	if !c.json {
 		r.progress = newProgress(a.stderr, isTerminal(a.stderr), time.Now)
 	}
@@ -150,10 +166,16 @@ type scriptRun struct {
 	json     bool
 	progress *progress // nil with --json
 	lifetime time.Duration
+	// budget and pending go to the submission as they are (0: the
+	// host's defaults).
+	budget, pending int
 }
 
 func (r *scriptRun) run(ctx context.Context, source string) error {
-	s, err := r.client.Submit(ctx, apiclient.SubmitRequest{Source: source, Tools: r.tools, MaxLifetimeMS: r.lifetime.Milliseconds()})
+	s, err := r.client.Submit(ctx, apiclient.SubmitRequest{
+		Source: source, Tools: r.tools, MaxLifetimeMS: r.lifetime.Milliseconds(),
+		ToolCallBudget: r.budget, MaxPending: r.pending,
+	})
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}

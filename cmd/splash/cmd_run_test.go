@@ -86,6 +86,16 @@ func TestRun(t *testing.T) {
 			wantCode: 1, wantStderr: "no API token given: set --api-token or SPLASH_API_TOKEN"},
 		{name: "bad api url", env: map[string]string{envAPIURL: "127.0.0.1:8080"}, args: []string{"-e", "1"},
 			wantCode: 2, wantStderr: "--api-url"},
+		{name: "more in flight than the default pending limit", args: []string{"-e", inFlight300},
+			wantCode: 1, wantStderr: "pending operation limit reached"},
+		{name: "--pending asks for more", args: []string{"--pending", "300", "-e", inFlight300}, wantStdout: "300\n"},
+		{name: "SPLASH_RUN_PENDING asks for more", env: withEnv(apiEnv(srv), "SPLASH_RUN_PENDING", "300"), args: []string{"-e", inFlight300}, wantStdout: "300\n"},
+		{name: "--budget bounds the calls", args: []string{"--budget", "2", "-e", `for (let i = 0; i < 3; i++) await tool.start("demo.echo", "x")`},
+			wantCode: 1, wantStderr: "budget exhausted"},
+		{name: "SPLASH_RUN_BUDGET bounds the calls", env: withEnv(apiEnv(srv), "SPLASH_RUN_BUDGET", "2"), args: []string{"-e", `for (let i = 0; i < 3; i++) await tool.start("demo.echo", "x")`},
+			wantCode: 1, wantStderr: "budget exhausted"},
+		{name: "--pending above the host's maximum", args: []string{"--pending", "1000000", "-e", "1"}, wantCode: 1, wantStderr: "limit_too_high"},
+		{name: "negative --budget", args: []string{"--budget", "-1", "-e", "1"}, wantCode: 2, wantStderr: "--budget"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,6 +115,16 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inFlight300 holds 300 calls in flight at once, above the host's
+// default pending limit of 256.
+const inFlight300 = `const ps = []; for (let i = 0; i < 300; i++) ps.push(tool.start("demo.echo", "x")); (await Promise.all(ps)).length`
+
+// withEnv returns env with k set to v.
+func withEnv(env map[string]string, k, v string) map[string]string {
+	env[k] = v
+	return env
 }
 
 func TestRunUnreachable(t *testing.T) {

@@ -79,6 +79,11 @@ func (f *flagSet) intVar(p *int, name, env string, value int, usage string) {
 	f.bind(name, env)
 }
 
+func (f *flagSet) float64Var(p *float64, name, env string, value float64, usage string) {
+	f.fs.Float64Var(p, name, value, usage)
+	f.bind(name, env)
+}
+
 func (f *flagSet) durationVar(p *time.Duration, name, env string, value time.Duration, usage string) {
 	f.fs.DurationVar(p, name, value, usage)
 	f.bind(name, env)

@@ -171,10 +171,11 @@ var sharedEnv = map[string]bool{
 	"SPLASH_MAX_SESSIONS": true, "SPLASH_SESSION_BUDGET": true, "SPLASH_MAX_SESSION_BUDGET": true,
 	"SPLASH_SESSION_PENDING": true, "SPLASH_MAX_SESSION_PENDING": true, "SPLASH_AUDIT_PER_SESSION": true,
 	"SPLASH_SESSION_MEMORY": true, "SPLASH_MEMORY_LIMIT": true, "SPLASH_RESTART": true, "SPLASH_HOST_LEASE": true,
+	"SPLASH_MAX_SESSIONS_PER_OWNER": true, "SPLASH_SUBMIT_RATE": true, "SPLASH_SUBMIT_BURST": true,
 	// The host's HTTP bounds, on splash host and splash dev alike.
 	"SPLASH_HTTP_READ_TIMEOUT": true, "SPLASH_HTTP_WRITE_TIMEOUT": true, "SPLASH_HTTP_IDLE_TIMEOUT": true,
 	"SPLASH_HTTP_MAX_CONNS": true, "SPLASH_MAX_STREAMS": true, "SPLASH_MAX_STREAMS_PER_TOKEN": true,
-	"SPLASH_STREAM_WRITE_TIMEOUT": true, "SPLASH_TRACE_URL": true,
+	"SPLASH_STREAM_WRITE_TIMEOUT": true, "SPLASH_TRACE_URL": true, "SPLASH_HTTP_MAX_CONNS_PER_CLIENT": true,
 	// What the fabric serves over MCP, at a host's /mcp and from splash
 	// mcp alike.
 	"SPLASH_MCP_TOOLS": true, "SPLASH_MCP_RUN_SCRIPT": true,

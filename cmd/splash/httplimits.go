@@ -17,6 +17,10 @@ type httpLimits struct {
 	// traceURL is where a session's trace is looked at
 	// (httpapi.Config.TraceURL).
 	traceURL string
+	// submitRate and submitBurst bound one token owner's submissions
+	// (0: none).
+	submitRate  float64
+	submitBurst int
 }
 
 func (l *httpLimits) register(fs *flagSet) {
@@ -28,6 +32,12 @@ func (l *httpLimits) register(fs *flagSet) {
 		"how long a keep-alive connection may wait for its next request (`duration`)")
 	fs.intVar(&l.server.MaxConns, "http-max-conns", "SPLASH_HTTP_MAX_CONNS", httpapi.DefaultMaxConns,
 		"`number` of HTTP connections held at once; more are answered 503 connection_limit")
+	fs.intVar(&l.server.MaxConnsPerClient, "http-max-conns-per-client", "SPLASH_HTTP_MAX_CONNS_PER_CLIENT", httpapi.DefaultMaxConnsPerClient,
+		"`number` of HTTP connections one client address holds at once; more are answered 429 client_connection_limit (0: no bound, for a host behind a proxy every client comes through)")
+	fs.float64Var(&l.submitRate, "submit-rate", "SPLASH_SUBMIT_RATE", httpapi.DefaultSubmitRate,
+		"submissions a second one token owner may make (`rate`), API and MCP together; more are refused (429 submission_rate); 0: no bound")
+	fs.intVar(&l.submitBurst, "submit-burst", "SPLASH_SUBMIT_BURST", httpapi.DefaultSubmitBurst,
+		"how many submissions over --submit-rate one token owner may make at once (`number`)")
 	fs.intVar(&l.maxStreams, "max-streams", "SPLASH_MAX_STREAMS", httpapi.DefaultMaxStreams,
 		"`number` of event streams served at once; more are refused (503 stream_limit)")
 	fs.intVar(&l.maxStreamsPerToken, "max-streams-per-token", "SPLASH_MAX_STREAMS_PER_TOKEN", httpapi.DefaultMaxStreamsPerToken,
@@ -57,10 +67,20 @@ func (l *httpLimits) check() error {
 		v    int
 	}{
 		{"http-max-conns", l.server.MaxConns}, {"max-streams", l.maxStreams}, {"max-streams-per-token", l.maxStreamsPerToken},
+		{"submit-burst", l.submitBurst},
 	} {
 		if f.v < 1 {
 			return fmt.Errorf("%w: --%s %d, want at least 1", errUsage, f.name, f.v)
 		}
+	}
+	switch {
+	case l.server.MaxConnsPerClient < 0:
+		return fmt.Errorf("%w: --http-max-conns-per-client %d, want 0 or more", errUsage, l.server.MaxConnsPerClient)
+	case l.submitRate < 0:
+		return fmt.Errorf("%w: --submit-rate %g, want 0 or more", errUsage, l.submitRate)
+	}
+	if l.server.MaxConnsPerClient == 0 {
+		l.server.MaxConnsPerClient = -1
 	}
 	// Streams beyond the connections could never open, and streams that
 	// take every connection leave none for the rest of the API.
@@ -84,4 +104,12 @@ func (l *httpLimits) apply(cfg *httpapi.Config) {
 	cfg.MaxStreamsPerToken = l.maxStreamsPerToken
 	cfg.StreamWriteTimeout = l.streamWriteTimeout
 	cfg.TraceURL = l.traceURL
+}
+
+// gate is the API's gate configuration: the submission quota.
+func (l *httpLimits) gate() httpapi.GateConfig {
+	if l.submitRate == 0 {
+		return httpapi.GateConfig{SubmitRate: -1}
+	}
+	return httpapi.GateConfig{SubmitRate: l.submitRate, SubmitBurst: l.submitBurst}
 }

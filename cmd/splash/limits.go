@@ -21,11 +21,16 @@ type hostLimits struct {
 	restart string
 	// lease is how long the host's lease on its sessions lasts unrenewed.
 	lease time.Duration
+	// memoryBudget is what --memory-limit resolved to (0: none), set by
+	// applyMemoryLimit: the loop's process budget.
+	memoryBudget int64
 }
 
 func (l *hostLimits) register(fs *flagSet) {
 	fs.intVar(&l.limits.MaxSuspendedSessions, "max-sessions", "SPLASH_MAX_SESSIONS", hostloop.DefaultMaxSuspendedSessions,
 		"`number` of suspended sessions the host holds at once; more are refused (429 host_busy)")
+	fs.intVar(&l.limits.MaxSessionsPerOwner, "max-sessions-per-owner", "SPLASH_MAX_SESSIONS_PER_OWNER", 0,
+		"`number` of suspended sessions one token owner holds at once; more are refused (429 session_quota); 0: a quarter of --max-sessions, at least 64")
 	fs.intVar(&l.limits.DefaultToolCallBudget, "session-budget", "SPLASH_SESSION_BUDGET", hostloop.DefaultSessionToolCallBudget,
 		"tool call budget of a session that asks for none (`calls`)")
 	fs.intVar(&l.limits.MaxToolCallBudget, "max-session-budget", "SPLASH_MAX_SESSION_BUDGET", hostloop.DefaultMaxSessionToolCallBudget,
@@ -43,17 +48,18 @@ func (l *hostLimits) register(fs *flagSet) {
 	fs.durationVar(&l.lease, "host-lease", "SPLASH_HOST_LEASE", hostnats.DefaultHostLease,
 		"how long the host's `duration` lease on its suspended sessions lasts unrenewed: after a kill, another host (or its next process) carries them on once it lapses")
 	fs.stringVar(&l.memoryLimit, "memory-limit", "SPLASH_MEMORY_LIMIT", memoryLimitAuto,
-		"the process's soft memory limit, as GOMEMLIMIT: a `size`, auto (80% of the container's or machine's memory, or GOMEMLIMIT if set) or off")
+		"the process's memory budget, its GOMEMLIMIT too: a `size`, auto (80% of the cgroup's or the machine's memory, or half of RLIMIT_AS, whichever is least; GOMEMLIMIT if set) or off. Near it new submissions are refused (503 memory_pressure) and the session holding the most memory fails (memory_budget)")
 }
 
 // applyMemoryLimit sets the process's soft memory limit from
-// --memory-limit.
+// --memory-limit, and makes it the host loop's process budget.
 func (l *hostLimits) applyMemoryLimit(a *app) error {
 	m, err := resolveMemoryLimit(l.memoryLimit, a.lookupEnv)
 	if err != nil {
 		return err
 	}
 	m.apply(a.log)
+	l.memoryBudget = m.budget()
 	return nil
 }
 
@@ -71,6 +77,9 @@ func (l *hostLimits) check() error {
 		if f.v < 1 {
 			return fmt.Errorf("%w: --%s %d, want at least 1", errUsage, f.name, f.v)
 		}
+	}
+	if l.limits.MaxSessionsPerOwner < 0 {
+		return fmt.Errorf("%w: --max-sessions-per-owner %d, want 0 or more", errUsage, l.limits.MaxSessionsPerOwner)
 	}
 	if _, err := workflow.ParseRestartPolicy(l.restart); err != nil {
 		return fmt.Errorf("%w: --restart %q: want resume or fail", errUsage, l.restart)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -69,6 +70,37 @@ func TestResolveMemoryLimit(t *testing.T) {
 	// container has, whichever it finds.
 	if m, err := resolveMemoryLimit("auto", noEnv); err != nil || m.bytes <= 0 {
 		t.Fatalf("auto: %+v, %v", m, err)
+	}
+}
+
+// TestAutoMemoryLimitTakesTheTightest: auto takes its share of whichever
+// limit is least once shared: a cgroup's, the address space's (half) or
+// the machine's. The host, 24 GiB of memory under a 4 GiB
+// RLIMIT_AS, chose 20 GB.
+func TestAutoMemoryLimitTakesTheTightest(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	src := func(name string, share float64, n int64) memorySource {
+		return memorySource{name: name, share: share, read: func() (int64, bool) { return n, n > 0 }}
+	}
+	tests := []struct {
+		name       string
+		sources    []memorySource
+		want       int64
+		wantSource string
+	}{
+		{"the issue's host", []memorySource{src("cgroup", 0.8, 0), src("RLIMIT_AS", 0.5, 4<<30), src("machine", 0.8, 24<<30)}, 2 << 30, "RLIMIT_AS"},
+		{"a container", []memorySource{src("cgroup", 0.8, 10<<30), src("RLIMIT_AS", 0.5, 0), src("machine", 0.8, 24<<30)}, 8 << 30, "cgroup"},
+		{"a generous address space", []memorySource{src("cgroup", 0.8, 1<<30), src("RLIMIT_AS", 0.5, 64<<30)}, 1 << 30 * 8 / 10, "cgroup"},
+		{"only the machine", []memorySource{src("cgroup", 0.8, 0), src("machine", 0.8, 10<<30)}, 8 << 30, "machine"},
+		{"nothing known", []memorySource{src("cgroup", 0.8, 0)}, math.MaxInt64, "unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := resolveMemoryLimitFrom("auto", noEnv, tt.sources)
+			if err != nil || m.bytes != tt.want || !strings.Contains(m.source, tt.wantSource) {
+				t.Fatalf("got %d from %q (%v), want %d from %s", m.bytes, m.source, err, tt.want, tt.wantSource)
+			}
+		})
 	}
 }
 

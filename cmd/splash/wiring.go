@@ -325,7 +325,10 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		HostID:    p.hostID,
 		// Each session registers the catalog as it is when the session
 		// starts, and keeps it: a change reaches new sessions only.
-		Catalog:  func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
+		Catalog: func(rt *host.Runtime) error { return rt.RegisterTools(live.Current()) },
+		// An input no invocation could carry is refused at the
+		// script's tool.start, before it takes any budget.
+		Runtime:  host.Config{MaxInputBytes: p.fabric.MaxToolInputBytes(p.nc.MaxPayload())},
 		Observer: httpapi.Tee(observers...),
 		Archive:  h.archive,
 		Ledger:   ledger,
@@ -337,6 +340,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		DuplicateWindow:   p.fabric.DuplicateWindow,
 		Restart:           workflow.RestartPolicy(p.limits.restart),
 		Limits:            p.limits.limits,
+		MemoryBudget:      p.limits.memoryBudget,
 		AuditPerSession:   p.limits.auditPerSession,
 	}, p.log)
 	if err != nil {
@@ -354,7 +358,7 @@ func startHost(ctx context.Context, p hostParts) (*runningHost, error) {
 		Tokens: p.apiTokens,
 		// Shared with /mcp, so that a session run there is its token's
 		// on the API too.
-		Gate:   httpapi.NewGate(h.loop, httpapi.GateConfig{}),
+		Gate:   httpapi.NewGate(h.loop, p.http.gate()),
 		Events: h.events,
 		Ready: func(ctx context.Context) error {
 			return h.ready(ctx, p.nc, js)

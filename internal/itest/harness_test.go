@@ -17,6 +17,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/hostnats"
+	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/internal/natstest"
 	"github.com/splashfabric/splashfabric/internal/testwait"
@@ -61,6 +62,14 @@ type options struct {
 	// durable gives the host a session archive and a ledger log, so its
 	// sessions outlive its loop.
 	durable bool
+	// limits, memoryBudget and also, if set, are the loop's Limits,
+	// MemoryBudget and observers beside the cluster's own.
+	limits       hostloop.Limits
+	memoryBudget int64
+	also         []hostloop.Observer
+	// boundInputs gives the runtimes the input bound a host over NATS
+	// derives from the streams (host.Config.MaxInputBytes).
+	boundInputs bool
 	// reconcileAfter, horizon and duplicateWindow, if set, are the
 	// loop's ReconcileAfter, RedeliveryHorizon and DuplicateWindow.
 	reconcileAfter, horizon, duplicateWindow time.Duration
@@ -150,6 +159,14 @@ func (c *cluster) startHost() {
 		RetryInitial: c.opts.retryInitial,
 		RetryMax:     c.opts.retryMax,
 		Observer:     c.obs,
+		Limits:       c.opts.limits,
+		MemoryBudget: c.opts.memoryBudget,
+	}
+	if len(c.opts.also) > 0 {
+		cfg.Observer = httpapi.Tee(append([]hostloop.Observer{c.obs}, c.opts.also...)...)
+	}
+	if c.opts.boundInputs {
+		cfg.Runtime.MaxInputBytes = c.fcfg.MaxToolInputBytes(c.hostNC.MaxPayload())
 	}
 	if c.opts.durable {
 		c.archive, err = hostnats.NewSessionArchive(ctx, c.hostNC, c.fcfg, c.key)
