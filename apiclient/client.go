@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
@@ -124,14 +125,7 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 // other body as the message.
 func errorOf(resp *http.Response) *Error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	var body struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-			Scope   string `json:"scope"`
-			Tool    string `json:"tool"`
-		} `json:"error"`
-	}
+	var body apiwire.ErrorBody
 	if json.Unmarshal(raw, &body) == nil && body.Error.Code != "" {
 		e := body.Error
 		return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message, Scope: e.Scope, Tool: e.Tool, RetryAfter: retryAfter(resp)}

@@ -1,54 +1,54 @@
 package apiclient
 
-import "github.com/splashfabric/splashfabric/httpapi"
+import "github.com/splashfabric/splashfabric/httpapi/apiwire"
 
-// The wire types are the server's own, so the two sides cannot disagree on
-// a field name; docs/api.md describes each.
+// The wire types are the server's own (package apiwire), so the two sides
+// cannot disagree on a field name; docs/api.md describes each.
 type (
 	// SubmitRequest is a script with its grants and limits.
-	SubmitRequest = httpapi.SubmitRequest
+	SubmitRequest = apiwire.SubmitRequest
 	// Session is a session's state, result and live operations.
-	Session = httpapi.Session
+	Session = apiwire.Session
 	// Operation is one live operation of a session.
-	Operation = httpapi.Operation
+	Operation = apiwire.Operation
 	// AuditLog is a session's audit events, oldest first.
-	AuditLog = httpapi.AuditLog
+	AuditLog = apiwire.AuditLog
 	// AuditEntry is one audit event.
-	AuditEntry = httpapi.AuditEntry
+	AuditEntry = apiwire.AuditEntry
 	// Chunk is one released (redacted) piece of a streaming tool's output.
-	Chunk = httpapi.Chunk
+	Chunk = apiwire.Chunk
 	// CancelResponse is the host's answer to a cancel: requested, not yet
 	// done.
-	CancelResponse = httpapi.CancelResponse
+	CancelResponse = apiwire.CancelResponse
 	// SessionCancelResponse is the session as a session cancel left it.
-	SessionCancelResponse = httpapi.SessionCancelResponse
+	SessionCancelResponse = apiwire.SessionCancelResponse
 	// ReconcileResponse counts the operations a reconcile asks about.
-	ReconcileResponse = httpapi.ReconcileResponse
+	ReconcileResponse = apiwire.ReconcileResponse
 	// SessionSummary is one line of the host's session list.
-	SessionSummary = httpapi.SessionSummary
+	SessionSummary = apiwire.SessionSummary
 	// SessionList is the host's session list.
-	SessionList = httpapi.SessionList
+	SessionList = apiwire.SessionList
 	// Source is the script a session was submitted with.
-	Source = httpapi.Source
+	Source = apiwire.Source
 	// Tool is one tool of the host's catalog with its pool and workers.
-	Tool = httpapi.Tool
+	Tool = apiwire.Tool
 	// ToolList is the host's catalog.
-	ToolList = httpapi.ToolList
+	ToolList = apiwire.ToolList
 	// Pool is a tool's JetStream consumer, as the server counts it.
-	Pool = httpapi.Pool
+	Pool = apiwire.Pool
 	// Worker is a worker the host heard from recently.
-	Worker = httpapi.Worker
+	Worker = apiwire.Worker
 	// WorkerList is the workers the host heard from recently.
-	WorkerList = httpapi.WorkerList
+	WorkerList = apiwire.WorkerList
 )
 
 // Session states, as Session.State reports them.
 const (
-	StateSuspended = "suspended"
-	StateCompleted = "completed"
-	StateFailed    = "failed"
+	StateSuspended = apiwire.StateSuspended
+	StateCompleted = apiwire.StateCompleted
+	StateFailed    = apiwire.StateFailed
 	// StateCancelled: an operator ended the session.
-	StateCancelled = "cancelled"
+	StateCancelled = apiwire.StateCancelled
 )
 
 // Codes Session.ErrorCode reports for a failed session whose host process

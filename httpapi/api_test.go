@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 )
 
 const testToken = "s3cret-token"
@@ -214,7 +215,7 @@ func TestSubmitAndQuery(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Location") != "/v1/sessions/s-1" {
 		t.Fatalf("status %d location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	created := decodeBody[httpapi.Session](t, resp)
+	created := decodeBody[apiwire.Session](t, resp)
 	if created.ID != "s-1" || created.State != "suspended" || len(created.Operations) != 1 || created.Operations[0].Tool != "echo" {
 		t.Fatalf("created %+v", created)
 	}
@@ -223,21 +224,21 @@ func TestSubmitAndQuery(t *testing.T) {
 		t.Fatalf("submission %+v", sub)
 	}
 
-	got := decodeBody[httpapi.Session](t, e.do(t, "GET", "/v1/sessions/s-1", testToken, ""))
+	got := decodeBody[apiwire.Session](t, e.do(t, "GET", "/v1/sessions/s-1", testToken, ""))
 	if got.ID != "s-1" || got.Value != nil {
 		t.Fatalf("session %+v", got)
 	}
-	ops := decodeBody[httpapi.OperationList](t, e.do(t, "GET", "/v1/operations", testToken, ""))
+	ops := decodeBody[apiwire.OperationList](t, e.do(t, "GET", "/v1/operations", testToken, ""))
 	if len(ops.Operations) != 1 || ops.Operations[0].ID != "op-1" || ops.Operations[0].Session != "s-1" {
 		t.Fatalf("operations %+v", ops)
 	}
-	audit := decodeBody[httpapi.AuditLog](t, e.do(t, "GET", "/v1/sessions/s-1/audit", testToken, ""))
+	audit := decodeBody[apiwire.AuditLog](t, e.do(t, "GET", "/v1/sessions/s-1/audit", testToken, ""))
 	if audit.Session != "s-1" || len(audit.Events) != 1 || audit.Events[0].Outcome != "started" || audit.Events[0].Operation != "op-1" {
 		t.Fatalf("audit %+v", audit)
 	}
 
 	e.backend.finish("s-1", "done")
-	got = decodeBody[httpapi.Session](t, e.do(t, "GET", "/v1/sessions/s-1", testToken, ""))
+	got = decodeBody[apiwire.Session](t, e.do(t, "GET", "/v1/sessions/s-1", testToken, ""))
 	if got.State != "completed" || got.Value == nil || *got.Value != "done" || !got.Terminal() {
 		t.Fatalf("finished %+v", got)
 	}
@@ -259,8 +260,8 @@ func TestCancelByRequestID(t *testing.T) {
 	e := newAPIEnv(t, nil)
 	e.do(t, http.MethodPost, "/v1/sessions", testToken, `{"source":"1"}`)
 	resp := e.do(t, http.MethodPost, "/v1/operations/r-1/cancel", testToken, "")
-	got := decodeBody[httpapi.CancelResponse](t, resp)
-	if resp.StatusCode != http.StatusAccepted || got != (httpapi.CancelResponse{Session: "s-1", Operation: "op-1", Cancellation: "requested"}) {
+	got := decodeBody[apiwire.CancelResponse](t, resp)
+	if resp.StatusCode != http.StatusAccepted || got != (apiwire.CancelResponse{Session: "s-1", Operation: "op-1", Cancellation: "requested"}) {
 		t.Fatalf("status %d body %+v", resp.StatusCode, got)
 	}
 }
@@ -359,7 +360,7 @@ func TestSubmitWaitsForTheEnd(t *testing.T) {
 				}
 				return
 			}
-			if got := decodeBody[httpapi.Session](t, resp); got.State != tt.want {
+			if got := decodeBody[apiwire.Session](t, resp); got.State != tt.want {
 				t.Fatalf("answer %+v, want state %s", got, tt.want)
 			}
 		})

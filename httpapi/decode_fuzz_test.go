@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -41,7 +42,7 @@ func FuzzDecodeSubmitRequest(f *testing.F) {
 	}
 	const limit = 4 << 10
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req SubmitRequest
+		var req apiwire.SubmitRequest
 		r := httptest.NewRequest(http.MethodPost, "/v1/sessions", strings.NewReader(string(body)))
 		err := decodeJSON(httptest.NewRecorder(), r, limit, &req)
 		if err != nil {
@@ -58,7 +59,7 @@ func FuzzDecodeSubmitRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted %q but cannot encode it: %v", body, err)
 		}
-		var back SubmitRequest
+		var back apiwire.SubmitRequest
 		if err := decodeBody(again, int64(len(again)), &back); err != nil {
 			t.Fatalf("accepted %q, refused its encoding %s: %v", body, again, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 )
 
 // A submission answers 201 with the new session; a request without the
@@ -111,7 +112,7 @@ func ExampleSessionIndex() {
 		}
 		defer resp.Body.Close()
 		var out struct {
-			Sessions []httpapi.SessionSummary `json:"sessions"`
+			Sessions []apiwire.SessionSummary `json:"sessions"`
 			Source   string                   `json:"source"`
 		}
 		_ = json.NewDecoder(resp.Body).Decode(&out)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 )
 
 // inFlight starts n echo calls at once and awaits them all.
@@ -29,9 +30,9 @@ func inFlight(n int) string {
 func TestWaitHoldsWithManyCallsInFlight(t *testing.T) {
 	e := newLoopEnv(t)
 	for _, n := range []int{100, 1000} {
-		body, _ := json.Marshal(httpapi.SubmitRequest{Source: inFlight(n), MaxPending: n, WaitMS: 15000})
+		body, _ := json.Marshal(apiwire.SubmitRequest{Source: inFlight(n), MaxPending: n, WaitMS: 15000})
 		resp := e.do(t, http.MethodPost, "/v1/sessions", testToken, string(body))
-		got := decodeBody[httpapi.Session](t, resp)
+		got := decodeBody[apiwire.Session](t, resp)
 		if got.State != "completed" || got.Value == nil || *got.Value != strconv.Itoa(n) {
 			t.Fatalf("%d calls: %s with %d operations live, want completed", n, got.State, len(got.Operations))
 		}
@@ -43,8 +44,8 @@ func TestWaitHoldsWithManyCallsInFlight(t *testing.T) {
 // step makes does not drop it as lagged.
 func TestEventStreamKeepsUpWithABurst(t *testing.T) {
 	e := newLoopEnv(t)
-	body, _ := json.Marshal(httpapi.SubmitRequest{Source: inFlight(1000), MaxPending: 1000})
-	s := decodeBody[httpapi.Session](t, e.do(t, http.MethodPost, "/v1/sessions", testToken, string(body)))
+	body, _ := json.Marshal(apiwire.SubmitRequest{Source: inFlight(1000), MaxPending: 1000})
+	s := decodeBody[apiwire.Session](t, e.do(t, http.MethodPost, "/v1/sessions", testToken, string(body)))
 	resp := e.do(t, http.MethodGet, "/v1/sessions/"+s.ID+"/events", testToken, "")
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -159,7 +160,7 @@ func quotaEnv(t *testing.T, gate httpapi.GateConfig, limits hostloop.Limits) *ht
 
 func submitAs(t *testing.T, srv *httptest.Server, token, source string) (int, string, string) {
 	t.Helper()
-	body, _ := json.Marshal(httpapi.SubmitRequest{Source: source})
+	body, _ := json.Marshal(apiwire.SubmitRequest{Source: source})
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/v1/sessions", strings.NewReader(string(body)))
 	req.Header.Set("Authorization", "Bearer "+secretOf(token))
 	req.Header.Set("Content-Type", "application/json")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 
 	"github.com/splashfabric/splashfabric/internal/clip"
 )
@@ -233,10 +234,10 @@ func (x *SessionIndex) Rejected(string, error) {}
 
 // list returns the sessions in state (all when empty) that visible lets
 // through, newest first, at most limit of them.
-func (x *SessionIndex) list(state hostloop.SessionState, limit int, visible func(id hostloop.SessionID, owner string) bool) []SessionSummary {
+func (x *SessionIndex) list(state hostloop.SessionState, limit int, visible func(id hostloop.SessionID, owner string) bool) []apiwire.SessionSummary {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	out := make([]SessionSummary, 0, min(limit, len(x.order)))
+	out := make([]apiwire.SessionSummary, 0, min(limit, len(x.order)))
 	for i := len(x.order) - 1; i >= 0 && len(out) < limit; i-- {
 		e := x.sessions[x.order[i]]
 		if state != "" && e.status.State != state || !visible(x.order[i], e.status.Owner) {
@@ -247,9 +248,9 @@ func (x *SessionIndex) list(state hostloop.SessionState, limit int, visible func
 	return out
 }
 
-func (e *indexed) summary() SessionSummary {
+func (e *indexed) summary() apiwire.SessionSummary {
 	s := sessionOf(e.status)
-	return SessionSummary{
+	return apiwire.SessionSummary{
 		ID:         s.ID,
 		State:      s.State,
 		Value:      s.Value,
@@ -264,35 +265,35 @@ func (e *indexed) summary() SessionSummary {
 }
 
 // source returns the source id was submitted with, if the index holds it.
-func (x *SessionIndex) source(id hostloop.SessionID) (Source, bool) {
+func (x *SessionIndex) source(id hostloop.SessionID) (apiwire.Source, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.sessions[id]
 	if e == nil || !e.sourced {
-		return Source{}, false
+		return apiwire.Source{}, false
 	}
-	return Source{Session: string(id), Source: e.source, Truncated: e.cut}, true
+	return apiwire.Source{Session: string(id), Source: e.source, Truncated: e.cut}, true
 }
 
 // seen returns the workers that sent a frame within the window, by tool,
 // most recent first; it lets go of the others.
-func (x *SessionIndex) seen() map[string][]Worker {
+func (x *SessionIndex) seen() map[string][]apiwire.Worker {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	cutoff := x.cfg.Now().Add(-x.cfg.WorkerWindow)
-	out := make(map[string][]Worker, len(x.workers))
+	out := make(map[string][]apiwire.Worker, len(x.workers))
 	for tool, pool := range x.workers {
 		for id, w := range pool {
 			if w.last.Before(cutoff) {
 				delete(pool, id)
 				continue
 			}
-			out[tool] = append(out[tool], Worker{ID: id, LastSeen: w.last.UTC(), Answered: w.answered})
+			out[tool] = append(out[tool], apiwire.Worker{ID: id, LastSeen: w.last.UTC(), Answered: w.answered})
 		}
 		if len(pool) == 0 {
 			delete(x.workers, tool)
 		}
-		slices.SortFunc(out[tool], func(a, b Worker) int {
+		slices.SortFunc(out[tool], func(a, b apiwire.Worker) int {
 			if c := b.LastSeen.Compare(a.LastSeen); c != 0 {
 				return c
 			}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 )
 
 // refuseLinger bounds how long a refused connection is kept to deliver
@@ -83,7 +85,7 @@ type limitListener struct {
 // refusalResponse is the whole HTTP response sent on a refused
 // connection, in the API's one error shape.
 func refusalResponse(max int) []byte {
-	body, _ := json.Marshal(errorBody{Error: errorDetail{
+	body, _ := json.Marshal(apiwire.ErrorBody{Error: apiwire.ErrorDetail{
 		Code:    "connection_limit",
 		Message: fmt.Sprintf("%v: the host serves %d connections at once", ErrConnectionLimit, max),
 	}})
@@ -95,7 +97,7 @@ func refusalResponse(max int) []byte {
 // clientRefusalResponse is the whole HTTP response sent on a connection
 // over its client's bound.
 func clientRefusalResponse(perClient int) []byte {
-	body, _ := json.Marshal(errorBody{Error: errorDetail{
+	body, _ := json.Marshal(apiwire.ErrorBody{Error: apiwire.ErrorDetail{
 		Code:    "client_connection_limit",
 		Message: fmt.Sprintf("%v: one client holds at most %d connections at once", ErrClientConnectionLimit, perClient),
 	}})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 
 	"github.com/splashfabric/splashfabric/internal/clip"
 )
@@ -29,7 +30,7 @@ func (s *server) sessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, SessionList{Sessions: s.cfg.Index.list(state, limit, s.gate.visible(r.Context()))})
+	writeJSON(w, http.StatusOK, apiwire.SessionList{Sessions: s.cfg.Index.list(state, limit, s.gate.visible(r.Context()))})
 }
 
 // listQuery reads state= and limit=; any other parameter is refused, as

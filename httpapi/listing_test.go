@@ -16,6 +16,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
 
@@ -53,14 +54,14 @@ type fakeTools struct{ set *toolspec.Set }
 
 func (f fakeTools) Catalog() *toolspec.Set { return f.set }
 
-func (f fakeTools) Pool(_ context.Context, tool string) (httpapi.Pool, bool, error) {
+func (f fakeTools) Pool(_ context.Context, tool string) (apiwire.Pool, bool, error) {
 	switch tool {
 	case "echo":
-		return httpapi.Pool{Pending: 3, AckPending: 2, Waiting: 1}, true, nil
+		return apiwire.Pool{Pending: 3, AckPending: 2, Waiting: 1}, true, nil
 	case "broken":
-		return httpapi.Pool{}, false, errors.New("nats: timeout")
+		return apiwire.Pool{}, false, errors.New("nats: timeout")
 	}
-	return httpapi.Pool{}, false, nil
+	return apiwire.Pool{}, false, nil
 }
 
 func newConsoleEnv(t *testing.T) *consoleEnv {
@@ -101,7 +102,7 @@ func (e *consoleEnv) submit(t *testing.T, source string) string {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("submit: %d", resp.StatusCode)
 	}
-	return decodeBody[httpapi.Session](t, resp).ID
+	return decodeBody[apiwire.Session](t, resp).ID
 }
 
 func TestSessionListFiltersByStateNewestFirst(t *testing.T) {
@@ -136,7 +137,7 @@ func TestSessionListFiltersByStateNewestFirst(t *testing.T) {
 				}
 				return
 			}
-			list := decodeBody[httpapi.SessionList](t, resp)
+			list := decodeBody[apiwire.SessionList](t, resp)
 			var got []string
 			for _, s := range list.Sessions {
 				got = append(got, s.ID)
@@ -146,7 +147,7 @@ func TestSessionListFiltersByStateNewestFirst(t *testing.T) {
 			}
 		})
 	}
-	list := decodeBody[httpapi.SessionList](t, e.do(t, http.MethodGet, "/v1/sessions?state=completed", testToken, ""))
+	list := decodeBody[apiwire.SessionList](t, e.do(t, http.MethodGet, "/v1/sessions?state=completed", testToken, ""))
 	s := list.Sessions[0]
 	if s.Value == nil || *s.Value != "done" || !slices.Equal(s.Tools, []string{"echo"}) || s.Operations != 0 || !s.Updated.Equal(t0) {
 		t.Fatalf("completed session = %+v", s)
@@ -155,7 +156,7 @@ func TestSessionListFiltersByStateNewestFirst(t *testing.T) {
 	// nothing listed does not move updated.
 	e.now = t0.Add(time.Hour)
 	e.index.SessionChanged(hostloop.SessionStatus{ID: "s-3", State: hostloop.SessionCompleted, Value: "done", Created: t0})
-	if got := decodeBody[httpapi.SessionList](t, e.do(t, http.MethodGet, "/v1/sessions?state=completed", testToken, "")).Sessions[0]; !got.Updated.Equal(t0) {
+	if got := decodeBody[apiwire.SessionList](t, e.do(t, http.MethodGet, "/v1/sessions?state=completed", testToken, "")).Sessions[0]; !got.Updated.Equal(t0) {
 		t.Fatalf("updated moved to %v on an unchanged status", got.Updated)
 	}
 	if resp := e.do(t, http.MethodGet, "/v1/sessions", "-", ""); resp.StatusCode != http.StatusUnauthorized {
@@ -167,10 +168,10 @@ func TestSessionSourceIsKeptCutAndRefusedForOthers(t *testing.T) {
 	e := newConsoleEnv(t)
 	short := e.submit(t, "return 1")
 	long := e.submit(t, "return '<img src=x onerror=alert(1)>'")
-	if got := decodeBody[httpapi.Source](t, e.do(t, http.MethodGet, "/v1/sessions/"+short+"/source", testToken, "")); got.Source != "return 1" || got.Truncated {
+	if got := decodeBody[apiwire.Source](t, e.do(t, http.MethodGet, "/v1/sessions/"+short+"/source", testToken, "")); got.Source != "return 1" || got.Truncated {
 		t.Fatalf("short source = %+v", got)
 	}
-	if got := decodeBody[httpapi.Source](t, e.do(t, http.MethodGet, "/v1/sessions/"+long+"/source", testToken, "")); !strings.HasPrefix(got.Source, "return '<img src…") || !got.Truncated {
+	if got := decodeBody[apiwire.Source](t, e.do(t, http.MethodGet, "/v1/sessions/"+long+"/source", testToken, "")); !strings.HasPrefix(got.Source, "return '<img src…") || !got.Truncated {
 		t.Fatalf("long source = %+v", got)
 	}
 	// A session the loop knows but the index never saw submitted.
@@ -192,7 +193,7 @@ func TestClaimedOperationStillInItsStreamIsQueued(t *testing.T) {
 	e.waiter.waiting["r-1"] = true
 	states := func() map[string]string {
 		out := map[string]string{}
-		for _, o := range decodeBody[httpapi.OperationList](t, e.do(t, http.MethodGet, "/v1/operations", testToken, "")).Operations {
+		for _, o := range decodeBody[apiwire.OperationList](t, e.do(t, http.MethodGet, "/v1/operations", testToken, "")).Operations {
 			out[o.RequestID] = o.State
 		}
 		return out
@@ -200,7 +201,7 @@ func TestClaimedOperationStillInItsStreamIsQueued(t *testing.T) {
 	if got := states(); got["r-1"] != "queued" || got["r-2"] != "claimed" {
 		t.Fatalf("states = %v, want r-1 queued, r-2 claimed", got)
 	}
-	if got := decodeBody[httpapi.Session](t, e.do(t, http.MethodGet, "/v1/sessions/"+a, testToken, "")); got.Operations[0].State != "queued" {
+	if got := decodeBody[apiwire.Session](t, e.do(t, http.MethodGet, "/v1/sessions/"+a, testToken, "")); got.Operations[0].State != "queued" {
 		t.Fatalf("session's operation = %+v, want queued", got.Operations[0])
 	}
 	// When the stream cannot be read, the runtime's state stands.
@@ -223,8 +224,8 @@ func TestToolsListDefinitionsPoolsAndWorkersSeen(t *testing.T) {
 	op.State = host.Succeeded
 	e.index.OperationChanged(id, op) // its answer
 
-	list := decodeBody[httpapi.ToolList](t, e.do(t, http.MethodGet, "/v1/tools", testToken, ""))
-	byName := map[string]httpapi.Tool{}
+	list := decodeBody[apiwire.ToolList](t, e.do(t, http.MethodGet, "/v1/tools", testToken, ""))
+	byName := map[string]apiwire.Tool{}
 	for _, tool := range list.Tools {
 		byName[tool.Name] = tool
 	}
@@ -255,7 +256,7 @@ func TestToolsListDefinitionsPoolsAndWorkersSeen(t *testing.T) {
 
 	// Past the window, a worker is no longer listed.
 	e.now = t0.Add(httpapi.DefaultWorkerSeenWindow + 30*time.Second)
-	workers := decodeBody[httpapi.WorkerList](t, e.do(t, http.MethodGet, "/v1/workers", testToken, "")).Workers
+	workers := decodeBody[apiwire.WorkerList](t, e.do(t, http.MethodGet, "/v1/workers", testToken, "")).Workers
 	if len(workers) != 1 || workers[0].ID != "worker-b" || !slices.Equal(workers[0].Tools, []string{"echo"}) || workers[0].Answered != 1 {
 		t.Fatalf("workers = %+v, want worker-b alone", workers)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
@@ -132,14 +133,14 @@ func TestLoopRefusalsSayWhenToRetry(t *testing.T) {
 	}
 }
 
-func submitSession(t *testing.T, e *apiEnv, source string) httpapi.Session {
+func submitSession(t *testing.T, e *apiEnv, source string) apiwire.Session {
 	t.Helper()
-	body, _ := json.Marshal(httpapi.SubmitRequest{Source: source})
+	body, _ := json.Marshal(apiwire.SubmitRequest{Source: source})
 	resp := e.do(t, http.MethodPost, "/v1/sessions", testToken, string(body))
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("submit: status %d: %+v", resp.StatusCode, decodeBody[errorResponse](t, resp))
 	}
-	return decodeBody[httpapi.Session](t, resp)
+	return decodeBody[apiwire.Session](t, resp)
 }
 
 func TestLoopStreamsChunksThenCompletes(t *testing.T) {
@@ -151,7 +152,7 @@ func TestLoopStreamsChunksThenCompletes(t *testing.T) {
 	for _, ev := range got {
 		switch ev.name {
 		case "chunk":
-			var c httpapi.Chunk
+			var c apiwire.Chunk
 			if err := json.Unmarshal([]byte(ev.data), &c); err != nil {
 				t.Fatal(err)
 			}
@@ -166,11 +167,11 @@ func TestLoopStreamsChunksThenCompletes(t *testing.T) {
 	if got[len(got)-1] != last || !strings.Contains(last.data, `"state":"completed"`) {
 		t.Fatalf("last event %+v", got[len(got)-1])
 	}
-	final := decodeBody[httpapi.Session](t, e.do(t, "GET", "/v1/sessions/"+s.ID, testToken, ""))
+	final := decodeBody[apiwire.Session](t, e.do(t, "GET", "/v1/sessions/"+s.ID, testToken, ""))
 	if final.State != "completed" || len(final.Operations) != 0 {
 		t.Fatalf("final %+v", final)
 	}
-	audit := decodeBody[httpapi.AuditLog](t, e.do(t, "GET", "/v1/sessions/"+s.ID+"/audit", testToken, ""))
+	audit := decodeBody[apiwire.AuditLog](t, e.do(t, "GET", "/v1/sessions/"+s.ID+"/audit", testToken, ""))
 	if len(audit.Events) == 0 {
 		t.Fatal("empty audit log")
 	}
@@ -182,7 +183,7 @@ func TestLoopCancelEndsSession(t *testing.T) {
 	if len(s.Operations) != 1 || s.Operations[0].Tool != "sleep" {
 		t.Fatalf("operations %+v", s.Operations)
 	}
-	ops := decodeBody[httpapi.OperationList](t, e.do(t, "GET", "/v1/operations", testToken, ""))
+	ops := decodeBody[apiwire.OperationList](t, e.do(t, "GET", "/v1/operations", testToken, ""))
 	if len(ops.Operations) != 1 || ops.Operations[0].Session != s.ID {
 		t.Fatalf("live operations %+v", ops)
 	}
@@ -200,7 +201,7 @@ func TestLoopCancelEndsSession(t *testing.T) {
 	var states []string
 	for _, ev := range got {
 		if ev.name == "operation" {
-			var op httpapi.Operation
+			var op apiwire.Operation
 			if err := json.Unmarshal([]byte(ev.data), &op); err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +255,7 @@ func TestLoopErrors(t *testing.T) {
 // is created and reports the failure.
 func TestLoopUnknownToolIsRefused(t *testing.T) {
 	e := newLoopEnv(t)
-	body, _ := json.Marshal(httpapi.SubmitRequest{Source: `await tool.start("nope", "x")`})
+	body, _ := json.Marshal(apiwire.SubmitRequest{Source: `await tool.start("nope", "x")`})
 	resp := e.do(t, http.MethodPost, "/v1/sessions", testToken, string(body))
 	if resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("status %d, want 422", resp.StatusCode)

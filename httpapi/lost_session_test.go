@@ -12,6 +12,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 )
 
 // archiveBackend answers Status from fixed statuses, as a loop answers
@@ -85,7 +86,7 @@ func TestLostSessionsAnswerWithAnErrorCode(t *testing.T) {
 				}
 				return
 			}
-			var s httpapi.Session
+			var s apiwire.Session
 			if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 
 	"github.com/splashfabric/splashfabric/internal/clip"
 )
@@ -21,7 +22,7 @@ func (s *server) operations(w http.ResponseWriter, r *http.Request) {
 	}
 	out := operationsOf(ops)
 	s.markQueued(r.Context(), out)
-	writeJSON(w, http.StatusOK, OperationList{Operations: out})
+	writeJSON(w, http.StatusOK, apiwire.OperationList{Operations: out})
 }
 
 func (s *server) cancel(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +57,7 @@ func (s *server) cancelOp(w http.ResponseWriter, r *http.Request, session hostlo
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, CancelResponse{Session: string(session), Operation: op.String(), Cancellation: "requested"})
+	writeJSON(w, http.StatusAccepted, apiwire.CancelResponse{Session: string(session), Operation: op.String(), Cancellation: "requested"})
 }
 
 // cancelSession ends a session: its live operations are cancelled
@@ -80,7 +81,7 @@ func (s *server) cancelSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, SessionCancelResponse{Session: sessionOf(st), Forced: force})
+	writeJSON(w, http.StatusAccepted, apiwire.SessionCancelResponse{Session: sessionOf(st), Forced: force})
 }
 
 // reconcileSession asks the workers about every live operation of a
@@ -92,7 +93,7 @@ func (s *server) reconcileSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, ReconcileResponse{Session: string(id), Operations: n})
+	writeJSON(w, http.StatusAccepted, apiwire.ReconcileResponse{Session: string(id), Operations: n})
 }
 
 // parseOperationID accepts an operation id as printed ("op-7") or bare

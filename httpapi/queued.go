@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/splashfabric/splashfabric/host"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 )
 
 // Waiter tells which live operations no worker holds yet.
@@ -23,7 +24,7 @@ type Waiter interface {
 // markQueued rewrites to "queued" the claimed operations of ops that no
 // worker holds yet. When the question cannot be answered the states stay
 // the runtime's, and the failure is logged.
-func (s *server) markQueued(ctx context.Context, ops []Operation) {
+func (s *server) markQueued(ctx context.Context, ops []apiwire.Operation) {
 	if s.cfg.Waiting == nil {
 		return
 	}

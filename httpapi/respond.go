@@ -10,23 +10,10 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 
 	"github.com/splashfabric/splashfabric/internal/clip"
 )
-
-// errorBody is the one shape every error response has.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Scope is the scope a 403 missing_scope lacked; Tool the pattern a
-	// 403 tool_not_permitted refused.
-	Scope string `json:"scope,omitempty"`
-	Tool  string `json:"tool,omitempty"`
-}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -88,7 +75,7 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set(HeaderSessionHost, elsewhere.Host)
 	}
 	s.cfg.OnRefused(code)
-	detail := errorDetail{Code: code, Message: clip.String(err.Error(), maxMessageBytes)}
+	detail := apiwire.ErrorDetail{Code: code, Message: clip.String(err.Error(), maxMessageBytes)}
 	var scope *ScopeError
 	if errors.As(err, &scope) {
 		detail.Scope = string(scope.Scope)
@@ -97,5 +84,5 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &tool) {
 		detail.Tool = clip.String(tool.Pattern, clip.Echo)
 	}
-	writeJSON(w, status, errorBody{Error: detail})
+	writeJSON(w, status, apiwire.ErrorBody{Error: detail})
 }

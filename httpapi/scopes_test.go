@@ -18,6 +18,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
 
@@ -119,7 +120,7 @@ func heldSession(t *testing.T, e *apiEnv, token string) (id, request string) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("submit as %s: %d %s", token, resp.StatusCode, readAll(t, resp))
 	}
-	s := decodeBody[httpapi.Session](t, resp)
+	s := decodeBody[apiwire.Session](t, resp)
 	if len(s.Operations) != 1 {
 		t.Fatalf("session %+v holds no operation", s)
 	}
@@ -239,7 +240,7 @@ func TestListsShowATokensOwn(t *testing.T) {
 	sessionsOf := func(caller string) []string {
 		resp := e.do(t, "GET", "/v1/sessions", secretOf(caller), "")
 		var ids []string
-		for _, s := range decodeBody[httpapi.SessionList](t, resp).Sessions {
+		for _, s := range decodeBody[apiwire.SessionList](t, resp).Sessions {
 			ids = append(ids, s.ID)
 		}
 		slices.Sort(ids)
@@ -248,7 +249,7 @@ func TestListsShowATokensOwn(t *testing.T) {
 	operationsOf := func(caller string) []string {
 		resp := e.do(t, "GET", "/v1/operations", secretOf(caller), "")
 		var ids []string
-		for _, o := range decodeBody[httpapi.OperationList](t, resp).Operations {
+		for _, o := range decodeBody[apiwire.OperationList](t, resp).Operations {
 			ids = append(ids, o.Session)
 		}
 		slices.Sort(ids)
@@ -257,7 +258,7 @@ func TestListsShowATokensOwn(t *testing.T) {
 	toolsOf := func(caller string) []string {
 		resp := e.do(t, "GET", "/v1/tools", secretOf(caller), "")
 		var names []string
-		for _, tool := range decodeBody[httpapi.ToolList](t, resp).Tools {
+		for _, tool := range decodeBody[apiwire.ToolList](t, resp).Tools {
 			names = append(names, tool.Name)
 		}
 		return names

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/metrics"
 )
 
@@ -17,44 +18,16 @@ type SeriesSource interface {
 	Interval() time.Duration
 }
 
-// ToolSeriesList is the body of GET /v1/metrics/tools: each tool's last
-// minutes, sampled every interval_ms from the host's own collectors.
-type ToolSeriesList struct {
-	IntervalMS int64            `json:"interval_ms"`
-	Tools      []ToolSeriesWire `json:"tools"`
-}
-
-// ToolSeriesWire is one tool's points, oldest first.
-type ToolSeriesWire struct {
-	Tool   string        `json:"tool"`
-	Points []SeriesPoint `json:"points"`
-}
-
-// SeriesPoint is one sample: rates per second over the interval before
-// it, p50 and p99 operation latency in seconds over the last few
-// intervals (null when none finished), operations queued (published, no
-// worker heard from yet, or waiting out a retry) and in flight.
-type SeriesPoint struct {
-	T        int64    `json:"t"` // Unix milliseconds
-	Calls    float64  `json:"calls"`
-	Retries  float64  `json:"retries"`
-	Failures float64  `json:"failures"`
-	P50      *float64 `json:"p50"`
-	P99      *float64 `json:"p99"`
-	Queued   float64  `json:"queued"`
-	InFlight float64  `json:"in_flight"`
-}
-
 func (s *server) toolSeries(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Series == nil {
 		s.writeError(w, r, fmt.Errorf("%w: per-tool series (Config.Series)", ErrNotServed))
 		return
 	}
-	out := ToolSeriesList{IntervalMS: s.cfg.Series.Interval().Milliseconds(), Tools: []ToolSeriesWire{}}
+	out := apiwire.ToolSeriesList{IntervalMS: s.cfg.Series.Interval().Milliseconds(), Tools: []apiwire.ToolSeries{}}
 	for _, ts := range s.cfg.Series.Snapshot() {
-		wt := ToolSeriesWire{Tool: ts.Tool, Points: make([]SeriesPoint, 0, len(ts.Points))}
+		wt := apiwire.ToolSeries{Tool: ts.Tool, Points: make([]apiwire.SeriesPoint, 0, len(ts.Points))}
 		for _, p := range ts.Points {
-			wt.Points = append(wt.Points, SeriesPoint{T: p.At.UnixMilli(), Calls: p.Calls, Retries: p.Retries, Failures: p.Failures,
+			wt.Points = append(wt.Points, apiwire.SeriesPoint{T: p.At.UnixMilli(), Calls: p.Calls, Retries: p.Retries, Failures: p.Failures,
 				P50: finite(p.P50), P99: finite(p.P99), Queued: p.Queued, InFlight: p.InFlight})
 		}
 		out.Tools = append(out.Tools, wt)

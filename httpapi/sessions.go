@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/workflow"
 
 	"github.com/splashfabric/splashfabric/internal/clip"
 )
 
 func (s *server) submit(w http.ResponseWriter, r *http.Request) {
-	var req SubmitRequest
+	var req apiwire.SubmitRequest
 	if err := decodeJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -49,7 +50,7 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) {
 // submission validates a request against the server's limits. A script
 // that fails when it runs is not an error here: it is a session whose
 // state is failed.
-func (s *server) submission(req SubmitRequest) (hostloop.Submission, error) {
+func (s *server) submission(req apiwire.SubmitRequest) (hostloop.Submission, error) {
 	switch {
 	case req.Source == "":
 		return hostloop.Submission{}, fmt.Errorf("%w: source is required", ErrInvalidField)
@@ -111,7 +112,7 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := AuditLog{Session: string(st.ID), Events: make([]AuditEntry, 0, len(events))}
+	out := apiwire.AuditLog{Session: string(st.ID), Events: make([]apiwire.AuditEntry, 0, len(events))}
 	for _, e := range events {
 		out.Events = append(out.Events, auditEntryOf(e))
 	}

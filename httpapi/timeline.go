@@ -6,6 +6,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 )
 
 // Defaults for the zero values of TimelineConfig.
@@ -68,7 +69,7 @@ type opTimeline struct {
 	ended    time.Time
 	outcome  string
 	attempts []*attemptTimeline
-	marks    []TimelineMark
+	marks    []apiwire.TimelineMark
 	// dropped counts the marks over the bound.
 	dropped int
 }
@@ -157,16 +158,16 @@ func (x *Timelines) Audit(session hostloop.SessionID, events []host.AuditEvent) 
 		switch e.Outcome {
 		case host.AuditStreamed, host.AuditStreamDenied:
 			op.attempt(e.Attempt).spoke(e.At)
-			x.mark(op, TimelineMark{At: e.At, Kind: markKind(e.Outcome), Attempt: e.Attempt, Bytes: e.Bytes})
+			x.mark(op, apiwire.TimelineMark{At: e.At, Kind: markKind(e.Outcome), Attempt: e.Attempt, Bytes: e.Bytes})
 		case host.AuditRetryScheduled:
 			// The event names the attempt to come; the one that
 			// asked for it ends here.
 			a := op.attempt(e.Attempt - 1)
 			a.spoke(e.At)
 			a.ends, a.outcome = e.At, "retry"
-			x.mark(op, TimelineMark{At: e.At, Kind: "retry_scheduled", Attempt: e.Attempt - 1})
+			x.mark(op, apiwire.TimelineMark{At: e.At, Kind: "retry_scheduled", Attempt: e.Attempt - 1})
 		case host.AuditCancellationRequested, host.AuditLateResult, host.AuditReconciled:
-			x.mark(op, TimelineMark{At: e.At, Kind: string(e.Outcome), Attempt: e.Attempt})
+			x.mark(op, apiwire.TimelineMark{At: e.At, Kind: string(e.Outcome), Attempt: e.Attempt})
 		case host.AuditSucceeded, host.AuditFailed, host.AuditTimedOut, host.AuditCancelled:
 			op.ended, op.outcome = e.At, string(e.Outcome)
 			if n := len(op.attempts); n > 0 && op.attempts[n-1].ends.IsZero() {
@@ -188,7 +189,7 @@ func markKind(o host.AuditOutcome) string {
 	return "chunk"
 }
 
-func (x *Timelines) mark(op *opTimeline, m TimelineMark) {
+func (x *Timelines) mark(op *opTimeline, m apiwire.TimelineMark) {
 	if len(op.marks) >= x.cfg.Marks {
 		op.dropped++
 		return
@@ -253,22 +254,22 @@ func (x *Timelines) Rejected(string, error) {}
 
 // timeline returns session id's timeline as the API serves it, and
 // whether one is kept.
-func (x *Timelines) timeline(id hostloop.SessionID) (Timeline, bool) {
+func (x *Timelines) timeline(id hostloop.SessionID) (apiwire.Timeline, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	tl := x.sessions[id]
 	if tl == nil {
-		return Timeline{Session: string(id), Operations: []TimelineOperation{}}, false
+		return apiwire.Timeline{Session: string(id), Operations: []apiwire.TimelineOperation{}}, false
 	}
-	out := Timeline{Session: string(id), Created: tl.created.UTC(), Ended: timePtr(tl.ended), Recorded: true,
-		Operations: make([]TimelineOperation, 0, len(tl.order)), OperationsDropped: tl.dropped}
+	out := apiwire.Timeline{Session: string(id), Created: tl.created.UTC(), Ended: timePtr(tl.ended), Recorded: true,
+		Operations: make([]apiwire.TimelineOperation, 0, len(tl.order)), OperationsDropped: tl.dropped}
 	for _, op := range tl.order {
-		o := TimelineOperation{
+		o := apiwire.TimelineOperation{
 			ID: op.id.String(), Tool: op.tool, Claimed: op.claimed.UTC(), Ended: timePtr(op.ended), Outcome: op.outcome,
-			Attempts: make([]TimelineAttempt, 0, len(op.attempts)), Marks: append([]TimelineMark{}, op.marks...), MarksDropped: op.dropped,
+			Attempts: make([]apiwire.TimelineAttempt, 0, len(op.attempts)), Marks: append([]apiwire.TimelineMark{}, op.marks...), MarksDropped: op.dropped,
 		}
 		for _, a := range op.attempts {
-			o.Attempts = append(o.Attempts, TimelineAttempt{Attempt: a.n, Published: timePtr(a.published), FirstFrame: timePtr(a.firstFrame),
+			o.Attempts = append(o.Attempts, apiwire.TimelineAttempt{Attempt: a.n, Published: timePtr(a.published), FirstFrame: timePtr(a.firstFrame),
 				Ended: timePtr(a.ends), Outcome: a.outcome, Worker: a.worker})
 		}
 		for i := range o.Marks {
@@ -285,55 +286,4 @@ func timePtr(t time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
-}
-
-// Timeline is the body of GET /v1/sessions/{id}/timeline.
-type Timeline struct {
-	Session string     `json:"session"`
-	State   string     `json:"state"`
-	Created time.Time  `json:"created"`
-	Ended   *time.Time `json:"ended,omitempty"`
-	// Recorded is false when this host kept no timeline of the session
-	// (it ran in another process, or is older than the host keeps):
-	// Operations is then empty.
-	Recorded          bool                `json:"recorded"`
-	TraceID           string              `json:"trace_id,omitempty"`
-	TraceURL          string              `json:"trace_url,omitempty"`
-	Operations        []TimelineOperation `json:"operations"`
-	OperationsDropped int                 `json:"operations_dropped,omitempty"`
-}
-
-// TimelineOperation is one operation on a timeline: from the host's claim
-// to its end, with its attempts and marks.
-type TimelineOperation struct {
-	ID           string            `json:"id"`
-	Tool         string            `json:"tool"`
-	Claimed      time.Time         `json:"claimed"`
-	Ended        *time.Time        `json:"ended,omitempty"`
-	Outcome      string            `json:"outcome,omitempty"`
-	Attempts     []TimelineAttempt `json:"attempts"`
-	Marks        []TimelineMark    `json:"marks"`
-	MarksDropped int               `json:"marks_dropped,omitempty"`
-}
-
-// TimelineAttempt is one attempt: published to its tool's stream, first
-// heard of from a worker (a chunk or its answer), ended (retry, or the
-// operation's outcome).
-type TimelineAttempt struct {
-	Attempt    uint32     `json:"attempt"`
-	Published  *time.Time `json:"published,omitempty"`
-	FirstFrame *time.Time `json:"first_frame,omitempty"`
-	Ended      *time.Time `json:"ended,omitempty"`
-	Outcome    string     `json:"outcome,omitempty"`
-	Worker     string     `json:"worker,omitempty"`
-}
-
-// TimelineMark is a point on an operation's line: a chunk (with its
-// size, never its text), a refused chunk, a retry scheduled, a
-// cancellation requested, a late result or a reconciliation.
-type TimelineMark struct {
-	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"`
-	Attempt uint32    `json:"attempt,omitempty"`
-	Bytes   int       `json:"bytes,omitempty"`
 }

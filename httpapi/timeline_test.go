@@ -11,6 +11,7 @@ import (
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/internal/tooltest"
 	"github.com/splashfabric/splashfabric/protocol"
@@ -45,7 +46,7 @@ func TestTimelineOfRetriedStreamedCancelledCall(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		tr.Message(protocol.ChunkMessage(protocol.Chunk{RequestID: second.RequestID, Sequence: uint64(i), Text: "chunk text"}))
 	}
-	get := func() httpapi.Timeline {
+	get := func() apiwire.Timeline {
 		resp, err := http.Get(srv.URL + "/v1/sessions/" + string(st.ID) + "/timeline")
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +55,7 @@ func TestTimelineOfRetriedStreamedCancelledCall(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
-		var tl httpapi.Timeline
+		var tl apiwire.Timeline
 		if err := json.NewDecoder(resp.Body).Decode(&tl); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestTimelineOfRetriedStreamedCancelledCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Message(protocol.CancelReplyMessage(protocol.CancelReply{RequestID: second.RequestID, Attempt: 2, Disposition: protocol.CancelAcknowledged}))
-	var tl httpapi.Timeline
+	var tl apiwire.Timeline
 	testwait.Until(t, 0, "the session's end", func() bool { tl = get(); return tl.Ended != nil })
 
 	if !tl.Recorded || tl.State != "completed" || len(tl.Operations) != 1 {

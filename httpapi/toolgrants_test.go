@@ -12,6 +12,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/internal/testwait"
 	"github.com/splashfabric/splashfabric/workflow"
 )
@@ -70,11 +71,11 @@ func TestCallOutsideTheSessionsToolsIsRefusedBeforeBudget(t *testing.T) {
 			if resp.StatusCode != http.StatusCreated {
 				t.Fatalf("status %d: %s", resp.StatusCode, readAll(t, resp))
 			}
-			s := decodeBody[httpapi.Session](t, resp)
+			s := decodeBody[apiwire.Session](t, resp)
 			if s.State != tt.wantState || s.ErrorCode != tt.wantErrorCode || (s.Value != nil && *s.Value != tt.wantValue) {
 				t.Fatalf("session %+v (value %q), want %s %q %s", s, deref(s.Value), tt.wantState, tt.wantValue, tt.wantErrorCode)
 			}
-			audit := decodeBody[httpapi.AuditLog](t, e.do(t, http.MethodGet, "/v1/sessions/"+s.ID+"/audit", secretOf("admin"), ""))
+			audit := decodeBody[apiwire.AuditLog](t, e.do(t, http.MethodGet, "/v1/sessions/"+s.ID+"/audit", secretOf("admin"), ""))
 			if len(audit.Events) == 0 {
 				t.Fatal("no audit")
 			}
@@ -132,7 +133,7 @@ func TestSubmissionToolsWithinTheTokens(t *testing.T) {
 	}
 	resp := e.do(t, http.MethodGet, "/v1/sessions", secretOf("narrow"), "")
 	// narrow's owner, team, holds the four admitted.
-	if l := decodeBody[httpapi.SessionList](t, resp).Sessions; len(l) != 4 {
+	if l := decodeBody[apiwire.SessionList](t, resp).Sessions; len(l) != 4 {
 		t.Fatalf("narrow's owner has sessions %+v, want the 4 admitted", l)
 	}
 }
@@ -246,7 +247,7 @@ func TestResumedSessionKeepsItsTools(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("submit: %d %s", resp.StatusCode, readAll(t, resp))
 	}
-	id := decodeBody[httpapi.Session](t, resp).ID
+	id := decodeBody[apiwire.Session](t, resp).ID
 	first, ok := tr.Next(time.Minute)
 	if !ok || first.Tool != "hold" {
 		t.Fatalf("first process dispatched %+v", first)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/toolspec"
 
 	"github.com/splashfabric/splashfabric/internal/clip"
@@ -19,7 +20,7 @@ type ToolSource interface {
 	Catalog() *toolspec.Set
 	// Pool reads tool's consumer; ok is false when no pool has bound
 	// the tool yet.
-	Pool(ctx context.Context, tool string) (p Pool, ok bool, err error)
+	Pool(ctx context.Context, tool string) (p apiwire.Pool, ok bool, err error)
 }
 
 // tools lists the catalog, each tool with its pool and the workers seen
@@ -29,12 +30,12 @@ func (s *server) tools(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: GET /v1/tools needs a tool source", ErrNotServed))
 		return
 	}
-	var seen map[string][]Worker
+	var seen map[string][]apiwire.Worker
 	if s.cfg.Index != nil {
 		seen = s.cfg.Index.seen()
 	}
 	set := s.cfg.Tools.Catalog()
-	out := ToolList{Tools: []Tool{}}
+	out := apiwire.ToolList{Tools: []apiwire.Tool{}}
 	lists := listsTool(r)
 	if set != nil {
 		for _, t := range set.Tools() {
@@ -49,7 +50,7 @@ func (s *server) tools(w http.ResponseWriter, r *http.Request) {
 			case ok:
 				tool.Pool = &pool
 			}
-			tool.Workers = append([]Worker{}, seen[t.Name()]...)
+			tool.Workers = append([]apiwire.Worker{}, seen[t.Name()]...)
 			out.Tools = append(out.Tools, tool)
 		}
 	}
@@ -59,9 +60,9 @@ func (s *server) tools(w http.ResponseWriter, r *http.Request) {
 // toolOf is t's definition as scripts see it: how it runs (command,
 // environment) and how its output is redacted (the very strings to hide)
 // are left out, but not whether it runs outside a sandbox.
-func toolOf(t *toolspec.Tool) Tool {
+func toolOf(t *toolspec.Tool) apiwire.Tool {
 	sp := t.Spec()
-	out := Tool{
+	out := apiwire.Tool{
 		Name:           sp.Name,
 		Description:    sp.Description,
 		Format:         string(sp.Format),
@@ -77,7 +78,7 @@ func toolOf(t *toolspec.Tool) Tool {
 		out.Deadline = d.String()
 	}
 	if st := sp.Stream; st != nil {
-		out.Stream = &ToolStream{MaxChunks: st.MaxChunks, MaxChunkBytes: st.MaxChunkBytes, MaxSourceBytes: st.MaxSourceBytes, MaxReleasedBytes: st.MaxReleasedBytes}
+		out.Stream = &apiwire.ToolStream{MaxChunks: st.MaxChunks, MaxChunkBytes: st.MaxChunkBytes, MaxSourceBytes: st.MaxSourceBytes, MaxReleasedBytes: st.MaxReleasedBytes}
 	}
 	switch {
 	case sp.Process != nil:

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/splashfabric/splashfabric/hostloop"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/tracing"
 
 	"github.com/splashfabric/splashfabric/internal/clip"
@@ -54,7 +55,7 @@ func endSubmission(span trace.Span, st hostloop.SessionStatus, err error) {
 
 // sessionOf is the wire form of st with its trace's URL, when the server
 // has one.
-func (s *server) sessionOf(st hostloop.SessionStatus) Session {
+func (s *server) sessionOf(st hostloop.SessionStatus) apiwire.Session {
 	out := sessionOf(st)
 	if out.TraceID != "" && s.cfg.TraceURL != "" {
 		out.TraceURL = strings.ReplaceAll(s.cfg.TraceURL, "{trace_id}", out.TraceID)

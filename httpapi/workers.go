@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,7 +15,7 @@ func (s *server) workers(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: GET /v1/workers needs a session index", ErrNotServed))
 		return
 	}
-	byID := make(map[string]*Worker)
+	byID := make(map[string]*apiwire.Worker)
 	lists := listsTool(r)
 	for tool, ws := range s.cfg.Index.seen() {
 		if !lists(tool) {
@@ -24,7 +25,7 @@ func (s *server) workers(w http.ResponseWriter, r *http.Request) {
 		for _, wk := range ws {
 			cur := byID[wk.ID]
 			if cur == nil {
-				cur = &Worker{ID: wk.ID}
+				cur = &apiwire.Worker{ID: wk.ID}
 				byID[wk.ID] = cur
 			}
 			if wk.LastSeen.After(cur.LastSeen) {
@@ -34,12 +35,12 @@ func (s *server) workers(w http.ResponseWriter, r *http.Request) {
 			cur.Tools = append(cur.Tools, tool)
 		}
 	}
-	out := WorkerList{Workers: make([]Worker, 0, len(byID))}
+	out := apiwire.WorkerList{Workers: make([]apiwire.Worker, 0, len(byID))}
 	for _, wk := range byID {
 		slices.Sort(wk.Tools)
 		out.Workers = append(out.Workers, *wk)
 	}
-	slices.SortFunc(out.Workers, func(a, b Worker) int {
+	slices.SortFunc(out.Workers, func(a, b apiwire.Worker) int {
 		if c := b.LastSeen.Compare(a.LastSeen); c != 0 {
 			return c
 		}

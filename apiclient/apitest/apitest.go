@@ -28,6 +28,7 @@ import (
 	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/protocol"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
@@ -237,6 +238,6 @@ type memTools struct{}
 
 func (memTools) Catalog() *toolspec.Set { return demotools.Definitions() }
 
-func (memTools) Pool(context.Context, string) (httpapi.Pool, bool, error) {
-	return httpapi.Pool{}, false, nil
+func (memTools) Pool(context.Context, string) (apiwire.Pool, bool, error) {
+	return apiwire.Pool{}, false, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/hostnats"
 	"github.com/splashfabric/splashfabric/httpapi"
+	"github.com/splashfabric/splashfabric/httpapi/apiwire"
 	"github.com/splashfabric/splashfabric/toolspec"
 )
 
@@ -20,7 +21,7 @@ var _ httpapi.ToolSource = toolSource{}
 
 func (s toolSource) Catalog() *toolspec.Set { return s.live.Current() }
 
-func (s toolSource) Pool(ctx context.Context, tool string) (httpapi.Pool, bool, error) {
+func (s toolSource) Pool(ctx context.Context, tool string) (apiwire.Pool, bool, error) {
 	p, ok, err := s.transport.PoolState(ctx, tool)
-	return httpapi.Pool{Pending: p.Pending, AckPending: p.AckPending, Redelivered: p.Redelivered, Waiting: p.Waiting}, ok, err
+	return apiwire.Pool{Pending: p.Pending, AckPending: p.AckPending, Redelivered: p.Redelivered, Waiting: p.Waiting}, ok, err
 }
