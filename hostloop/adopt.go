@@ -81,8 +81,8 @@ func (l *Loop) releaseEnded(ctx context.Context) {
 	for _, inc := range ended {
 		l.release(ctx, inc)
 	}
-	a, ok := l.cfg.Transport.(EventsAdopter)
-	if !ok || len(ended) == 0 {
+	a := l.cfg.Transport
+	if len(ended) == 0 {
 		return
 	}
 	still := l.heldHosts()

@@ -34,9 +34,6 @@ var (
 	// ErrSessionEnded: the session asked to be cancelled has ended
 	// already; nothing was changed.
 	ErrSessionEnded = errors.New("hostloop: session ended")
-	// ErrNotReconcilable: the loop's transport cannot ask workers about
-	// operations (it is no Reconciler).
-	ErrNotReconcilable = errors.New("hostloop: transport cannot reconcile")
 	// ErrSessionResuming: the session is being brought back from its
 	// ledger by this process and is not live yet; ask again shortly.
 	ErrSessionResuming = errors.New("hostloop: session resuming")

@@ -3,8 +3,6 @@ package hostloop
 import (
 	"context"
 	"strings"
-
-	"github.com/splashfabric/splashfabric/protocol"
 )
 
 // Leases are where the hosts of one fabric hold the incarnations (process
@@ -32,22 +30,6 @@ type Leases interface {
 type LeaseHolders interface {
 	// Holder returns the live holder of incarnation's lease, "" if none.
 	Holder(ctx context.Context, incarnation string) (string, error)
-}
-
-// EventsAdopter is implemented by transports that can read the events of
-// another host: a host that adopted sessions of another host's process
-// takes the answers its workers send there.
-type EventsAdopter interface {
-	AdoptEvents(ctx context.Context, hostID string) error
-	ReleaseEvents(ctx context.Context, hostID string) error
-}
-
-// HostPublisher is implemented by transports that can publish an
-// invocation whose answers go to another host's events: an adopted
-// session's operations keep answering where every driver of the session
-// reads.
-type HostPublisher interface {
-	PublishFor(ctx context.Context, hostID string, inv protocol.Invoke) error
 }
 
 // ParseSessionID splits a session id ("s-<host id>-<12 hex>-<n>") into

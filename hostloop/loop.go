@@ -81,9 +81,9 @@ type LoopConfig struct {
 	// resumed, by its next process.
 	Leases     Leases
 	AdoptEvery time.Duration
-	// ReconcileAfter is how long an operation a resumed session holds
-	// may go without an answer before the loop asks the tool's workers
-	// about it (with a Transport that is a Reconciler); RedeliveryHorizon
+	// ReconcileAfter is how long an operation may go without an answer
+	// before the loop asks the tool's workers about it
+	// (Transport.Reconcile); RedeliveryHorizon
 	// is how long after its dispatch the stream may still deliver it.
 	// Zero picks DefaultReconcileAfter and DefaultRedeliveryHorizon.
 	ReconcileAfter    time.Duration

@@ -89,12 +89,6 @@ type loopState struct {
 // late results.
 const settledMemory = 4096
 
-// Forgetter is implemented by transports that keep per-request state (a
-// replay window) the loop can release once an operation settles.
-type Forgetter interface {
-	Forget(requestID string)
-}
-
 // session is one script and the core that owns its runtime and ledger.
 type session struct {
 	id SessionID
@@ -443,8 +437,8 @@ func (st *loopState) send(s *session, msg protocol.Invoke, inv host.ExternalInvo
 	if o, ok := st.cfg.Observer.(PublishObserver); ok {
 		ctx = o.Publishing(ctx, s.id, msg.RequestID, inv)
 	}
-	if hp, ok := st.cfg.Transport.(HostPublisher); ok && s.host != "" {
-		return hp.PublishFor(ctx, s.host, msg)
+	if s.host != "" {
+		return st.cfg.Transport.PublishFor(ctx, s.host, msg)
 	}
 	return st.cfg.Transport.Publish(ctx, msg)
 }
@@ -471,9 +465,7 @@ func (st *loopState) forget(d *dispatched) {
 		// deadline, a forced cancel, a reconciliation), so the
 		// transport's replay window for it would otherwise wait for one;
 		// a late answer is still recognised by the loop.
-		if f, ok := st.cfg.Transport.(Forgetter); ok {
-			f.Forget(d.requestID())
-		}
+		st.cfg.Transport.Forget(d.requestID())
 	}
 	if old := st.settledRing[st.settledNext]; old != "" {
 		delete(st.settled, old)
@@ -692,9 +684,8 @@ func ackNow(ack func()) {
 // spent, once per attempt: it should stop streaming rather than send
 // chunks the runtime will refuse.
 func (st *loopState) denyStream(d *dispatched, why error) {
-	sd, ok := st.cfg.Transport.(StreamDenier)
 	inv := d.op.Inv
-	if !ok || d.deniedAttempt == inv.Attempt {
+	if d.deniedAttempt == inv.Attempt {
 		return
 	}
 	d.deniedAttempt = inv.Attempt
@@ -702,7 +693,7 @@ func (st *loopState) denyStream(d *dispatched, why error) {
 	if len(reason) > 256 {
 		reason = reason[:256]
 	}
-	if err := sd.DenyStream(context.Background(), protocol.StreamDenied{
+	if err := st.cfg.Transport.DenyStream(context.Background(), protocol.StreamDenied{
 		RequestID: d.requestID(), Tool: inv.Tool, Attempt: inv.Attempt, Reason: reason,
 	}); err != nil {
 		st.reject("stream_denied", err)

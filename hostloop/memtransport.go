@@ -8,10 +8,12 @@ import (
 	"github.com/splashfabric/splashfabric/protocol"
 )
 
-// MemTransport is an in-memory Transport (and StreamDenier) for tests and
-// examples of a Loop without NATS: the caller plays the worker pool,
-// reading what the loop publishes and sending what workers would answer.
-// It is safe for concurrent use.
+// MemTransport is an in-memory Transport for tests and examples of a Loop
+// without NATS: the caller plays the worker pool, reading what the loop
+// publishes and sending what workers would answer. Its pool holds every
+// call it was handed until the caller answers it: asked, it says each is
+// running (OnReconcile answers otherwise) and none is queued. It is safe
+// for concurrent use.
 type MemTransport struct {
 	// OnPublish, if set before the loop starts, is called with every
 	// invocation on the loop's goroutine, where a test may look at the
@@ -20,6 +22,10 @@ type MemTransport struct {
 	// OnCancel, if set before the loop starts, is called with every
 	// cancellation, on the loop's goroutine; a fake pool reacts to it.
 	OnCancel func(protocol.Cancel)
+	// OnReconcile, if set before the loop starts, is what the pool's
+	// workers answer when the loop asks about an operation; called off
+	// the loop's goroutine.
+	OnReconcile func(sessionID, tool, operationKey string) (protocol.OperationStatus, error)
 
 	pub    chan protocol.Invoke
 	events chan Event
@@ -28,12 +34,10 @@ type MemTransport struct {
 	published []protocol.Invoke
 	cancels   []protocol.Cancel
 	denials   []protocol.StreamDenied
+	adopted   map[string]bool
 }
 
-var (
-	_ Transport    = (*MemTransport)(nil)
-	_ StreamDenier = (*MemTransport)(nil)
-)
+var _ Transport = (*MemTransport)(nil)
 
 // NewMemTransport returns a transport that buffers n invocations and n
 // events.
@@ -57,6 +61,11 @@ func (t *MemTransport) Publish(_ context.Context, inv protocol.Invoke) error {
 	return nil
 }
 
+// PublishFor is Publish: one pool answers every host here.
+func (t *MemTransport) PublishFor(ctx context.Context, _ string, inv protocol.Invoke) error {
+	return t.Publish(ctx, inv)
+}
+
 // Cancel records c.
 func (t *MemTransport) Cancel(_ context.Context, c protocol.Cancel) error {
 	if t.OnCancel != nil {
@@ -74,6 +83,52 @@ func (t *MemTransport) DenyStream(_ context.Context, d protocol.StreamDenied) er
 	defer t.mu.Unlock()
 	t.denials = append(t.denials, d)
 	return nil
+}
+
+// AdoptEvents records that the loop reads hostID's answers too.
+func (t *MemTransport) AdoptEvents(_ context.Context, hostID string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.adopted == nil {
+		t.adopted = map[string]bool{}
+	}
+	t.adopted[hostID] = true
+	return nil
+}
+
+// ReleaseEvents undoes AdoptEvents.
+func (t *MemTransport) ReleaseEvents(_ context.Context, hostID string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.adopted, hostID)
+	return nil
+}
+
+// Adopted reports whether the loop reads hostID's answers.
+func (t *MemTransport) Adopted(hostID string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.adopted[hostID]
+}
+
+// Forget keeps nothing per request: there is nothing to release.
+func (t *MemTransport) Forget(string) {}
+
+// Waiting says no call is queued: the pool holds every one at once.
+func (t *MemTransport) Waiting(context.Context, []string) (map[string]bool, error) {
+	return nil, nil
+}
+
+// Reconcile answers as OnReconcile says, or that the operation runs.
+func (t *MemTransport) Reconcile(_ context.Context, sessionID, tool, operationKey string) (protocol.OperationReconcileResult, error) {
+	st := protocol.StatusRunning()
+	if t.OnReconcile != nil {
+		var err error
+		if st, err = t.OnReconcile(sessionID, tool, operationKey); err != nil {
+			return protocol.OperationReconcileResult{}, err
+		}
+	}
+	return protocol.OperationReconcileResult{SessionID: sessionID, Tool: tool, OperationKey: operationKey, Status: st}, nil
 }
 
 // Events is what the loop reads.

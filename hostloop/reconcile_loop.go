@@ -18,13 +18,6 @@ const DefaultReconcileAfter = 30 * time.Second
 // zero: the fabric's default ack wait times its deliveries.
 const DefaultRedeliveryHorizon = 150 * time.Second
 
-// QueueWaiter is implemented by transports that can tell which of the
-// operations they published no worker has been handed yet: such an
-// operation is not silent, only queued, and its reconciliation waits.
-type QueueWaiter interface {
-	Waiting(ctx context.Context, requestIDs []string) (map[string]bool, error)
-}
-
 // reconcileAnswer is a reconciliation's outcome, delivered to the loop.
 type reconcileAnswer struct {
 	d       *dispatched
@@ -56,31 +49,19 @@ func (st *loopState) reconcileAgain(d *dispatched) {
 	st.reconcileAfter(d, d.reconcileWait)
 }
 
-// reconcileNow asks the workers about d at the next step. Without anyone
-// to ask, a republish under the same key is all there is, and the
-// workers' journals keep it from running twice.
-func (st *loopState) reconcileNow(d *dispatched) {
-	if !st.reconcileAfter(d, 0) {
-		d.s.core.Republish(d.op)
-	}
-}
+// reconcileNow asks the workers about d at the next step.
+func (st *loopState) reconcileNow(d *dispatched) { st.reconcileAfter(d, 0) }
 
-// reconcileAfter arms d's reconciliation after wait; false when the
-// transport cannot reconcile.
-func (st *loopState) reconcileAfter(d *dispatched, wait time.Duration) bool {
-	if _, ok := st.cfg.Transport.(Reconciler); !ok {
-		return false
-	}
+// reconcileAfter arms d's reconciliation after wait.
+func (st *loopState) reconcileAfter(d *dispatched, wait time.Duration) {
 	st.timers.push(timerEntry{at: st.now.Add(wait), kind: timerReconcile, d: d, attempt: d.op.Inv.Attempt})
-	return true
 }
 
 // reconcile asks, off the loop, what became of d, an operation with no
 // answer yet: first whether it is still queued for a worker, then the
 // tool's workers.
 func (st *loopState) reconcile(d *dispatched) {
-	r := st.cfg.Transport.(Reconciler)
-	qw, _ := st.cfg.Transport.(QueueWaiter)
+	tr := st.cfg.Transport
 	sid, tool, key, attempt, req := string(d.s.id), d.op.Inv.Tool, d.op.Inv.IdempotencyKey, d.op.Inv.Attempt, d.requestID()
 	gone, timeout := st.gone, st.cfg.ArchiveTimeout
 	st.bg.Add(1)
@@ -89,13 +70,11 @@ func (st *loopState) reconcile(d *dispatched) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		a := reconcileAnswer{d: d, attempt: attempt}
-		if qw != nil {
-			if w, err := qw.Waiting(ctx, []string{req}); err == nil && w[req] {
-				a.queued = true
-			}
+		if w, err := tr.Waiting(ctx, []string{req}); err == nil && w[req] {
+			a.queued = true
 		}
 		if !a.queued {
-			a.res, a.err = r.Reconcile(ctx, sid, tool, key)
+			a.res, a.err = tr.Reconcile(ctx, sid, tool, key)
 		}
 		select {
 		case st.reconcileDone <- a:

@@ -211,10 +211,10 @@ func (l *Loop) resume(ctx context.Context, job resumeJob) bool {
 	if l.send(ctx, cmdFunc(func(st *loopState) { st.beginResume(job.inc) })) != nil {
 		return false
 	}
-	if a, ok := l.cfg.Transport.(EventsAdopter); ok && job.host != "" {
+	if job.host != "" {
 		// The answers its workers send there are parked by the loop
 		// until the sessions they answer are in.
-		if err := a.AdoptEvents(ctx, job.host); err != nil {
+		if err := l.cfg.Transport.AdoptEvents(ctx, job.host); err != nil {
 			l.resumeFailed("store", "", fmt.Errorf("events of %s: %w", job.host, err))
 		}
 	}

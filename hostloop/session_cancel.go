@@ -106,10 +106,6 @@ func (l *Loop) ReconcileSession(ctx context.Context, id SessionID) (int, error) 
 				reply <- answer{err: st.unknownSession(id)}
 				return
 			}
-			if _, ok := st.cfg.Transport.(Reconciler); !ok {
-				reply <- answer{err: fmt.Errorf("%w: the transport cannot reconcile", ErrNotReconcilable)}
-				return
-			}
 			for _, d := range s.ops {
 				st.reconcileAfter(d, 0)
 			}

@@ -10,13 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
-	"github.com/splashfabric/splashfabric/hostloop"
 	"github.com/splashfabric/splashfabric/protocol"
-)
-
-var (
-	_ hostloop.EventsAdopter = (*HostTransport)(nil)
-	_ hostloop.HostPublisher = (*HostTransport)(nil)
 )
 
 // adoptConsumerName is the durable through which adopter reads hostID's

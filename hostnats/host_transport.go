@@ -284,8 +284,6 @@ func (t *HostTransport) DenyStream(_ context.Context, d protocol.StreamDenied) e
 	return t.nc.PublishMsg(m)
 }
 
-var _ hostloop.StreamDenier = (*HostTransport)(nil)
-
 func (t *HostTransport) track(ctx context.Context, p pendingAck) error {
 	select {
 	case t.pending <- p:

@@ -35,8 +35,6 @@ func WithReconcileTimeout(d time.Duration) Option {
 	}
 }
 
-var _ hostloop.Reconciler = (*HostTransport)(nil)
-
 // Reconcile asks the pool of tool what became of the operation of
 // sessionID keyed operationKey: a fresh request, sealed as every host
 // frame is, goes by request/reply to fabric.ReconcileSubject(tool), where one

@@ -142,7 +142,6 @@ var errorCodes = []errorCode{
 	{hostloop.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
 	{hostloop.ErrSessionResuming, http.StatusServiceUnavailable, "session_resuming"},
 	{hostloop.ErrSessionEnded, http.StatusConflict, "session_ended"},
-	{hostloop.ErrNotReconcilable, http.StatusNotImplemented, "not_reconcilable"},
 	{hostloop.ErrSessionElsewhere, http.StatusMisdirectedRequest, "session_elsewhere"},
 	{host.ErrUnknownOperation, http.StatusNotFound, "unknown_operation"},
 	{host.ErrUnknownTool, http.StatusUnprocessableEntity, "unknown_tool"},

@@ -3,7 +3,7 @@ package apiwire
 // ToolSeriesList is the body of GET /v1/metrics/tools: each tool's last
 // minutes, sampled every interval_ms from the host's own collectors.
 type ToolSeriesList struct {
-	IntervalMS int64            `json:"interval_ms"`
+	IntervalMS int64        `json:"interval_ms"`
 	Tools      []ToolSeries `json:"tools"`
 }
 
