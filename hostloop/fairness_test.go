@@ -39,7 +39,9 @@ func (b *burnSwitch) register(rt *host.Runtime) error {
 // await (on the loop), a trivial script completes, one that awaits a tool
 // completes, and the loop answers, all while the four still run.
 func TestLoopRunsBesideBusyScripts(t *testing.T) {
-	const burn = `while (tool.call("ctl.stop", "") !== "true") {}`
+	// Between its checks a burner spins, so it spends its turns on CPU,
+	// not on its tool call budget, however fast the machine.
+	const burn = `while (tool.call("ctl.stop", "") !== "true") { for (let i = 0; i < 20000; i++) {} }`
 	for _, where := range []string{"first step", "after an await"} {
 		t.Run(where, func(t *testing.T) {
 			tr := newChanTransport()

@@ -101,8 +101,11 @@ type LoopConfig struct {
 	// picks DefaultMemoryWatchEvery.
 	MemoryBudget     int64
 	MemoryWatchEvery time.Duration
-	// readHeap stands in for the live heap's reading in tests.
-	readHeap func(collect bool) int64
+	// readHeap stands in for the live heap's reading in tests, and
+	// memoryHeld for what the meter says a session holds (which garbage
+	// collected between slices makes approximate).
+	readHeap   func(collect bool) int64
+	memoryHeld func(SessionID) int64
 	// LifetimeGrace is how long the workers of a session that outlived
 	// its MaxLifetime have to acknowledge its cancellations before the
 	// host asserts them cancelled; zero picks DefaultLifetimeGrace.

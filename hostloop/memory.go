@@ -114,13 +114,21 @@ func (st *loopState) account(w *memoryWatch) {
 	held := make(map[string]int64)
 	for _, s := range st.sessions {
 		if !s.done {
-			if h := s.core.MemoryHeld(); h > 0 {
+			if h := st.memoryHeld(s); h > 0 {
 				held[s.owner] += h
 			}
 		}
 	}
 	w.share.Store(w.line(memoryAdmitShare) / int64(max(len(held), 1)))
 	w.held.Store(&held)
+}
+
+// memoryHeld is what s holds by the process's memory meter.
+func (st *loopState) memoryHeld(s *session) int64 {
+	if st.cfg.memoryHeld != nil {
+		return st.cfg.memoryHeld(s.id)
+	}
+	return s.core.MemoryHeld()
 }
 
 func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
@@ -178,7 +186,7 @@ func (st *loopState) shed(live int64, w *memoryWatch) {
 		if s.done {
 			continue
 		}
-		if h := s.core.MemoryHeld(); h > held {
+		if h := st.memoryHeld(s); h > held {
 			largest, held = s, h
 		}
 	}

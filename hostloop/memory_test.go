@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ func TestMemoryWatchRefusesThenSheds(t *testing.T) {
 	const budget = 16 << 20
 	var live atomic.Int64
 	var shedOnce atomic.Bool
+	// What each session holds, as the meter would say once its carry
+	// settled: the meter's own accuracy is package host's to test.
+	var holdings sync.Map // SessionID -> int64
 	tr := newChanTransport()
 	l, err := StartLoop(LoopConfig{
 		Transport: tr, HostID: "h1",
@@ -41,6 +45,11 @@ func TestMemoryWatchRefusesThenSheds(t *testing.T) {
 				return budget / 2
 			}
 			return live.Load()
+		},
+		memoryHeld: func(id SessionID) int64 {
+			n, _ := holdings.Load(id)
+			h, _ := n.(int64)
+			return h
 		},
 	})
 	if err != nil {
@@ -56,6 +65,7 @@ func TestMemoryWatchRefusesThenSheds(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, s.ID)
+		holdings.Store(s.ID, int64(mib)<<20)
 	}
 	for range ids {
 		next(t, tr)

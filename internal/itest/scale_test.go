@@ -36,7 +36,7 @@ func TestHostResumesMoreSessionsThanAStreamHasConsumers(t *testing.T) {
 	// -race; the production default is 30 s. What this test is about is
 	// the host's restart, not the worker's leases.
 	c := newCluster(t, options{tools: []toolspec.Spec{tool("it.hold"), tool("it.now")}, durable: true,
-		lease: testwait.Scale(20 * time.Second), heartbeat: 2 * time.Second})
+		lease: testwait.Scale(20 * time.Second), heartbeat: time.Second})
 	release := make(chan struct{})
 	var started atomic.Int64
 	ok := &successes{}
