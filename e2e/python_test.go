@@ -35,11 +35,18 @@ const (
 // twice, and one for each completed script.
 func TestScenarioPythonTool(t *testing.T) {
 	s := newStack(t)
+	// An operator's order: the catalog is applied and the host has made
+	// the pool's consumer before the pool starts; a tool worker that
+	// binds earlier exits ErrNotProvisioned and restarts until it can.
+	s.mustCompose("--profile", "tools", "up", "-d", "--no-color",
+		"--scale", "worker=1", "--scale", "toolworker=0")
+	s.waitHealthy(3 * time.Minute)
+	s.publishTools(filepath.Join(repoRoot(t), "deploy", "compose", "tools.yaml"))
+	s.waitConsumer(pythonTool)
 	s.mustCompose("--profile", "tools", "up", "-d", "--no-color",
 		"--scale", "worker=1", "--scale", fmt.Sprintf("toolworker=%d", toolWorkers))
 	s.waitHealthy(3 * time.Minute)
 	s.logf("up with %d tool workers: healthy", toolWorkers)
-	s.publishTools(filepath.Join(repoRoot(t), "deploy", "compose", "tools.yaml"))
 	api := newAPIClient(s.apiURL(), s.apiToken())
 	s.firstCall(api)
 
@@ -53,6 +60,19 @@ func TestScenarioPythonTool(t *testing.T) {
 	s.lost(v)
 	during(t, 20*time.Second)
 	s.auditPython(l, v)
+}
+
+// waitConsumer waits until a host has made the pool consumer of tool,
+// which a bind-only worker of its pool needs to start.
+func (s *stack) waitConsumer(tool string) {
+	s.t.Helper()
+	js := s.opsJS()
+	testwait.Until(s.t, time.Minute, "the host made the consumer of "+tool, func() bool {
+		ctx, cancel := context.WithTimeout(s.t.Context(), 5*time.Second)
+		defer cancel()
+		_, err := js.Consumer(ctx, fabric.StreamInvoke, fabric.ConsumerName(tool))
+		return err == nil
+	})
 }
 
 // publishTools publishes a catalog file's definitions to the fabric as
