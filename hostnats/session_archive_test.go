@@ -81,7 +81,8 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 	}
 	stopped := fmt.Errorf("%w: 1 operation left", hostloop.ErrHostStopped)
 	records := []hostloop.SessionStatus{
-		{ID: "s-h1-0123456789ab-1", State: hostloop.SessionCompleted, Value: `{"n":1}`, Created: created},
+		{ID: "s-h1-0123456789ab-1", State: hostloop.SessionCompleted, Value: `{"n":1}`, Created: created,
+			Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
 		{ID: "s-h1-0123456789ab-2", State: hostloop.SessionFailed, Err: stopped, Error: "stopped: 1 operation left", Created: created},
 		{ID: "s-h1-0123456789ab-3", State: hostloop.SessionFailed, Err: errors.New("Error: boom"), Error: "Error: boom", Created: created},
 		{ID: "s-h1-0123456789ab-4", State: hostloop.SessionFailed, Err: fmt.Errorf("script failed: %w", host.ErrMemoryBudget), Error: "script failed: memory budget exceeded", Created: created},
@@ -104,7 +105,7 @@ func TestSessionArchiveStoresAndAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", want.ID, err)
 		}
-		if got.ID != want.ID || got.State != want.State || got.Value != want.Value || got.Error != want.Error || !got.Created.Equal(created) || got.Truncated {
+		if got.ID != want.ID || got.State != want.State || got.Value != want.Value || got.Error != want.Error || !got.Created.Equal(created) || got.Truncated || got.Trace != want.Trace {
 			t.Fatalf("%s: got %+v", want.ID, got)
 		}
 		if (want.Err == nil) != (got.Err == nil) {

@@ -60,6 +60,9 @@ type sessionRecord struct {
 	Created   time.Time `json:"created"`
 	Truncated bool      `json:"truncated,omitempty"`
 	Owner     string    `json:"owner,omitempty"`
+	// Trace is the session's traceparent, so a finished session still
+	// links to its trace.
+	Trace string `json:"trace,omitempty"`
 	// Audit is the newest of the session's audit events that fit beside
 	// the rest: outcomes and counts, never a tool's output.
 	Audit []auditRecord `json:"audit,omitempty"`
@@ -163,6 +166,7 @@ func encodeSession(s hostloop.SessionStatus, limit int) (data []byte, cut bool, 
 	rec := sessionRecord{
 		ID: string(s.ID), State: string(s.State), Value: s.Value, Error: s.Error,
 		Kind: kindOf(s.Err), Created: s.Created.UTC(), Truncated: s.Truncated, Owner: s.Owner,
+		Trace: s.Trace,
 	}
 	b, cut, err := encodeOutcome(rec, limit)
 	if err != nil || len(s.Audit) == 0 {
@@ -237,6 +241,7 @@ func decodeSession(data []byte) (hostloop.SessionStatus, error) {
 	s := hostloop.SessionStatus{
 		ID: hostloop.SessionID(rec.ID), State: hostloop.SessionState(rec.State), Value: rec.Value,
 		Error: rec.Error, Created: rec.Created, Truncated: rec.Truncated, Audit: auditEvents(rec.Audit), Owner: rec.Owner,
+		Trace: rec.Trace,
 	}
 	if rec.State == string(hostloop.SessionFailed) || rec.State == string(hostloop.SessionCancelled) {
 		s.Err = errorOfKind(rec.Kind, rec.Error)
