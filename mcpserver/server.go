@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/splashfabric/splashfabric/host"
 	"github.com/splashfabric/splashfabric/httpapi"
 	"github.com/splashfabric/splashfabric/httpapi/apitoken"
 	"github.com/splashfabric/splashfabric/toolspec"
+	"github.com/splashfabric/splashfabric/tracing"
 )
 
 // RunScriptTool is the name of the optional tool that runs a whole
@@ -255,12 +257,40 @@ func callerToken(req mcp.Request) (*apitoken.Token, bool) {
 }
 
 // callerContext is ctx carrying the caller's API token, for the runner to
-// admit its session as the API would (see httpapi.Gate).
+// admit its session as the API would (see httpapi.Gate), and the caller's
+// trace context, so the submission's span joins the caller's trace as
+// POST /v1/sessions does: the request's `_meta` traceparent (the MCP
+// convention) or else its HTTP header. It is trusted for nothing else.
 func callerContext(ctx context.Context, req mcp.Request) context.Context {
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		ctx = tracing.Extract(ctx, propagation.HeaderCarrier(extra.Header))
+	}
+	if p := req.GetParams(); p != nil {
+		ctx = tracing.Extract(ctx, metaCarrier(p.GetMeta()))
+	}
 	if t, ok := callerToken(req); ok {
 		return apitoken.NewContext(ctx, t)
 	}
 	return ctx
+}
+
+// metaCarrier reads trace context from a request's `_meta`; a value that
+// is not a string is absent.
+type metaCarrier map[string]any
+
+func (m metaCarrier) Get(key string) string {
+	v, _ := m[key].(string)
+	return v
+}
+
+func (metaCarrier) Set(string, string) {}
+
+func (m metaCarrier) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 // runScriptArgs are run_script's arguments.
