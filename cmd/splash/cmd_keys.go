@@ -207,24 +207,13 @@ func (c *keysConfig) status(ctx context.Context, a *app) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	log := a.log.With("component", "keys")
-	watch := permissionWatch(c.nats.label(), log, nil)
-	nc, err := connectNATS(ctx, c.nats, "splash keys", log, watch.Option())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	ctx, release := watch.Guard(ctx)
-	defer release()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	use, err := fabric.CountKeyUse(ctx, js)
-	if err != nil {
-		return fabric.Denied(ctx, err)
-	}
-	return writeKeyStatus(a.stdout, rings, use)
+	return withJetStream(ctx, c.nats, "splash keys", a.log.With("component", "keys"), func(ctx context.Context, js jetstream.JetStream) error {
+		use, err := fabric.CountKeyUse(ctx, js)
+		if err != nil {
+			return err
+		}
+		return writeKeyStatus(a.stdout, rings, use)
+	})
 }
 
 // namedRing is a ring file and its contents.

@@ -110,23 +110,9 @@ func (c *toolsConfig) run(ctx context.Context, a *app, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	log := a.log.With("component", "tools")
-	// A write the user may not make is refused by the server in a
-	// message of its own while the write waits for its answer: the watch
-	// ends the command at once with the refusal, naming subject and user.
-	watch := permissionWatch(c.nats.label(), log, nil)
-	nc, err := connectNATS(ctx, c.nats, "splash tools", log, watch.Option())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	ctx, release := watch.Guard(ctx)
-	defer release()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	return fabric.Denied(ctx, do(ctx, js, cfg))
+	return withJetStream(ctx, c.nats, "splash tools", a.log.With("component", "tools"), func(ctx context.Context, js jetstream.JetStream) error {
+		return do(ctx, js, cfg)
+	})
 }
 
 // applyTools publishes cat and prints each tool written with its digest.

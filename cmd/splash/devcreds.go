@@ -103,20 +103,8 @@ const devTokenFile = "api.token"
 // never readable with a looser mode or half written.
 func writeDevToken(dataDir, token string) (string, error) {
 	path := filepath.Join(dataDir, devTokenFile)
-	f, err := os.CreateTemp(dataDir, devTokenFile+".*")
-	if err != nil {
-		return "", fmt.Errorf("%w: api token: %v", errStart, err)
-	}
-	_, werr := fmt.Fprintln(f, token)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name())
-		return "", fmt.Errorf("%w: api token %q: %v", errStart, path, werr)
+	if err := replaceFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("%w: api token %q: %v", errStart, path, err)
 	}
 	return path, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/splashfabric/splashfabric/protocol"
 )
@@ -46,23 +45,8 @@ func loadKeyRing(path string) (protocol.KeyRing, error) {
 // otherwise. It writes beside the file and renames over it, so a reader
 // never sees a half-written ring and a failed write leaves the old one.
 func writeKeyRing(path string, ring protocol.KeyRing, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("%w: %v", errKeyFile, err)
-	}
-	_, werr := f.Write(ring.FileText())
-	if werr == nil {
-		werr = f.Chmod(mode)
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("%w: %q: %v", errKeyFile, path, werr)
+	if err := replaceFile(path, ring.FileText(), mode); err != nil {
+		return fmt.Errorf("%w: %q: %v", errKeyFile, path, err)
 	}
 	return nil
 }

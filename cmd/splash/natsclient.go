@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/splashfabric/splashfabric/fabric"
 	"github.com/splashfabric/splashfabric/internal/ratelog"
@@ -112,4 +115,25 @@ type apiClientFlags struct {
 func (c *apiClientFlags) register(fs *flagSet) {
 	fs.stringVar(&c.url, "api-url", envAPIURL, defaultAPIURL, "host API base `url`")
 	fs.stringVar(&c.token, "api-token", envAPIToken, "", "bearer `token` for the host API (prefer the variable: flags show in process lists)")
+}
+
+// withJetStream runs do on a JetStream context of a short-lived client
+// connection, as a one-shot command (tools, keys) needs. A write the user
+// may not make is refused by the server in a message of its own while the
+// write waits for its answer: the watch ends do at once with the refusal,
+// naming subject and user, and a denial is reported as one.
+func withJetStream(ctx context.Context, f natsClientFlags, name string, log *slog.Logger, do func(context.Context, jetstream.JetStream) error) error {
+	watch := permissionWatch(f.label(), log, nil)
+	nc, err := connectNATS(ctx, f, name, log, watch.Option())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, release := watch.Guard(ctx)
+	defer release()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	return fabric.Denied(ctx, do(ctx, js))
 }

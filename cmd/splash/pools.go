@@ -178,23 +178,8 @@ func writePoolsManifest(dir string, pools []natsconf.Pool) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, poolsFile)
-	f, err := os.CreateTemp(dir, poolsFile+".*")
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", errKeyFile, err)
-	}
-	_, werr := f.Write(append(b, '\n'))
-	if werr == nil {
-		werr = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name())
-		return "", fmt.Errorf("%w: %q: %v", errKeyFile, path, werr)
+	if err := replaceFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("%w: %q: %v", errKeyFile, path, err)
 	}
 	return path, nil
 }
