@@ -106,15 +106,31 @@ func startSplash(t *testing.T, args ...string) *proc {
 // process's environment.
 func startSplashEnv(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{stderr: new(syncBuffer), done: make(chan struct{})}
-	p.cmd = exec.Command(splashBinary(t), args...)
-	p.cmd.Stderr = p.stderr
+	cmd := exec.Command(splashBinary(t), args...)
+	cmd.Env = append(splashEnv(), env...)
+	return startProc(t, cmd, "splash "+strings.Join(args, " "), nil)
+}
+
+// splashEnv is the test's environment without the SPLASH_, OTEL_ and
+// GOMEMLIMIT variables that would change what a splash process does.
+func splashEnv() []string {
+	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SPLASH_") && !strings.HasPrefix(kv, "OTEL_") {
-			p.cmd.Env = append(p.cmd.Env, kv)
+		if !strings.HasPrefix(kv, "SPLASH_") && !strings.HasPrefix(kv, "OTEL_") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			env = append(env, kv)
 		}
 	}
-	p.cmd.Env = append(p.cmd.Env, env...)
+	return env
+}
+
+// startProc starts cmd, a splash process named label, and kills it when
+// the test ends if it still runs. Every JSON record it wrote to stderr
+// must name each attribute once; if the test failed, its stderr (through
+// show, when set) is logged.
+func startProc(t *testing.T, cmd *exec.Cmd, label string, show func(string) string) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, stderr: new(syncBuffer), done: make(chan struct{})}
+	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start splash: %v", err)
 	}
@@ -137,7 +153,11 @@ func startSplashEnv(t *testing.T, env []string, args ...string) *proc {
 			}
 		}
 		if t.Failed() {
-			t.Logf("splash %s stderr:\n%s", strings.Join(args, " "), p.stderr.String())
+			out := p.stderr.String()
+			if show != nil {
+				out = show(out)
+			}
+			t.Logf("%s stderr:\n%s", label, out)
 		}
 	})
 	return p

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -22,43 +21,19 @@ func startSplashCapped(t *testing.T, kib int64, args ...string) *proc {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh to set the limit with")
 	}
-	p := &proc{stderr: new(syncBuffer), done: make(chan struct{})}
-	p.cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, kib), splashBinary(t)}, args...)...)
-	p.cmd.Stderr = p.stderr
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SPLASH_") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
-			p.cmd.Env = append(p.cmd.Env, kv)
-		}
-	}
+	cmd := exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, kib), splashBinary(t)}, args...)...)
 	// The test's binary links the C library (the image's is static):
 	// its malloc reserves 64 MiB of address space per thread, which the
 	// image's never spends.
-	p.cmd.Env = append(p.cmd.Env, "MALLOC_ARENA_MAX=1")
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start splash: %v", err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
+	cmd.Env = append(splashEnv(), "MALLOC_ARENA_MAX=1")
+	return startProc(t, cmd, "splash (capped)", func(out string) string {
+		if i := strings.Index(out, "fatal error"); i >= 0 {
+			out = out[i:]
+		} else if i := strings.Index(out, "panic:"); i >= 0 {
+			out = out[i:]
 		}
-		if t.Failed() {
-			out := p.stderr.String()
-			if i := strings.Index(out, "fatal error"); i >= 0 {
-				out = out[i:]
-			} else if i := strings.Index(out, "panic:"); i >= 0 {
-				out = out[i:]
-			}
-			t.Logf("splash stderr:\n%s", head(out, 4<<10))
-		}
+		return head(out, 4<<10)
 	})
-	return p
 }
 
 func head(s string, n int) string {
