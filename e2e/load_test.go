@@ -168,29 +168,21 @@ const (
 	codeHostRestarted = "host_restarted"
 )
 
-// audit stops the load and checks the scenario's outcome: every accepted
-// script reaches a terminal state, every demo.ledger effect ran exactly
-// once per idempotency key (no key twice; a failed script's key at most
-// once), and the host's metrics agree with those counts. allow says which
-// failed scripts are accepted; completed ones must always be right.
-func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
-	t.Helper()
-	l.finish()
-	s.logf("load stopped")
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+// terminal waits until every script l submitted is terminal and returns
+// each one's final state. A session the host does not know is lost and
+// fails the test, and so does an empty load.
+func (s *stack) terminal(l *load) map[string]session {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.t.Context(), 3*time.Minute)
 	defer cancel()
 	l.mu.Lock()
 	ids := append([]string(nil), l.sessions...)
-	c := auditCounts{submitted: len(ids), refused: l.refused}
-	for _, why := range l.refusals {
-		s.logf("submission refused: %s", why)
-	}
 	final := make(map[string]session, len(ids))
 	for id, ss := range l.final {
 		final[id] = ss
 	}
 	l.mu.Unlock()
-	if c.submitted == 0 {
+	if len(ids) == 0 {
 		s.fatalf("audit: no script was accepted")
 	}
 
@@ -198,12 +190,12 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 	// stood, should the wait run out.
 	var waiting string
 	defer func() {
-		if t.Failed() && waiting != "" {
+		if s.t.Failed() && waiting != "" {
 			s.note("still waiting for %s", waiting)
 			s.logf("still waiting for %s", waiting)
 		}
 	}()
-	testwait.Until(t, 3*time.Minute, "every submitted script terminal", func() bool {
+	testwait.Until(s.t, 3*time.Minute, "every submitted script terminal", func() bool {
 		for _, id := range ids {
 			if _, done := final[id]; done {
 				continue
@@ -223,6 +215,27 @@ func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
 		return true
 	})
 	waiting = "" // every one is
+	return final
+}
+
+// audit stops the load and checks the scenario's outcome: every accepted
+// script reaches a terminal state, every demo.ledger effect ran exactly
+// once per idempotency key (no key twice; a failed script's key at most
+// once), and the host's metrics agree with those counts. allow says which
+// failed scripts are accepted; completed ones must always be right.
+func audit(t *testing.T, s *stack, l *load, allow failures) auditCounts {
+	t.Helper()
+	l.finish()
+	s.logf("load stopped")
+	l.mu.Lock()
+	c := auditCounts{submitted: len(l.sessions), refused: l.refused}
+	for _, why := range l.refusals {
+		s.logf("submission refused: %s", why)
+	}
+	l.mu.Unlock()
+	final := s.terminal(l)
+	ctx, cancel := context.WithTimeout(s.t.Context(), time.Minute)
+	defer cancel()
 	for _, ss := range final {
 		switch ss.State {
 		case "completed":

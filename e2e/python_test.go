@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -128,35 +127,9 @@ func unquote(v string) string { return strings.Trim(v, `"`) }
 func (s *stack) auditPython(l *load, v *victim) {
 	s.t.Helper()
 	l.finish()
-	ctx, cancel := context.WithTimeout(s.t.Context(), 3*time.Minute)
+	final := s.terminal(l)
+	ctx, cancel := context.WithTimeout(s.t.Context(), time.Minute)
 	defer cancel()
-	l.mu.Lock()
-	ids := append([]string(nil), l.sessions...)
-	final := make(map[string]session, len(ids))
-	for id, ss := range l.final {
-		final[id] = ss
-	}
-	l.mu.Unlock()
-	if len(ids) == 0 {
-		s.fatalf("audit: no script was accepted")
-	}
-	testwait.Until(s.t, 3*time.Minute, "every submitted script terminal", func() bool {
-		for _, id := range ids {
-			if _, done := final[id]; done {
-				continue
-			}
-			ss, err := l.api.session(ctx, id)
-			var ae *apiError
-			if errors.As(err, &ae) && ae.Status == 404 {
-				s.fatalf("session %s unknown to the host: lost", id)
-			}
-			if err != nil || !ss.terminal() {
-				return false
-			}
-			final[id] = ss
-		}
-		return true
-	})
 	var completed, lost int
 	want := strings.ToUpper(pythonInput)
 	for _, ss := range final {
@@ -196,7 +169,7 @@ func (s *stack) auditPython(l *load, v *victim) {
 		s.errorf("metrics: %v %s operations succeeded, the audit found %d scripts completed and the first call", ok, pythonTool, completed)
 	}
 	s.logf("audit: submitted %d (refused %d), completed %d, lost with the worker %d (it held %d claims), effects %d (each once)",
-		len(ids), l.refused, completed, lost, v.held, len(effects))
+		len(final), l.refused, completed, lost, v.held, len(effects))
 }
 
 // toolEffects counts the idempotency keys the tool recorded in the
