@@ -17,22 +17,6 @@ import (
 // ScopeName is the instrumentation scope of the host's spans.
 const ScopeName = "github.com/splashfabric/splashfabric/hosttrace"
 
-// Attribute keys of the host's spans; the worker's use the same names
-// (package workeragent).
-const (
-	AttrSession   = attribute.Key("splash.session.id")
-	AttrResumed   = attribute.Key("splash.session.resumed")
-	AttrState     = attribute.Key("splash.session.state")
-	AttrOperation = attribute.Key("splash.operation.id")
-	AttrRequest   = attribute.Key("splash.request.id")
-	AttrTool      = attribute.Key("splash.tool")
-	AttrCallIndex = attribute.Key("splash.call.index")
-	AttrAttempt   = attribute.Key("splash.attempt")
-	AttrOutcome   = attribute.Key("splash.outcome")
-	AttrWorker    = attribute.Key("splash.worker.id")
-	AttrBytes     = attribute.Key("splash.bytes")
-)
-
 // Observer builds the spans of a host loop's sessions. Every method runs on
 // the loop goroutine (hostloop.Observer's contract), so its maps are not
 // locked.
@@ -107,9 +91,9 @@ func (o *Observer) SessionStarted(s hostloop.SessionStatus) {
 	if start.IsZero() {
 		start = o.now()
 	}
-	attrs := []attribute.KeyValue{AttrSession.String(string(s.ID))}
+	attrs := []attribute.KeyValue{tracing.AttrSession.String(string(s.ID))}
 	if s.Resumed {
-		attrs = append(attrs, AttrResumed.Bool(true))
+		attrs = append(attrs, tracing.AttrResumed.Bool(true))
 	}
 	ctx, span := tracing.StartWithID(ctx, o.tracer, id, "session", trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	o.sessions[s.ID] = &sessionSpan{id: s.ID, ctx: ctx, span: span, replay: s.Resumed, ops: make(map[host.ExternalToolID]*opSpan)}
@@ -122,7 +106,7 @@ func (o *Observer) SessionChanged(s hostloop.SessionStatus) {
 		return
 	}
 	ss.ended = true
-	ss.span.SetAttributes(AttrState.String(string(s.State)))
+	ss.span.SetAttributes(tracing.AttrState.String(string(s.State)))
 	if s.State == hostloop.SessionFailed {
 		ss.span.SetStatus(codes.Error, string(s.State))
 	}
@@ -171,7 +155,7 @@ func (o *Observer) replayed(ss *sessionSpan, events []host.AuditEvent) {
 	}
 	for _, e := range claimed {
 		op := o.openOp(ss, e.ID, e.Tool, e.CallIndex, e.At)
-		op.span.SetAttributes(AttrResumed.Bool(true))
+		op.span.SetAttributes(tracing.AttrResumed.Bool(true))
 	}
 }
 
@@ -196,10 +180,10 @@ func (o *Observer) audit(ss *sessionSpan, e host.AuditEvent) {
 		}
 		o.endAttempt(op, "retry", e.At, attribute.String("splash.retry.class", class))
 		_, op.backoff = o.tracer.Start(op.ctx, "retry backoff", at, trace.WithAttributes(
-			AttrTool.String(op.tool), AttrAttempt.Int64(int64(e.Attempt)), attribute.String("splash.retry.class", class)))
+			tracing.AttrTool.String(op.tool), tracing.AttrAttempt.Int64(int64(e.Attempt)), attribute.String("splash.retry.class", class)))
 	case host.AuditStreamDenied:
 		if op.att != nil {
-			op.att.AddEvent("chunk denied", at, trace.WithAttributes(AttrBytes.Int(e.Bytes)))
+			op.att.AddEvent("chunk denied", at, trace.WithAttributes(tracing.AttrBytes.Int(e.Bytes)))
 		}
 	case host.AuditCancellationRequested:
 		op.span.AddEvent("cancellation requested", at)
@@ -207,7 +191,7 @@ func (o *Observer) audit(ss *sessionSpan, e host.AuditEvent) {
 			op.att.AddEvent("cancellation requested", at)
 		}
 	case host.AuditLateResult, host.AuditReconciled:
-		op.span.AddEvent(string(e.Outcome), at, trace.WithAttributes(AttrAttempt.Int64(int64(e.Attempt))))
+		op.span.AddEvent(string(e.Outcome), at, trace.WithAttributes(tracing.AttrAttempt.Int64(int64(e.Attempt))))
 	default:
 		if terminal(e.Outcome) {
 			o.closeOp(ss, e.ID, op, string(e.Outcome), e.At)
@@ -225,7 +209,7 @@ func (o *Observer) openOp(ss *sessionSpan, id host.ExternalToolID, tool string, 
 		sid = tracing.DerivedSpanID(sc.TraceID(), "operation/"+string(ss.id)+"/"+id.String())
 	}
 	ctx, span := tracing.StartWithID(ss.ctx, o.tracer, sid, "operation "+tool, trace.WithTimestamp(at), trace.WithAttributes(
-		AttrSession.String(string(ss.id)), AttrOperation.String(id.String()), AttrTool.String(tool), AttrCallIndex.Int64(int64(call))))
+		tracing.AttrSession.String(string(ss.id)), tracing.AttrOperation.String(id.String()), tracing.AttrTool.String(tool), tracing.AttrCallIndex.Int64(int64(call))))
 	op := &opSpan{tool: tool, ctx: ctx, span: span}
 	ss.ops[id] = op
 	return op
@@ -238,7 +222,7 @@ func (o *Observer) closeOp(ss *sessionSpan, id host.ExternalToolID, op *opSpan, 
 		op.backoff.End(trace.WithTimestamp(at))
 		op.backoff = nil
 	}
-	op.span.SetAttributes(AttrOutcome.String(outcome))
+	op.span.SetAttributes(tracing.AttrOutcome.String(outcome))
 	if outcome == string(host.AuditFailed) || outcome == string(host.AuditTimedOut) {
 		op.span.SetStatus(codes.Error, outcome)
 	}
@@ -252,7 +236,7 @@ func (o *Observer) endAttempt(op *opSpan, outcome string, at time.Time, attrs ..
 	if op.att == nil {
 		return
 	}
-	op.att.SetAttributes(append(attrs, AttrOutcome.String(outcome))...)
+	op.att.SetAttributes(append(attrs, tracing.AttrOutcome.String(outcome))...)
 	if outcome == string(host.AuditFailed) || outcome == string(host.AuditTimedOut) {
 		op.att.SetStatus(codes.Error, outcome)
 	}
@@ -280,7 +264,7 @@ func (o *Observer) Publishing(ctx context.Context, session hostloop.SessionID, r
 	}
 	if op.request == "" {
 		op.request = requestID
-		op.span.SetAttributes(AttrRequest.String(requestID))
+		op.span.SetAttributes(tracing.AttrRequest.String(requestID))
 	}
 	if op.att != nil && op.attempt == inv.Attempt {
 		return trace.ContextWithSpan(ctx, op.att)
@@ -295,8 +279,8 @@ func (o *Observer) Publishing(ctx context.Context, session hostloop.SessionID, r
 	op.attempt, op.spoke = inv.Attempt, false
 	op.attCtx, op.att = o.tracer.Start(op.ctx, "attempt "+inv.Tool, trace.WithTimestamp(now),
 		trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
-			AttrTool.String(inv.Tool), AttrOperation.String(inv.ID.String()), AttrRequest.String(requestID),
-			AttrAttempt.Int64(int64(inv.Attempt)),
+			tracing.AttrTool.String(inv.Tool), tracing.AttrOperation.String(inv.ID.String()), tracing.AttrRequest.String(requestID),
+			tracing.AttrAttempt.Int64(int64(inv.Attempt)),
 			attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", subject)))
 	return trace.ContextWithSpan(ctx, op.att)
 }
@@ -318,7 +302,7 @@ func (o *Observer) OperationChanged(session hostloop.SessionID, st hostloop.Oper
 	if st.Worker != "" && (st.Worker != op.worker || op.spoke) {
 		op.worker, op.spoke = st.Worker, false
 		if op.att != nil {
-			op.att.SetAttributes(AttrWorker.String(st.Worker))
+			op.att.SetAttributes(tracing.AttrWorker.String(st.Worker))
 		}
 	}
 	if d := st.CancelDisposition; d != "" && d != op.cancel {

@@ -48,7 +48,7 @@ func endSubmission(span trace.Span, st hostloop.SessionStatus, err error) {
 		_, code := codeFor(err)
 		span.SetStatus(codes.Error, code)
 	} else {
-		span.SetAttributes(attribute.String("splash.session.id", string(st.ID)))
+		span.SetAttributes(tracing.AttrSession.String(string(st.ID)))
 	}
 	span.End()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -75,7 +74,7 @@ func (r *LoopRunner) Run(ctx context.Context, sub Submission, chunk func(Chunk))
 	st, err := submit(sctx, hsub)
 	if span != nil {
 		if err == nil {
-			span.SetAttributes(attribute.String("splash.session.id", string(st.ID)))
+			span.SetAttributes(tracing.AttrSession.String(string(st.ID)))
 		} else {
 			span.SetStatus(codes.Error, "refused")
 		}

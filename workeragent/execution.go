@@ -14,6 +14,7 @@ import (
 
 	"github.com/splashfabric/splashfabric/idempotency"
 	"github.com/splashfabric/splashfabric/protocol"
+	"github.com/splashfabric/splashfabric/tracing"
 )
 
 // execution is one invocation message from admission to its ack. Its
@@ -235,7 +236,7 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 	a.obs.HandlerStarted(e.t.name)
 	began := time.Now()
 	hctx = trace.ContextWithSpan(hctx, e.span)
-	hctx, e.hspan = a.tracer.Start(hctx, "handler "+e.t.name, trace.WithAttributes(attrTool.String(e.t.name)))
+	hctx, e.hspan = a.tracer.Start(hctx, "handler "+e.t.name, trace.WithAttributes(tracing.AttrTool.String(e.t.name)))
 	hb := e.startHeartbeat(cancel)
 	r := callHandler(hctx, e.t.handler, call)
 	leaseLost := hb.stop()
@@ -264,7 +265,7 @@ func (e *execution) run(hctx context.Context, cancel context.CancelCauseFunc) {
 	e.outcome = v.label()
 	e.endHandlerSpan(e.outcome)
 	a.handlerDone(e, v.label(), time.Since(began))
-	_, aspan := e.child("answer", attrOutcome.String(e.outcome))
+	_, aspan := e.child("answer", tracing.AttrOutcome.String(e.outcome))
 	defer aspan.End()
 	tooLate := e.tooLate(cancelAsked && !unsupported)
 	switch v.kind {
@@ -340,7 +341,7 @@ func (e *execution) giveBack() {
 
 // endHandlerSpan ends the handler's span with how its run ended.
 func (e *execution) endHandlerSpan(outcome string) {
-	e.hspan.SetAttributes(attrOutcome.String(outcome))
+	e.hspan.SetAttributes(tracing.AttrOutcome.String(outcome))
 	if outcome == OutcomeFailed || outcome == OutcomeIndeterminate {
 		e.hspan.SetStatus(codes.Error, outcome)
 	}

@@ -63,7 +63,7 @@ func (p *processHandler) HandleCall(ctx context.Context, call *Call) (Output, er
 	// The process's call is a span of its own, and the tool is handed
 	// its traceparent, so a tool's own spans join the trace.
 	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(ScopeName)
-	ctx, span := tracer.Start(ctx, "process call "+inv.Tool, trace.WithAttributes(attrTool.String(inv.Tool)))
+	ctx, span := tracer.Start(ctx, "process call "+inv.Tool, trace.WithAttributes(tracing.AttrTool.String(inv.Tool)))
 	defer span.End()
 	tc := propagation.MapCarrier{}
 	tracing.Inject(ctx, tc)

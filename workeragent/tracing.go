@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/splashfabric/splashfabric/fabric"
+	"github.com/splashfabric/splashfabric/tracing"
 )
 
 // ScopeName is the instrumentation scope of the worker's spans.
@@ -31,16 +32,11 @@ const ScopeName = "github.com/splashfabric/splashfabric/workeragent"
 // identifiers, counts and sizes, never an input, a chunk or an error's
 // text.
 
-// Attribute keys of the worker's spans, named as the host's.
+// Attribute keys of the worker's own spans; those it shares with the
+// host's are package tracing's.
 const (
-	attrTool      = attribute.Key("splash.tool")
-	attrRequest   = attribute.Key("splash.request.id")
-	attrAttempt   = attribute.Key("splash.attempt")
-	attrWorker    = attribute.Key("splash.worker.id")
-	attrOutcome   = attribute.Key("splash.outcome")
 	attrDelivery  = attribute.Key("splash.delivery")
 	attrPickup    = attribute.Key("splash.pickup")
-	attrBytes     = attribute.Key("splash.bytes")
 	attrSequence  = attribute.Key("splash.chunk.sequence")
 	attrJournal   = attribute.Key("splash.journal")
 	attrTakenOver = attribute.Key("splash.taken_over")
@@ -52,8 +48,8 @@ func (e *execution) startSpan(m jetstream.Msg) {
 	subject, _ := fabric.InvokeSubject(e.inv.Tool)
 	e.tctx, e.span = e.a.tracer.Start(parent, "invoke "+e.inv.Tool,
 		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(attrTool.String(e.inv.Tool), attrRequest.String(e.inv.RequestID),
-			attrAttempt.Int64(int64(e.inv.Attempt)), attrWorker.String(e.a.cfg.WorkerID),
+		trace.WithAttributes(tracing.AttrTool.String(e.inv.Tool), tracing.AttrRequest.String(e.inv.RequestID),
+			tracing.AttrAttempt.Int64(int64(e.inv.Attempt)), tracing.AttrWorker.String(e.a.cfg.WorkerID),
 			attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", subject)))
 }
 
@@ -63,7 +59,7 @@ func (e *execution) endSpan() {
 		e.span.SetAttributes(attrDelivery.Int64(int64(e.deliveries)))
 	}
 	if e.outcome != "" {
-		e.span.SetAttributes(attrOutcome.String(e.outcome))
+		e.span.SetAttributes(tracing.AttrOutcome.String(e.outcome))
 	}
 	if e.outcome == OutcomeFailed || e.outcome == OutcomeIndeterminate {
 		e.span.SetStatus(codes.Error, e.outcome)
@@ -102,6 +98,6 @@ func (e *execution) endPickup(span trace.Span, proceed bool) {
 // chunkEvent records a chunk the handler streamed: its sequence and size.
 func (e *execution) chunkEvent(k uint32, n int) {
 	if e.hspan != nil {
-		e.hspan.AddEvent("chunk", trace.WithAttributes(attrSequence.Int64(int64(k)), attrBytes.Int(n)))
+		e.hspan.AddEvent("chunk", trace.WithAttributes(attrSequence.Int64(int64(k)), tracing.AttrBytes.Int(n)))
 	}
 }
