@@ -8,15 +8,13 @@ import (
 	"github.com/splashfabric/splashfabric/toolproc"
 )
 
-// BenchmarkProcessStart measures what a process start costs, from New to
-// the first call's answer and the process's stop, plain and in the
-// sandbox, in one run; the ratio of the two is what containment adds per
-// process start (bwrap, the shim, the probe New runs, the seccomp
-// filter, the limits).
-//
-//	go test -run '^$' -bench ProcessStart -benchtime 100x ./toolproc/
-func BenchmarkProcessStart(b *testing.B) {
-	for _, tc := range []struct {
+// plainAndContained are the two configurations each benchmark compares in
+// one run: uncontained, and in the sandbox (skipped without bwrap).
+func plainAndContained(b *testing.B) []struct {
+	name string
+	cfg  func() toolproc.Config
+} {
+	return []struct {
 		name string
 		cfg  func() toolproc.Config
 	}{
@@ -25,7 +23,18 @@ func BenchmarkProcessStart(b *testing.B) {
 			requireBwrap(b)
 			return containedConfig(toolproc.Containment{})
 		}},
-	} {
+	}
+}
+
+// BenchmarkProcessStart measures what a process start costs, from New to
+// the first call's answer and the process's stop, plain and in the
+// sandbox, in one run; the ratio of the two is what containment adds per
+// process start (bwrap, the shim, the probe New runs, the seccomp
+// filter, the limits).
+//
+//	go test -run '^$' -bench ProcessStart -benchtime 100x ./toolproc/
+func BenchmarkProcessStart(b *testing.B) {
+	for _, tc := range plainAndContained(b) {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := tc.cfg()
 			for b.Loop() {
@@ -52,16 +61,7 @@ func BenchmarkProcessStart(b *testing.B) {
 //
 //	go test -run '^$' -bench 'Process(Start|Call)' -benchtime 100x ./toolproc/
 func BenchmarkProcessCall(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		cfg  func() toolproc.Config
-	}{
-		{"plain", func() toolproc.Config { return testConfig(nil) }},
-		{"bwrap", func() toolproc.Config {
-			requireBwrap(b)
-			return containedConfig(toolproc.Containment{})
-		}},
-	} {
+	for _, tc := range plainAndContained(b) {
 		b.Run(tc.name, func(b *testing.B) {
 			s, err := toolproc.New(tc.cfg())
 			if err != nil {
@@ -86,16 +86,7 @@ func BenchmarkProcessCall(b *testing.B) {
 // sandbox probe) is behind: each iteration crashes the running process
 // and has the next call start a fresh one, plain and in the sandbox.
 func BenchmarkProcessRestart(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		cfg  func() toolproc.Config
-	}{
-		{"plain", func() toolproc.Config { return testConfig(nil) }},
-		{"bwrap", func() toolproc.Config {
-			requireBwrap(b)
-			return containedConfig(toolproc.Containment{})
-		}},
-	} {
+	for _, tc := range plainAndContained(b) {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := tc.cfg()
 			cfg.RestartInitial, cfg.RestartMax = time.Nanosecond, time.Nanosecond
