@@ -66,22 +66,10 @@ func (p *Process) checkHost() (string, error) {
 			return "command[0]", fmt.Errorf("%w: %q is not an executable file", ErrCommandNotFound, clip.String(path, clip.Echo))
 		}
 	}
-	if p.Contain != nil {
-		for _, binds := range []struct {
-			field string
-			list  []string
-		}{{"ro_binds", p.Contain.ROBinds}, {"rw_binds", p.Contain.RWBinds}} {
-			for i, b := range binds.list {
-				field := "contain." + binds.field + "[" + strconv.Itoa(i) + "]"
-				src, _, err := parseBind(b)
-				if err != nil {
-					return field, err
-				}
-				if _, err := os.Stat(src); err != nil {
-					return field, fmt.Errorf("%w: bind source %q does not exist", ErrInvalidValue, clip.String(src, clip.Echo))
-				}
-			}
+	return p.Contain.eachBind(func(src, _ string) error {
+		if _, err := os.Stat(src); err != nil {
+			return fmt.Errorf("%w: bind source %q does not exist", ErrInvalidValue, clip.String(src, clip.Echo))
 		}
-	}
-	return "", nil
+		return nil
+	})
 }

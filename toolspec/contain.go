@@ -244,21 +244,32 @@ func (p *Process) checkSandbox() (string, error) {
 	if p.Dir != "" && filepath.Clean(p.Dir) == "/" {
 		return "dir", fmt.Errorf("%w: a contained tool's directory is bound into its sandbox, and / is the whole file system: give the tool a directory of its own", ErrUnsafeBind)
 	}
-	if p.Contain == nil {
+	return p.Contain.eachBind(func(src, dst string) error {
+		if filepath.Clean(src) == "/" || filepath.Clean(dst) == "/" {
+			return fmt.Errorf("%w: a bind of / would give the tool the whole file system (or hide its own)", ErrUnsafeBind)
+		}
+		return nil
+	})
+}
+
+// eachBind calls f with the source and destination of each of c's binds,
+// read-only ones first; it returns the field of the first bind that does
+// not parse or that f refuses, with the error. A nil c has none.
+func (c *Contain) eachBind(f func(src, dst string) error) (string, error) {
+	if c == nil {
 		return "", nil
 	}
 	for _, binds := range []struct {
 		field string
 		list  []string
-	}{{"ro_binds", p.Contain.ROBinds}, {"rw_binds", p.Contain.RWBinds}} {
+	}{{"ro_binds", c.ROBinds}, {"rw_binds", c.RWBinds}} {
 		for i, b := range binds.list {
-			field := "contain." + binds.field + "[" + strconv.Itoa(i) + "]"
 			src, dst, err := parseBind(b)
-			if err != nil {
-				return field, err
+			if err == nil {
+				err = f(src, dst)
 			}
-			if filepath.Clean(src) == "/" || filepath.Clean(dst) == "/" {
-				return field, fmt.Errorf("%w: a bind of / would give the tool the whole file system (or hide its own)", ErrUnsafeBind)
+			if err != nil {
+				return "contain." + binds.field + "[" + strconv.Itoa(i) + "]", err
 			}
 		}
 	}
