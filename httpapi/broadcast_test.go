@@ -37,12 +37,15 @@ func TestBroadcasterDropsSlowSubscriberWithLagged(t *testing.T) {
 		b.Chunk("s", host.ExternalToolStreamChunk{ID: 1, Index: i})
 		fastGot = append(fastGot, *<-fast)
 	}
-	// Four in its channel, two queued, then the notice.
+	// Its channel and queue full, then the notice: a gapless prefix of
+	// the chunks and EventLagged. How many precede it depends on how far
+	// the pump got (one may be in its hand): at least the channel's
+	// direct room and the queue, never all ten.
 	got := drain(slow)
-	if len(got) != 7 || got[6].Kind != httpapi.EventLagged {
+	if n := len(got); n < 3+2+1 || n > 10 || got[n-1].Kind != httpapi.EventLagged {
 		t.Fatalf("slow got %v", kinds(got))
 	}
-	for i, ev := range got[:6] {
+	for i, ev := range got[:len(got)-1] {
 		if ev.Chunk.Index != i {
 			t.Fatalf("slow chunk %d has index %d", i, ev.Chunk.Index)
 		}
