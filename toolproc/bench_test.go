@@ -8,16 +8,16 @@ import (
 	"github.com/splashfabric/splashfabric/toolproc"
 )
 
-// plainAndContained are the two configurations each benchmark compares in
-// one run: uncontained, and in the sandbox (skipped without bwrap).
-func plainAndContained(b *testing.B) []struct {
+// benchConfig is one configuration a benchmark runs under.
+type benchConfig struct {
 	name string
 	cfg  func() toolproc.Config
-} {
-	return []struct {
-		name string
-		cfg  func() toolproc.Config
-	}{
+}
+
+// plainAndContained are the two configurations each benchmark compares in
+// one run: uncontained, and in the sandbox (skipped without bwrap).
+func plainAndContained(b *testing.B) []benchConfig {
+	return []benchConfig{
 		{"plain", func() toolproc.Config { return testConfig(nil) }},
 		{"bwrap", func() toolproc.Config {
 			requireBwrap(b)

@@ -125,16 +125,21 @@ func TestJetStreamWritesPerOperation(t *testing.T) {
 			if tc.durable {
 				ledger, archive = ops+sessions, sessions
 			}
+			// slack is how many more writes than want a stream may take.
+			// A slice that gives way at its quantum (a busy machine) ends
+			// its step after the answer's ledger entry and before the
+			// next operation's: two entries where one holds both. A few
+			// more, never fewer.
 			streams := []struct {
-				name string
-				want uint64
+				name        string
+				want, slack uint64
 			}{
-				{fabric.StreamInvoke, ops},
-				{fabric.StreamEvents, ops},
-				{"KV_" + idempotency.BucketName, tc.journal * ops},
-				{"KV_" + fabric.BucketCancel, 0},
-				{fabric.StreamLedger, ledger},
-				{"KV_" + fabric.BucketSessions, archive},
+				{fabric.StreamInvoke, ops, 0},
+				{fabric.StreamEvents, ops, 0},
+				{"KV_" + idempotency.BucketName, tc.journal * ops, 0},
+				{"KV_" + fabric.BucketCancel, 0, 0},
+				{fabric.StreamLedger, ledger, ops / 10},
+				{"KV_" + fabric.BucketSessions, archive, 0},
 			}
 			before := make([]uint64, len(streams))
 			for i, s := range streams {
@@ -159,13 +164,7 @@ func TestJetStreamWritesPerOperation(t *testing.T) {
 				delta := c.streamSeq(s.name) - before[i]
 				total += delta
 				t.Logf("%s: %d writes for %d operations", s.name, delta, ops)
-				switch {
-				case s.name == fabric.StreamLedger && delta >= s.want && delta <= s.want+ops/10:
-					// A slice that gives way at its quantum (a busy
-					// machine) ends its step after the answer's entry
-					// and before the next operation's: two entries
-					// where one holds both. A few more, never fewer.
-				case delta != s.want:
+				if delta < s.want || delta > s.want+s.slack {
 					t.Errorf("%s: %d writes for %d operations, want %d", s.name, delta, ops, s.want)
 				}
 			}
